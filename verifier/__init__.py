@@ -1,0 +1,43 @@
+"""ctxproof: formal verification of self-editing context windows.
+
+The public API:
+
+* :func:`check_rewrite` — check one rewrite (before, after, store) and get a verdict,
+  findings and a repair;
+* :func:`audit_trace` — check every event of a trace;
+* :func:`load_trace`, :func:`load_window`, :func:`parse_trace_text` — read input;
+* :class:`SqliteStore`, :class:`MemoryStore` — the durable store.
+"""
+
+from verifier.audit import TraceReport, audit_trace
+from verifier.check import Repair, RewriteResult, check_rewrite
+from verifier.errors import CtxproofError, FormulaError, InputError, InternalError, StoreError
+from verifier.findings import RULES, Finding
+from verifier.io import load_trace, load_window, parse_trace_text, parse_window_text
+from verifier.store import MemoryStore, SqliteStore, Store
+from verifier.window import Item, Trace, Window
+
+__all__ = [
+    "RULES",
+    "CtxproofError",
+    "Finding",
+    "FormulaError",
+    "InputError",
+    "InternalError",
+    "Item",
+    "MemoryStore",
+    "Repair",
+    "RewriteResult",
+    "SqliteStore",
+    "Store",
+    "StoreError",
+    "Trace",
+    "TraceReport",
+    "Window",
+    "audit_trace",
+    "check_rewrite",
+    "load_trace",
+    "load_window",
+    "parse_trace_text",
+    "parse_window_text",
+]

@@ -1,0 +1,147 @@
+"""Auditing a whole trace, event by event (SPEC §4–§5)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from verifier.check import RewriteResult, check_rewrite
+from verifier.findings import Finding
+from verifier.formula import parse
+from verifier.rules.composition import check_append
+from verifier.rules.context import MODE_SUPPORT, History, RewriteContext, WindowView
+from verifier.solver import Session
+from verifier.store import LayeredStore, Store
+from verifier.window import Append, Item, Rewrite, Trace
+
+__all__ = ["TraceReport", "audit_trace", "exit_code_for"]
+
+
+@dataclass(frozen=True, slots=True)
+class TraceReport:
+    """Everything an audit found in one trace."""
+
+    trace: str
+    rewrites: tuple[RewriteResult, ...]
+    findings: tuple[Finding, ...]
+    undecided: tuple[str, ...] = ()
+    final_window: tuple[Item, ...] = field(default=(), compare=False, repr=False)
+
+    @property
+    def exit_code(self) -> int:
+        return exit_code_for([self])
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "trace": self.trace,
+            "rewrites": [
+                {
+                    "pass": r.pass_,
+                    "line": r.line,
+                    "policy": r.policy,
+                    "verdict": r.verdict,
+                    **({"undecided": list(r.undecided)} if r.undecided else {}),
+                    **({"demoted": list(r.demoted)} if r.demoted else {}),
+                }
+                for r in self.rewrites
+            ],
+            "findings": [f.to_json() for f in self.findings],
+            "exit": self.exit_code,
+        }
+
+
+def exit_code_for(reports: Iterable[TraceReport]) -> int:
+    """0 all accepted and no finding; 1 any finding; 3 undecided and no finding."""
+    reports = list(reports)
+    if any(r.findings for r in reports):
+        return 1
+    if any(r.undecided or any(w.verdict == "undecided" for w in r.rewrites) for r in reports):
+        return 3
+    return 0
+
+
+def audit_trace(
+    trace: Trace,
+    *,
+    store: Store | None = None,
+    mode: str = MODE_SUPPORT,
+) -> TraceReport:
+    """Check every event of a trace in order; the store given is only read."""
+    layered = LayeredStore(store)
+    session = Session([parse(b) for b in trace.header.background])
+    history = History()
+    window: tuple[Item, ...] = ()
+    pass_no = 0
+    rewrites: list[RewriteResult] = []
+    findings: list[Finding] = []
+    undecided: list[str] = []
+    for ev in trace.events:
+        if isinstance(ev, Append):
+            after = (*window, *ev.items)
+            ctx = RewriteContext(
+                session=session,
+                store=layered,
+                before=WindowView(window, layered),
+                after=WindowView(after, layered),
+                pass_no=pass_no,
+                line=ev.line,
+                mode=mode,
+                history=history,
+            )
+            check_append(ctx, ev.items)
+            findings.extend(ctx.findings)
+            undecided.extend(ctx.undecided)
+            for it in ev.items:
+                if it.kind == "observation":
+                    history.appended_obs.add(it.ref)
+                history.last_seen[it.id] = it
+            window = after
+        elif isinstance(ev, Rewrite):
+            pass_no += 1
+            after = ev.apply(window)
+            result = check_rewrite(
+                window,
+                after,
+                store=layered,
+                session=session,
+                history=history,
+                mode=mode,
+                claimed_preserved=ev.claimed_preserved,
+                pass_no=pass_no,
+                line=ev.line,
+                policy=ev.policy,
+                with_repair=False,
+            )
+            rewrites.append(result)
+            findings.extend(result.findings)
+            _remember(history, window, after, pass_no, layered)
+            window = after
+        else:
+            layered.spill(ev.items)
+    return TraceReport(trace.name, tuple(rewrites), tuple(findings), tuple(undecided), window)
+
+
+def _remember(
+    history: History, before: tuple[Item, ...], after: tuple[Item, ...], pass_no: int, store: Store
+) -> None:
+    """Carry what later rules need across a rewrite: evictions and last versions."""
+    view = WindowView(after, store)
+    after_ids = {it.id for it in after}
+    for it in before:
+        real = it
+        if it.kind == "stub":
+            resolved = store.get(it.stub_ref or "")
+            if resolved is None:
+                continue
+            real = resolved
+        history.last_seen[it.id] = real
+        if real.kind != "observation":
+            continue
+        if it.id not in after_ids or not view.retained(it.id):
+            history.evicted_at[it.id] = pass_no
+            if real.modality == "failed" and real.source is not None and it.id not in after_ids:
+                history.evicted_failed_sources.setdefault(real.source, real.id)
+    for it in after:
+        if it.kind != "stub":
+            history.last_seen[it.id] = it

@@ -1,0 +1,337 @@
+"""Checking one rewrite, and computing its repair (SPEC §4).
+
+>>> from verifier.io import parse_window_text
+>>> w = parse_window_text('{"format": "ctxproof-window/1", "items": '
+...     '[{"id": "c1", "kind": "commitment", "type": "decision"}]}')
+>>> check_rewrite(w, w).verdict
+'accept'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from verifier.findings import Finding
+from verifier.formula import parse
+from verifier.rules.commitments import check_commitments
+from verifier.rules.composition import check_cycles
+from verifier.rules.context import MODE_SUPPORT, History, RewriteContext, WindowView, demote
+from verifier.rules.witnesses import check_witnesses
+from verifier.solver import Session
+from verifier.store import LayeredStore, MemoryStore, Store
+from verifier.window import Item, Window
+
+__all__ = ["Repair", "RewriteResult", "check_rewrite", "repair_rewrite"]
+
+MAX_REPAIR_ROUNDS = 6
+
+
+@dataclass(frozen=True, slots=True)
+class Repair:
+    """The least change that makes a refused rewrite acceptable."""
+
+    spill: tuple[Item, ...]
+    window: tuple[Item, ...]
+    claimed_preserved: tuple[str, ...]
+    verdict: str
+    actions: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class RewriteResult:
+    """The verdict on one rewrite, its findings, and (when refused) its repair."""
+
+    pass_: int
+    line: int | None
+    policy: str | None
+    verdict: str
+    findings: tuple[Finding, ...]
+    undecided: tuple[str, ...] = ()
+    demoted: tuple[str, ...] = ()
+    repair: Repair | None = field(default=None, compare=False)
+
+    @property
+    def accepted(self) -> bool:
+        return self.verdict in ("accept", "accept-demoted")
+
+
+def _items(w: Window | Sequence[Item]) -> tuple[Item, ...]:
+    return w.items if isinstance(w, Window) else tuple(w)
+
+
+def run_rules(
+    session: Session,
+    store: Store,
+    before: Sequence[Item],
+    after: Sequence[Item],
+    *,
+    pass_no: int,
+    line: int | None,
+    mode: str,
+    claimed_preserved: Sequence[str] | None,
+    history: History,
+) -> RewriteContext:
+    """Run every CF and WR rule (and CP002) on one rewrite."""
+    ctx = RewriteContext(
+        session=session,
+        store=store,
+        before=WindowView(before, store),
+        after=WindowView(after, store),
+        pass_no=pass_no,
+        line=line,
+        mode=mode,
+        claimed_preserved=None if claimed_preserved is None else tuple(claimed_preserved),
+        history=history,
+    )
+    check_commitments(ctx)
+    check_witnesses(ctx)
+    check_cycles(ctx, ctx.changed())
+    return ctx
+
+
+def verdict_of(ctx: RewriteContext) -> str:
+    if any(f.code.startswith(("CF", "WR")) for f in ctx.findings):
+        return "refuse"
+    if ctx.undecided:
+        return "undecided"
+    if ctx.findings:
+        return "refuse"
+    return "accept-demoted" if ctx.demoted else "accept"
+
+
+def check_rewrite(
+    before: Window | Sequence[Item],
+    after: Window | Sequence[Item],
+    *,
+    store: Store | None = None,
+    background: Iterable[str] = (),
+    mode: str = MODE_SUPPORT,
+    claimed_preserved: Sequence[str] | None = None,
+    session: Session | None = None,
+    history: History | None = None,
+    pass_no: int = 1,
+    line: int | None = None,
+    policy: str | None = None,
+    with_repair: bool = True,
+) -> RewriteResult:
+    """Check one rewrite of ``before`` into ``after`` against the store.
+
+    Returns a :class:`RewriteResult` whose verdict is ``accept``,
+    ``accept-demoted``, ``refuse`` or ``undecided``; a refusal carries the
+    repair that would make the same rewrite acceptable.
+    """
+    bg = tuple(background)
+    if isinstance(before, Window) and not bg:
+        bg = before.background
+    store = store if store is not None else MemoryStore()
+    session = session or Session([parse(b) for b in bg])
+    history = history if history is not None else History()
+    b_items, a_items = _items(before), _items(after)
+    ctx = run_rules(
+        session,
+        store,
+        b_items,
+        a_items,
+        pass_no=pass_no,
+        line=line,
+        mode=mode,
+        claimed_preserved=claimed_preserved,
+        history=history,
+    )
+    verdict = verdict_of(ctx)
+    repair = None
+    if verdict in ("refuse", "undecided") and with_repair:
+        repair = repair_rewrite(session, store, b_items, a_items, ctx, mode=mode, history=history)
+    return RewriteResult(
+        pass_no,
+        line,
+        policy,
+        verdict,
+        tuple(ctx.findings),
+        tuple(ctx.undecided),
+        tuple(ctx.demoted),
+        repair,
+    )
+
+
+def _copy_history(h: History) -> History:
+    return History(
+        set(h.appended_obs),
+        dict(h.last_seen),
+        dict(h.evicted_failed_sources),
+        dict(h.evicted_at),
+        set(h.readopted),
+        set(h.cycles),
+    )
+
+
+def _preserved(before: WindowView, after: WindowView) -> tuple[str, ...]:
+    out = []
+    for it in after.items:
+        old = before.get(it.id)
+        if old is None:
+            continue
+        if old.raw == it.raw or (
+            it.kind == "stub"
+            and after.resolve(it.id) is not None
+            and after.resolve(it.id) == before.resolve(it.id)
+        ):
+            out.append(it.id)
+    return tuple(out)
+
+
+def _stub_for(item: Item) -> Item:
+    from verifier.io import item_from_json
+
+    return item_from_json({"id": item.id, "kind": "stub", "ref": item.ref})
+
+
+_REVERT = {"CF002", "CF005", "CF007", "WR003", "WR004", "WR005", "WR006", "WR007", "CP002"}
+
+
+def _plan(
+    ctx: RewriteContext, window: list[Item], spill: dict[str, Item], actions: list[str]
+) -> None:
+    """One round of repairs for the findings of ctx, applied to window and spill."""
+    before = ctx.before
+    pos = {it.id: i for i, it in enumerate(window)}
+
+    def put(item: Item) -> None:
+        if item.id in pos:
+            window[pos[item.id]] = item
+        else:
+            # keep the before order: insert after the nearest earlier neighbour
+            order = [it.id for it in before.items]
+            idx = len(window)
+            if item.id in order:
+                for prev in reversed(order[: order.index(item.id)]):
+                    if prev in pos:
+                        idx = pos[prev] + 1
+                        break
+                else:
+                    idx = 0
+            window.insert(idx, item)
+            pos.clear()
+            pos.update({it.id: i for i, it in enumerate(window)})
+
+    def remove(item_id: str) -> None:
+        if item_id in pos:
+            del window[pos[item_id]]
+            pos.clear()
+            pos.update({it.id: i for i, it in enumerate(window)})
+
+    def spill_with_evidence(item: Item) -> None:
+        spill.setdefault(item.ref, item)
+        for wid in (*item.witnesses, *item.rationale, *item.derived_from):
+            ev = before.resolve(wid)
+            if ev is not None and ev.ref not in ctx.store:
+                spill.setdefault(ev.ref, ev)
+
+    for f in ctx.findings:
+        head = f.items[0]
+        old = before.get(head)
+        real_old = before.resolve(head)
+        if f.code in ("CF001", "WR008") and real_old is not None and old is not None:
+            spill_with_evidence(real_old)
+            put(old if old.kind == "stub" else _stub_for(real_old))
+            actions.append(f"spill {head!r} and leave a stub")
+        elif f.code == "CF003" and real_old is not None:
+            spill.setdefault(real_old.ref, real_old)
+            actions.append(f"spill the original of {head!r}")
+        elif f.code == "CF004":
+            rid = f.items[1]
+            r_old = before.resolve(rid)
+            if r_old is not None:
+                spill.setdefault(r_old.ref, r_old)
+                put(before.get(rid) if before.is_stub(rid) else _stub_for(r_old))  # type: ignore[arg-type]
+                actions.append(f"spill rationale {rid!r} and leave a stub")
+        elif f.code == "WR001" and real_old is not None:
+            for wid in real_old.witnesses:
+                w_item = before.get(wid)
+                w_real = before.resolve(wid)
+                if w_real is None or w_item is None:
+                    continue
+                if ctx.after.retained(wid):
+                    continue
+                spill.setdefault(w_real.ref, w_real)
+                put(w_item if w_item.kind == "stub" else _stub_for(w_real))
+                actions.append(f"keep witness {wid!r} of {head!r} as a stub")
+            if ctx.after.get(head) is not None and ctx.after.get(head) != old and old is not None:
+                put(old)
+                actions.append(f"revert {head!r}")
+        elif f.code == "WR002":
+            cur = window[pos[head]] if head in pos else None
+            if cur is not None and cur.kind != "stub":
+                put(demote(cur))
+                actions.append(f"demote {head!r} to unwitnessed")
+        elif f.code in _REVERT:
+            for iid in f.items if f.code in ("CF007", "CP002") else (head,):
+                prev = before.get(iid)
+                cur_it = ctx.after.get(iid)
+                if cur_it is None or (prev is not None and prev.raw == cur_it.raw):
+                    continue
+                if prev is not None:
+                    put(prev)
+                    actions.append(f"revert {iid!r}")
+                else:
+                    remove(iid)
+                    actions.append(f"remove new item {iid!r}")
+
+
+def repair_rewrite(
+    session: Session,
+    store: Store,
+    before: Sequence[Item],
+    after: Sequence[Item],
+    first: RewriteContext,
+    *,
+    mode: str,
+    history: History,
+) -> Repair:
+    """Find the repair of a refused rewrite: spill, stub, demote, revert — then check again."""
+    window = list(after)
+    spill: dict[str, Item] = {}
+    actions: list[str] = []
+    ctx = first
+    verdict = verdict_of(ctx)
+    for _ in range(MAX_REPAIR_ROUNDS):
+        _plan(ctx, window, spill, actions)
+        trial = LayeredStore(store)
+        trial.spill(list(spill.values()))
+        view_b, view_a = WindowView(before, trial), WindowView(window, trial)
+        claimed = _preserved(view_b, view_a)
+        ctx = run_rules(
+            session,
+            trial,
+            before,
+            window,
+            pass_no=first.pass_no,
+            line=first.line,
+            mode=mode,
+            claimed_preserved=claimed,
+            history=_copy_history(history),
+        )
+        verdict = verdict_of(ctx)
+        if verdict != "refuse":
+            return Repair(tuple(spill.values()), tuple(window), claimed, verdict, tuple(actions))
+    # nothing smaller worked: keep the window as it was
+    trial = LayeredStore(store)
+    ctx = run_rules(
+        session,
+        trial,
+        before,
+        before,
+        pass_no=first.pass_no,
+        line=first.line,
+        mode=mode,
+        claimed_preserved=[it.id for it in before],
+        history=_copy_history(history),
+    )
+    return Repair(
+        (),
+        tuple(before),
+        tuple(it.id for it in before),
+        verdict_of(ctx),
+        (*actions, "keep the window as it was"),
+    )

@@ -1,0 +1,452 @@
+"""The ``ctxproof`` command line (SPEC §6).
+
+Output: one finding a line, ``TRACE:LINE: pass N: CODE name [ID,...]: message``,
+or with ``--format json`` one JSON object per trace per line.
+
+Exit codes: 0 every rewrite accepted and no finding; 1 at least one finding;
+2 bad input or usage; 3 undecided (solver unknown or budget) and no finding;
+4 internal error.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import traceback
+from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import IO, Any
+
+import click
+
+from verifier.audit import TraceReport, audit_trace, exit_code_for
+from verifier.check import RewriteResult, check_rewrite
+from verifier.errors import CtxproofError, InputError, StoreError
+from verifier.findings import Finding
+from verifier.io import check_references, load_window, parse_trace_text, window_to_json
+from verifier.store import SqliteStore, Store
+
+__all__ = ["entry", "main"]
+
+EXIT_OK, EXIT_FINDINGS, EXIT_INPUT, EXIT_UNDECIDED, EXIT_INTERNAL = 0, 1, 2, 3, 4
+
+_EPILOG = """\b
+Text output: one finding a line,
+  TRACE:LINE: pass N: CODE name [ID,...]: message
+JSON output (--format json): one object per trace per line.
+\b
+Exit codes: 0 all rewrites accepted and no finding; 1 at least one finding;
+2 bad input or usage; 3 undecided (solver unknown or budget) and no finding;
+4 internal error.
+"""
+
+
+class _Out:
+    """Where results go: stdout for results, stderr for progress and summaries."""
+
+    def __init__(self, stdout: IO[str], stderr: IO[str]) -> None:
+        self.stdout = stdout
+        self.stderr = stderr
+
+    def line(self, text: str) -> None:
+        self.stdout.write(text + "\n")
+
+    def note(self, text: str) -> None:
+        self.stderr.write(text + "\n")
+
+
+def _format_finding(name: str, f: Finding) -> str:
+    line = f.line if f.line is not None else 1
+    text = f"{name}:{line}: pass {f.pass_}: {f.code} {f.name} [{','.join(f.items)}]: {f.message}"
+    if f.counterexample:
+        shown = ", ".join(f"{k}={'true' if v else 'false'}" for k, v in f.counterexample)
+        text += f" (counterexample: {shown})"
+    return text
+
+
+def _open_store(path: str | None, *, writable: bool = False) -> Store | None:
+    if path is None:
+        return None
+    if not writable and not Path(path).exists():
+        raise InputError("store does not exist", file=path, fix="check the path, or drop --store")
+    try:
+        return SqliteStore(path, readonly=not writable)
+    except StoreError as exc:
+        raise InputError(str(exc), file=path, fix="give a ctxproof SQLite store") from None
+
+
+def _format_option(f: Any) -> Any:
+    return click.option(
+        "--format",
+        "fmt",
+        type=click.Choice(["text", "json"]),
+        default="text",
+        show_default=True,
+        help="Output format.",
+    )(f)
+
+
+def _mode_option(f: Any) -> Any:
+    return click.option(
+        "--witness-mode",
+        "mode",
+        type=click.Choice(["support", "count"]),
+        default="support",
+        show_default=True,
+        help="support: surviving witnesses must still support; count: none may leave.",
+    )(f)
+
+
+@click.group(epilog=_EPILOG, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="ctxproof")
+def cli() -> None:
+    """Formal verification harness for self-editing context windows."""
+
+
+@cli.command(epilog=_EPILOG)
+@click.argument("before", type=click.Path(dir_okay=False))
+@click.argument("after", type=click.Path(dir_okay=False))
+@click.option("--store", "store_path", type=click.Path(dir_okay=False), help="SQLite store.")
+@_mode_option
+@click.option(
+    "--repair",
+    "repair_out",
+    type=click.Path(dir_okay=False),
+    help="Write the repaired window here (spills go to --store first).",
+)
+@click.option(
+    "--claimed",
+    "claimed",
+    multiple=True,
+    help="An id the rewriter claims it preserved (repeatable).",
+)
+@_format_option
+@click.pass_obj
+def check(
+    obj: _Out,
+    before: str,
+    after: str,
+    store_path: str | None,
+    mode: str,
+    repair_out: str | None,
+    claimed: tuple[str, ...],
+    fmt: str,
+) -> int:
+    """Check one rewrite: BEFORE and AFTER are window files."""
+    store = _open_store(store_path, writable=repair_out is not None)
+    w_before = load_window(before)
+    w_after = load_window(after)
+    known = (lambda i: store.has_id(i)) if store is not None else (lambda _i: False)
+    defined = set(w_before.by_id()) | set(w_after.by_id())
+    check_references(w_before.items, defined, known, before)
+    check_references(w_after.items, defined, known, after)
+    background = w_before.background or w_after.background
+    result = check_rewrite(
+        w_before,
+        w_after,
+        store=store,
+        background=background,
+        mode=mode,
+        claimed_preserved=claimed or None,
+        line=None,
+    )
+    result = _with_lines(result, after)
+    if fmt == "json":
+        payload = _report_json(after, [result], list(result.findings))
+        if result.repair is not None:
+            payload["repair"] = {
+                "verdict": result.repair.verdict,
+                "spill": [it.id for it in result.repair.spill],
+                "actions": list(result.repair.actions),
+                "claimed_preserved": list(result.repair.claimed_preserved),
+            }
+        obj.line(json.dumps(payload, ensure_ascii=False))
+    else:
+        for f in result.findings:
+            obj.line(_format_finding(after, f))
+    obj.note(f"{after}: verdict {result.verdict}, {len(result.findings)} finding(s)")
+    if repair_out is not None:
+        _write_repair(obj, result, repair_out, store, background)
+    code = exit_code_for([TraceReport(after, (result,), result.findings)])
+    return code
+
+
+def _with_lines(result: RewriteResult, path: str) -> RewriteResult:
+    """Findings of a window check point at the line of their first item in the file."""
+    try:
+        text = Path(path).read_text("utf-8")
+    except OSError:
+        return result
+    fixed = []
+    for f in result.findings:
+        needle = json.dumps(f.items[0], ensure_ascii=False) if f.items else ""
+        pos = text.find(needle) if needle else -1
+        line = text.count("\n", 0, pos) + 1 if pos >= 0 else 1
+        fixed.append(Finding(f.code, f.pass_, f.items, f.message, line, f.counterexample))
+    return RewriteResult(
+        result.pass_,
+        1,
+        result.policy,
+        result.verdict,
+        tuple(fixed),
+        result.undecided,
+        result.demoted,
+        result.repair,
+    )
+
+
+def _write_repair(
+    obj: _Out, result: RewriteResult, out: str, store: Store | None, background: Sequence[str]
+) -> None:
+    repair = result.repair
+    if repair is None:
+        obj.note(f"{out}: nothing to repair; the rewrite is accepted as it is")
+        return
+    if repair.spill:
+        if store is None:
+            raise InputError(
+                "the repair must spill items, and no store was given",
+                file=out,
+                fix="add --store DB",
+            )
+        store.spill(list(repair.spill))  # commits before returning
+    payload = window_to_json(repair.window, background)
+    tmp = Path(out).with_name(Path(out).name + ".tmp")
+    tmp.write_text(json.dumps(payload, ensure_ascii=False, indent=2) + "\n", "utf-8")
+    os.replace(tmp, out)
+    obj.note(
+        f"{out}: repaired window written ({len(repair.spill)} item(s) spilled;"
+        f" repaired rewrite: {repair.verdict})"
+    )
+
+
+def _report_json(
+    name: str, rewrites: Sequence[RewriteResult], findings: Sequence[Finding]
+) -> dict[str, Any]:
+    report = TraceReport(name, tuple(rewrites), tuple(findings))
+    return report.to_json()
+
+
+def _audit_one(args: tuple[str, bytes, str | None, str]) -> dict[str, Any]:
+    """Worker: audit one trace given as bytes; return its JSON report."""
+    name, data, store_path, mode = args
+    store = SqliteStore(store_path, readonly=True) if store_path else None
+    known = store.has_id if store is not None else None
+    trace = parse_trace_text(data, name, known_ids=known)
+    return audit_trace(trace, store=_trace_store(trace, name, store), mode=mode).to_json()
+
+
+def _trace_store(trace: Any, name: str, given: Store | None) -> Store | None:
+    if given is not None or trace.header.store is None:
+        return given
+    path = Path(name).parent / trace.header.store
+    if not path.exists():
+        raise InputError(
+            f"header names store {trace.header.store!r}, which does not exist",
+            file=name,
+            line=trace.header.line,
+            fix="fix the path or drop 'store'",
+        )
+    return SqliteStore(path, readonly=True)
+
+
+@cli.command(epilog=_EPILOG)
+@click.argument("traces", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option(
+    "--store",
+    "store_path",
+    type=click.Path(dir_okay=False),
+    help="SQLite store to read (never written by an audit).",
+)
+@_mode_option
+@click.option(
+    "--jobs", type=click.IntRange(min=1), default=1, show_default=True, help="Worker processes."
+)
+@click.option(
+    "--report",
+    "report_dir",
+    type=click.Path(file_okay=False),
+    help="Write a report (JSON per trace) into this folder.",
+)
+@_format_option
+@click.pass_obj
+def audit(
+    obj: _Out,
+    traces: tuple[str, ...],
+    store_path: str | None,
+    mode: str,
+    jobs: int,
+    report_dir: str | None,
+    fmt: str,
+) -> int:
+    """Audit traces (JSONL), every event in order."""
+    store = _open_store(store_path)
+    known = store.has_id if store is not None else None
+    datas: list[bytes] = []
+    for path in traces:  # validate everything before checking anything
+        try:
+            data = Path(path).read_bytes()
+        except OSError as exc:
+            raise InputError(
+                f"cannot read: {exc.strerror}", file=path, fix="check the path"
+            ) from None
+        trace = parse_trace_text(data, path, known_ids=known)
+        _trace_store(trace, path, store)
+        datas.append(data)
+    work = [(p, d, store_path, mode) for p, d in zip(traces, datas, strict=True)]
+    results: list[dict[str, Any]] = []
+    if jobs > 1 and len(work) > 1:
+        with ProcessPoolExecutor(max_workers=jobs) as pool:
+            for i, res in enumerate(pool.map(_audit_one, work)):
+                results.append(res)
+                _progress(obj, i + 1, len(work))
+    else:
+        for i, w in enumerate(work):
+            results.append(_audit_one(w))
+            _progress(obj, i + 1, len(work))
+    for res in results:
+        if fmt == "json":
+            obj.line(json.dumps(res, ensure_ascii=False))
+        else:
+            for f in res["findings"]:
+                obj.line(_format_json_finding(res["trace"], f))
+        verdicts = [r["verdict"] for r in res["rewrites"]]
+        obj.note(
+            f"{res['trace']}: {len(verdicts)} rewrite(s) "
+            f"[{', '.join(verdicts) or 'none'}], {len(res['findings'])} finding(s)"
+        )
+    if report_dir is not None:
+        from verifier.report import write_report
+
+        index = write_report(report_dir, results)
+        obj.note(f"report: {index}")
+    return _exit_from_json(results)
+
+
+def _exit_from_json(results: Sequence[dict[str, Any]]) -> int:
+    codes = [r["exit"] for r in results]
+    if EXIT_FINDINGS in codes:
+        return EXIT_FINDINGS
+    if EXIT_UNDECIDED in codes:
+        return EXIT_UNDECIDED
+    return EXIT_OK
+
+
+def _format_json_finding(trace: str, f: dict[str, Any]) -> str:
+    cex = f.get("counterexample")
+    finding = Finding(
+        f["code"],
+        f["pass"],
+        tuple(f["items"]),
+        f["message"],
+        f["line"],
+        tuple(sorted(cex.items())) if cex else None,
+    )
+    return _format_finding(trace, finding)
+
+
+def _progress(obj: _Out, done: int, total: int) -> None:
+    if total > 1 and obj.stderr.isatty():
+        obj.stderr.write(f"\raudited {done}/{total}")
+        if done == total:
+            obj.stderr.write("\n")
+        obj.stderr.flush()
+
+
+def _bundled_scenarios() -> Path:
+    here = Path(__file__).resolve().parent.parent / "models" / "scenarios"
+    if here.is_dir():
+        return here
+    return Path.cwd() / "models" / "scenarios"
+
+
+@cli.command()
+@click.option(
+    "--report",
+    "report_dir",
+    type=click.Path(file_okay=False),
+    default="ctxproof-report",
+    show_default=True,
+    help="Where to write the report.",
+)
+@_format_option
+@click.pass_obj
+def demo(obj: _Out, report_dir: str, fmt: str) -> int:
+    """Audit the bundled scenarios and write a report."""
+    folder = _bundled_scenarios()
+    traces = sorted(str(p) for p in folder.glob("*.jsonl"))
+    if not traces:
+        raise InputError(
+            "no bundled scenarios found", file=str(folder), fix="run from the ctxproof repository"
+        )
+    results = [_audit_one((t, Path(t).read_bytes(), None, "support")) for t in traces]
+    for res in results:
+        if fmt == "json":
+            obj.line(json.dumps(res, ensure_ascii=False))
+            continue
+        verdicts = ", ".join(f"pass {r['pass']}: {r['verdict']}" for r in res["rewrites"])
+        obj.line(f"== {res['trace']}  ({verdicts or 'no rewrite'})")
+        for f in res["findings"]:
+            obj.line("  " + _format_json_finding(Path(res["trace"]).name, f))
+        if not res["findings"]:
+            obj.line("  no findings")
+    from verifier.report import write_report
+
+    index = write_report(report_dir, results)
+    obj.line(f"report written: {index}")
+    return EXIT_OK
+
+
+def main(
+    argv: Sequence[str] | None = None,
+    *,
+    stdout: IO[str] | None = None,
+    stderr: IO[str] | None = None,
+) -> int:
+    """Run the CLI in-process and return its exit code."""
+    out = _Out(stdout or sys.stdout, stderr or sys.stderr)
+    try:
+        rv = cli.main(
+            args=list(argv) if argv is not None else None,
+            prog_name="ctxproof",
+            standalone_mode=False,
+            obj=out,
+        )
+    except click.exceptions.NoArgsIsHelpError as exc:
+        out.note(exc.format_message() if hasattr(exc, "format_message") else str(exc))
+        return EXIT_INPUT
+    except click.UsageError as exc:
+        out.note(f"ctxproof: {exc.format_message()}")
+        if exc.ctx is not None:
+            out.note(f"try '{exc.ctx.command_path} --help'")
+        return EXIT_INPUT
+    except click.exceptions.Abort:
+        out.note("ctxproof: aborted")
+        return EXIT_INPUT
+    except click.ClickException as exc:
+        out.note(f"ctxproof: {exc.format_message()}")
+        return EXIT_INPUT
+    except InputError as exc:
+        out.note(f"ctxproof: {exc.render()}")
+        return EXIT_INPUT
+    except StoreError as exc:
+        out.note(f"ctxproof: store error: {exc}")
+        return EXIT_INPUT
+    except CtxproofError as exc:
+        out.note(f"ctxproof: internal error: {exc}")
+        return EXIT_INTERNAL
+    except Exception as exc:
+        out.note(f"ctxproof: internal error: {type(exc).__name__}: {exc}")
+        if os.environ.get("CTXPROOF_DEBUG"):
+            traceback.print_exc(file=out.stderr)
+        return EXIT_INTERNAL
+    if isinstance(rv, int):
+        return rv
+    return EXIT_OK
+
+
+def entry() -> None:
+    """Console-script entry point."""
+    sys.exit(main())

@@ -1,0 +1,74 @@
+"""Our formula AST to z3 terms, and z3 models back to plain assignments.
+
+This module and :mod:`verifier.solver` are the only ones that import z3; no z3
+type appears in a public signature outside them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import z3
+
+from verifier.formula import And, Atom, Const, Formula, Iff, Implies, Not, Or
+
+__all__ = ["Encoder"]
+
+
+class Encoder:
+    """Converts formulas to z3 Bool terms in one z3 context, caching every node.
+
+    Each atom name maps to one z3 Bool; a structurally equal formula is
+    converted once.
+    """
+
+    def __init__(self, ctx: Any | None = None) -> None:
+        self.ctx = ctx if ctx is not None else z3.Context()
+        self._atoms: dict[str, Any] = {}
+        self._cache: dict[Formula, Any] = {}
+        self._fresh = 0
+
+    def atom(self, name: str) -> Any:
+        var = self._atoms.get(name)
+        if var is None:
+            # a prefix keeps user atoms apart from our own naming literals
+            var = z3.Bool("a!" + name, self.ctx)
+            self._atoms[name] = var
+        return var
+
+    def fresh(self, hint: str = "q") -> Any:
+        self._fresh += 1
+        return z3.Bool(f"{hint}!{self._fresh}", self.ctx)
+
+    def convert(self, node: Formula) -> Any:
+        """The z3 term for a formula."""
+        hit = self._cache.get(node)
+        if hit is not None:
+            return hit
+        term: Any
+        if isinstance(node, Const):
+            term = z3.BoolVal(node.value, self.ctx)
+        elif isinstance(node, Atom):
+            term = self.atom(node.name)
+        elif isinstance(node, Not):
+            term = z3.Not(self.convert(node.arg), self.ctx)
+        elif isinstance(node, And):
+            term = z3.And([self.convert(a) for a in node.args] + [], self.ctx)
+        elif isinstance(node, Or):
+            term = z3.Or([self.convert(a) for a in node.args] + [], self.ctx)
+        elif isinstance(node, Implies):
+            term = z3.Implies(self.convert(node.left), self.convert(node.right), self.ctx)
+        else:
+            assert isinstance(node, Iff)
+            term = self.convert(node.left) == self.convert(node.right)
+        self._cache[node] = term
+        return term
+
+    def assignment(self, model: Any, names: Iterable[str]) -> dict[str, bool]:
+        """Read the values of the named atoms from a z3 model (unset atoms: False)."""
+        out: dict[str, bool] = {}
+        for name in sorted(set(names)):
+            value = model.eval(self.atom(name), model_completion=True)
+            out[name] = z3.is_true(value)
+        return out

@@ -1,0 +1,541 @@
+"""Reading windows and traces (SPEC §5) with the validation of SPEC §7.
+
+Every problem becomes an :class:`InputError` naming the file, the line, the
+item and the fix. Nothing is half-loaded: a trace is read and validated whole
+before any check runs.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from verifier.errors import FormulaError, InputError
+from verifier.formula import parse
+from verifier.window import (
+    KINDS,
+    MODALITIES,
+    TYPES,
+    Append,
+    Event,
+    Header,
+    Item,
+    Rewrite,
+    Spill,
+    Trace,
+    Window,
+    canonical_json,
+    content_ref,
+)
+
+__all__ = [
+    "MAX_JSON_DEPTH",
+    "MAX_LINE_BYTES",
+    "TRACE_FORMAT",
+    "WINDOW_FORMAT",
+    "item_from_json",
+    "load_trace",
+    "load_window",
+    "parse_trace_text",
+    "parse_window_text",
+    "window_to_json",
+]
+
+TRACE_FORMAT = "ctxproof-trace/1"
+WINDOW_FORMAT = "ctxproof-window/1"
+MAX_LINE_BYTES = 64 * 1024 * 1024
+MAX_JSON_DEPTH = 64
+MAX_ID_LENGTH = 256
+
+_COMMON = {"id", "kind", "text", "tokens"}
+_FIELDS: dict[str, set[str]] = {
+    "commitment": _COMMON
+    | {"type", "formula", "rationale", "witnesses", "modality", "load_bearing", "covers"},
+    "claim": _COMMON | {"formula", "modality", "witnesses", "derived_from", "load_bearing"},
+    "observation": _COMMON
+    | {"shows", "modality", "digest", "content", "source", "exit_code", "at"},
+    "prose": set(_COMMON),
+    "stub": _COMMON | {"ref"},
+}
+_EVENT_FIELDS: dict[str, set[str]] = {
+    "header": {"event", "format", "background", "budget", "store"},
+    "append": {"event", "items"},
+    "spill": {"event", "items"},
+    "rewrite": {"event", "policy", "window", "diff", "claimed_preserved", "pressure"},
+}
+_REF_RE = re.compile(r"sha256:[0-9a-f]{64}")
+
+
+class _Ctx:
+    """Where we are while reading: the file and line, for messages."""
+
+    def __init__(self, file: str, line: int | None) -> None:
+        self.file = file
+        self.line = line
+
+    def error(self, message: str, *, item: str | None = None, fix: str | None = None) -> InputError:
+        return InputError(message, file=self.file, line=self.line, item=item, fix=fix)
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise ValueError(f"duplicate key {key!r}")
+        out[key] = value
+    return out
+
+
+def _depth(obj: Any) -> int:
+    best = 0
+    stack: list[tuple[Any, int]] = [(obj, 1)]
+    while stack:
+        cur, d = stack.pop()
+        best = max(best, d)
+        if isinstance(cur, dict):
+            stack.extend((v, d + 1) for v in cur.values())
+        elif isinstance(cur, list):
+            stack.extend((v, d + 1) for v in cur)
+    return best
+
+
+def _loads(text: str, ctx: _Ctx) -> Any:
+    try:
+        obj = json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_reject_constant)
+    except RecursionError:
+        raise ctx.error(
+            f"JSON nests deeper than {MAX_JSON_DEPTH} levels", fix="flatten the input"
+        ) from None
+    except ValueError as exc:
+        raise ctx.error(f"malformed JSON: {exc}", fix="write one valid JSON value") from None
+    if _depth(obj) > MAX_JSON_DEPTH:
+        raise ctx.error(f"JSON nests deeper than {MAX_JSON_DEPTH} levels", fix="flatten the input")
+    return obj
+
+
+def _decode(data: bytes, file: str) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise InputError(
+            f"invalid UTF-8 at byte {exc.start}", file=file, line=line, fix="re-encode as UTF-8"
+        ) from None
+
+
+def _str_list(value: Any, name: str, ctx: _Ctx, item: str | None) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ctx.error(f"{name!r} must be a list of ids", item=item, fix=f'write "{name}": [...]')
+    if len(set(value)) != len(value):
+        raise ctx.error(f"{name!r} lists an id twice", item=item, fix="list each id once")
+    return tuple(value)
+
+
+def _formula_field(value: Any, name: str, ctx: _Ctx, item: str) -> str:
+    if not isinstance(value, str):
+        raise ctx.error(f"{name!r} must be a formula string", item=item)
+    try:
+        parse(value)
+    except FormulaError as exc:
+        raise ctx.error(
+            f"{name}: {exc.message}", item=item, fix=exc.fix or "fix the formula"
+        ) from None
+    return value
+
+
+def item_from_json(obj: Any, ctx: _Ctx | None = None) -> Item:
+    """Validate one item object and build the :class:`Item`."""
+    ctx = ctx or _Ctx("<input>", None)
+    if not isinstance(obj, dict):
+        raise ctx.error("an item must be a JSON object", fix='write {"id": ..., "kind": ...}')
+    iid = obj.get("id")
+    if not isinstance(iid, str) or not 1 <= len(iid) <= MAX_ID_LENGTH:
+        shown = iid if isinstance(iid, str) and len(iid) <= 40 else None
+        raise ctx.error(
+            f"item id must be a string of 1 to {MAX_ID_LENGTH} characters",
+            item=shown,
+            fix='give every item an "id"',
+        )
+    kind = obj.get("kind")
+    if kind not in KINDS:
+        raise ctx.error(f"unknown kind {kind!r}", item=iid, fix=f"use one of {', '.join(KINDS)}")
+    unknown = sorted(set(obj) - _FIELDS[kind])
+    if unknown:
+        raise ctx.error(
+            f"unknown field {unknown[0]!r} for a {kind}",
+            item=iid,
+            fix=f"remove it; a {kind} takes {', '.join(sorted(_FIELDS[kind]))}",
+        )
+    text = obj.get("text")
+    if text is not None and not isinstance(text, str):
+        raise ctx.error("'text' must be a string", item=iid)
+    tokens = obj.get("tokens")
+    if tokens is not None and (
+        isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 0
+    ):
+        raise ctx.error("'tokens' must be an integer >= 0", item=iid)
+    modality = obj.get("modality", "unverified")
+    if modality not in MODALITIES:
+        raise ctx.error(
+            f"unknown modality {modality!r}", item=iid, fix=f"use one of {', '.join(MODALITIES)}"
+        )
+    load_bearing = obj.get("load_bearing")
+    if load_bearing is not None and not isinstance(load_bearing, bool):
+        raise ctx.error("'load_bearing' must be true or false", item=iid)
+    fields: dict[str, Any] = {
+        "id": iid,
+        "kind": kind,
+        "raw": canonical_json(obj),
+        "text": text,
+        "tokens": tokens,
+    }
+    if kind in ("commitment", "claim", "observation"):
+        fields["modality"] = modality
+    if kind == "commitment":
+        ctype = obj.get("type")
+        if ctype is None:
+            raise ctx.error(
+                "commitment has no 'type'", item=iid, fix=f'add "type": one of {", ".join(TYPES)}'
+            )
+        if ctype not in TYPES:
+            raise ctx.error(
+                f"unknown commitment type {ctype!r}", item=iid, fix=f"use one of {', '.join(TYPES)}"
+            )
+        fields["type"] = ctype
+        fields["rationale"] = _str_list(obj.get("rationale", []), "rationale", ctx, iid)
+        fields["covers"] = _str_list(obj.get("covers", []), "covers", ctx, iid)
+    if kind in ("commitment", "claim"):
+        if "formula" in obj:
+            fields["formula_text"] = _formula_field(obj["formula"], "formula", ctx, iid)
+        fields["witnesses"] = _str_list(obj.get("witnesses", []), "witnesses", ctx, iid)
+        fields["load_bearing_field"] = load_bearing
+    if kind == "claim":
+        fields["derived_from"] = _str_list(obj.get("derived_from", []), "derived_from", ctx, iid)
+    if kind == "observation":
+        if "shows" in obj:
+            fields["shows_text"] = _formula_field(obj["shows"], "shows", ctx, iid)
+        content = obj.get("content")
+        if content is not None and not isinstance(content, str):
+            raise ctx.error("'content' must be a string", item=iid)
+        digest = obj.get("digest")
+        if digest is not None and (not isinstance(digest, str) or not _REF_RE.fullmatch(digest)):
+            raise ctx.error("'digest' must be sha256:<64 lowercase hex digits>", item=iid)
+        if content is not None:
+            actual = content_ref(content)
+            if digest is not None and digest != actual:
+                raise ctx.error(
+                    f"digest {digest} does not match content (its sha256 is {actual})",
+                    item=iid,
+                    fix="fix the digest or the content, or drop the digest",
+                )
+            digest = actual
+        fields["content"] = content
+        fields["digest"] = digest
+        source = obj.get("source")
+        if source is not None and not isinstance(source, str):
+            raise ctx.error("'source' must be a string", item=iid)
+        fields["source"] = source
+        exit_code = obj.get("exit_code")
+        if exit_code is not None and (
+            isinstance(exit_code, bool) or not isinstance(exit_code, int)
+        ):
+            raise ctx.error("'exit_code' must be an integer", item=iid)
+        fields["exit_code"] = exit_code
+        at = obj.get("at")
+        if at is not None and (isinstance(at, bool) or not isinstance(at, str | int | float)):
+            raise ctx.error("'at' must be a turn number, a time or a commit string", item=iid)
+        fields["at"] = at
+    if kind == "stub":
+        ref = obj.get("ref")
+        if not isinstance(ref, str) or not _REF_RE.fullmatch(ref):
+            raise ctx.error(
+                "a stub needs 'ref': sha256:<64 lowercase hex digits> of the spilled item",
+                item=iid,
+            )
+        fields["stub_ref"] = ref
+    return Item(**fields)
+
+
+def _items(value: Any, ctx: _Ctx, where: str, *, unique: bool = True) -> tuple[Item, ...]:
+    if not isinstance(value, list):
+        raise ctx.error(f"{where} must be a list of items", fix=f'write "{where}": [...]')
+    items = tuple(item_from_json(v, ctx) for v in value)
+    if unique:
+        seen: set[str] = set()
+        for it in items:
+            if it.id in seen:
+                raise ctx.error(
+                    f"id appears twice in {where}", item=it.id, fix="ids are unique within a window"
+                )
+            seen.add(it.id)
+    return items
+
+
+def _background(value: Any, ctx: _Ctx) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ctx.error("'background' must be a list of formula strings")
+    for i, text in enumerate(value):
+        try:
+            parse(text)
+        except FormulaError as exc:
+            raise ctx.error(
+                f"background[{i}]: {exc.message}", fix=exc.fix or "fix the formula"
+            ) from None
+    return tuple(value)
+
+
+def _check_fields(obj: dict[str, Any], allowed: set[str], ctx: _Ctx, what: str) -> None:
+    unknown = sorted(set(obj) - allowed)
+    if unknown:
+        raise ctx.error(
+            f"unknown field {unknown[0]!r} in {what}",
+            fix=f"remove it; {what} takes {', '.join(sorted(allowed))}",
+        )
+
+
+def _event(obj: Any, ctx: _Ctx) -> Event | Header:
+    if not isinstance(obj, dict):
+        raise ctx.error("each line must be a JSON object", fix='write {"event": ...}')
+    kind = obj.get("event")
+    if kind not in _EVENT_FIELDS:
+        raise ctx.error(f"unknown event {kind!r}", fix="use header, append, spill or rewrite")
+    _check_fields(obj, _EVENT_FIELDS[kind], ctx, f"a {kind} event")
+    line = ctx.line or 0
+    if kind == "header":
+        if obj.get("format") != TRACE_FORMAT:
+            raise ctx.error(
+                f"header format is {obj.get('format')!r}", fix=f'write "format": "{TRACE_FORMAT}"'
+            )
+        budget = obj.get("budget")
+        if budget is not None and (
+            isinstance(budget, bool) or not isinstance(budget, int) or budget < 0
+        ):
+            raise ctx.error("'budget' must be an integer >= 0")
+        store = obj.get("store")
+        if store is not None and not isinstance(store, str):
+            raise ctx.error("'store' must be a path string")
+        return Header(line, _background(obj.get("background", []), ctx), budget, store)
+    if kind == "append":
+        return Append(line, _items(obj.get("items"), ctx, "items"))
+    if kind == "spill":
+        return Spill(line, _items(obj.get("items"), ctx, "items"))
+    policy = obj.get("policy")
+    if policy is not None and not isinstance(policy, str):
+        raise ctx.error("'policy' must be a string")
+    pressure = obj.get("pressure")
+    if pressure is not None and (
+        isinstance(pressure, bool) or not isinstance(pressure, int | float)
+    ):
+        raise ctx.error("'pressure' must be a number")
+    claimed = obj.get("claimed_preserved")
+    claimed_t = None if claimed is None else _str_list(claimed, "claimed_preserved", ctx, None)
+    if ("window" in obj) == ("diff" in obj):
+        raise ctx.error(
+            "a rewrite needs exactly one of 'window' and 'diff'",
+            fix='give the new window, or "diff": {"remove": [...], "put": [...]}',
+        )
+    if "window" in obj:
+        window = _items(obj["window"], ctx, "window")
+        return Rewrite(line, policy, window, claimed_preserved=claimed_t, pressure=pressure)
+    diff = obj["diff"]
+    if not isinstance(diff, dict):
+        raise ctx.error("'diff' must be an object with 'remove' and 'put'")
+    _check_fields(diff, {"remove", "put"}, ctx, "a diff")
+    remove = _str_list(diff.get("remove", []), "remove", ctx, None)
+    put = _items(diff.get("put", []), ctx, "put")
+    return Rewrite(line, policy, None, remove, put, claimed_t, pressure)
+
+
+def parse_trace_text(
+    data: bytes | str,
+    name: str = "<trace>",
+    *,
+    known_ids: Callable[[str], bool] | None = None,
+) -> Trace:
+    """Parse and validate a whole JSONL trace.
+
+    ``known_ids`` answers whether an external store holds an id; references to
+    ids that appear nowhere in the trace or the store are bad input.
+    """
+    text = data if isinstance(data, str) else _decode(data, name)
+    header: Header | None = None
+    events: list[Event] = []
+    for lineno, line in enumerate(text.split("\n"), start=1):
+        ctx = _Ctx(name, lineno)
+        if len(line) > MAX_LINE_BYTES:
+            raise ctx.error(
+                f"line is longer than {MAX_LINE_BYTES} characters", fix="split the event"
+            )
+        if not line.strip():
+            continue
+        ev = _event(_loads(line, ctx), ctx)
+        if isinstance(ev, Header):
+            if header is not None or events:
+                raise ctx.error("a header may only be the first event", fix="move or drop it")
+            header = ev
+        else:
+            if header is None:
+                raise ctx.error(
+                    "the first event must be the header",
+                    fix=f'start with {{"event": "header", "format": "{TRACE_FORMAT}"}}',
+                )
+            events.append(ev)
+    if header is None:
+        raise InputError("trace is empty", file=name, line=1, fix="start with a header event")
+    trace = Trace(name, header, tuple(events))
+    _check_trace(trace, known_ids or (lambda _i: False))
+    return trace
+
+
+def _check_trace(trace: Trace, known: Callable[[str], bool]) -> None:
+    """Cross-event checks: appends of present ids, and references to unknown ids."""
+    defined: set[str] = set()
+    for ev in trace.events:
+        if isinstance(ev, Rewrite):
+            defined.update(it.id for it in (ev.window or ()))
+            defined.update(it.id for it in ev.put)
+        else:
+            defined.update(it.id for it in ev.items)
+    current: list[Item] = []
+    for ev in trace.events:
+        ctx = _Ctx(trace.name, ev.line)
+        if isinstance(ev, Append):
+            present = {it.id for it in current}
+            for it in ev.items:
+                if it.id in present:
+                    raise ctx.error(
+                        "append of an id already in the window",
+                        item=it.id,
+                        fix="give the new item a fresh id, or change it with a rewrite",
+                    )
+            current = [*current, *ev.items]
+            items: Iterable[Item] = ev.items
+        elif isinstance(ev, Spill):
+            items = ev.items
+        else:
+            for rid in ev.remove:
+                if rid not in defined and not known(rid):
+                    raise ctx.error(
+                        f"diff removes {rid!r}, which no event defines",
+                        fix="remove only ids of the window",
+                    )
+            current = list(ev.apply(tuple(current)))
+            items = current if ev.window is not None else ev.put
+            for cid in ev.claimed_preserved or ():
+                if cid not in defined and not known(cid):
+                    raise ctx.error(
+                        f"claimed_preserved names {cid!r}, which no event defines",
+                        fix="claim only ids of the trace",
+                    )
+        for it in items:
+            for rel, ref in it.citations:
+                if ref not in defined and not known(ref):
+                    raise ctx.error(
+                        f"cites {rel} {ref!r}, which no event defines and the store does not hold",
+                        item=it.id,
+                        fix="add the item or drop the reference",
+                    )
+
+
+def load_trace(path: str | Path, *, known_ids: Callable[[str], bool] | None = None) -> Trace:
+    """Read and validate a trace file."""
+    p = Path(path)
+    try:
+        data = p.read_bytes()
+    except OSError as exc:
+        raise InputError(
+            f"cannot read: {exc.strerror}", file=str(path), fix="check the path"
+        ) from None
+    return parse_trace_text(data, str(path), known_ids=known_ids)
+
+
+def _line_of(text: str, item_id: str) -> int | None:
+    needle = json.dumps(item_id, ensure_ascii=False)
+    pos = text.find(needle)
+    return None if pos < 0 else text.count("\n", 0, pos) + 1
+
+
+def parse_window_text(data: bytes | str, name: str = "<window>") -> Window:
+    """Parse and validate a window file (``ctxproof-window/1``)."""
+    text = data if isinstance(data, str) else _decode(data, name)
+    ctx = _Ctx(name, 1)
+    obj = _loads(text, ctx)
+    if not isinstance(obj, dict):
+        raise ctx.error("a window file must be a JSON object")
+    _check_fields(obj, {"format", "background", "items"}, ctx, "a window file")
+    if obj.get("format") != WINDOW_FORMAT:
+        raise ctx.error(
+            f"window format is {obj.get('format')!r}", fix=f'write "format": "{WINDOW_FORMAT}"'
+        )
+    background = _background(obj.get("background", []), ctx)
+    raw_items = obj.get("items")
+    if not isinstance(raw_items, list):
+        raise ctx.error("'items' must be a list", fix='write "items": [...]')
+    items: list[Item] = []
+    seen: set[str] = set()
+    for raw in raw_items:
+        iid = raw.get("id") if isinstance(raw, dict) else None
+        line = _line_of(text, iid) if isinstance(iid, str) else None
+        item_ctx = _Ctx(name, line or 1)
+        it = item_from_json(raw, item_ctx)
+        if it.id in seen:
+            raise item_ctx.error(
+                "id appears twice in the window", item=it.id, fix="ids are unique within a window"
+            )
+        seen.add(it.id)
+        items.append(it)
+    return Window(tuple(items), background)
+
+
+def load_window(path: str | Path) -> Window:
+    """Read and validate a window file."""
+    p = Path(path)
+    try:
+        data = p.read_bytes()
+    except OSError as exc:
+        raise InputError(
+            f"cannot read: {exc.strerror}", file=str(path), fix="check the path"
+        ) from None
+    return parse_window_text(data, str(path))
+
+
+def window_to_json(
+    window: Window | Iterable[Item], background: Iterable[str] = ()
+) -> dict[str, Any]:
+    """The window file object for a window."""
+    if isinstance(window, Window):
+        background = window.background
+        items: Iterable[Item] = window.items
+    else:
+        items = window
+    return {
+        "format": WINDOW_FORMAT,
+        "background": list(background),
+        "items": [it.as_json() for it in items],
+    }
+
+
+def check_references(
+    items: Iterable[Item],
+    defined: Mapping[str, object] | set[str],
+    known: Callable[[str], bool],
+    file: str,
+) -> None:
+    """References from window files must name an item of either window or the store."""
+    for it in items:
+        for rel, ref in it.citations:
+            if ref not in defined and not known(ref):
+                raise InputError(
+                    f"cites {rel} {ref!r}, which neither window defines"
+                    " and the store does not hold",
+                    file=file,
+                    item=it.id,
+                    fix="add the item or drop the reference",
+                )

@@ -1,0 +1,227 @@
+"""What every rule sees: the windows around one event, the store and the solver.
+
+Identity questions (same id, same bytes, in the store?) are answered here with
+dicts and sets; only changed items and witness questions go to the solver.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from verifier.findings import Finding
+from verifier.formula import Formula, render
+from verifier.io import item_from_json
+from verifier.solver import Result, Session
+from verifier.store import Store
+from verifier.window import Item
+
+__all__ = ["History", "RewriteContext", "WindowView"]
+
+MODE_SUPPORT = "support"
+MODE_COUNT = "count"
+
+
+@dataclass
+class History:
+    """What an audit remembers across events (empty for a single ``check``)."""
+
+    appended_obs: set[str] = field(default_factory=set)
+    """Refs of every observation an append created."""
+    last_seen: dict[str, Item] = field(default_factory=dict)
+    """The last version of every id that was ever in the window."""
+    evicted_failed_sources: dict[str, str] = field(default_factory=dict)
+    """source -> id of a failed observation a rewrite evicted without a stub."""
+    evicted_at: dict[str, int] = field(default_factory=dict)
+    """observation id -> pass of the rewrite that last took it out of the window."""
+    readopted: set[str] = field(default_factory=set)
+    """Items already reported as re-adoption (not counted as knowledge)."""
+    cycles: set[frozenset[str]] = field(default_factory=set)
+    """Justification cycles already reported."""
+
+
+class WindowView:
+    """A window as rules read it: items by id, stubs resolved through the store."""
+
+    def __init__(self, items: Iterable[Item], store: Store) -> None:
+        self.items = tuple(items)
+        self.by_id: dict[str, Item] = {it.id: it for it in self.items}
+        self.store = store
+        self._resolved: dict[str, Item | None] = {}
+
+    def __contains__(self, item_id: object) -> bool:
+        return item_id in self.by_id
+
+    def get(self, item_id: str) -> Item | None:
+        return self.by_id.get(item_id)
+
+    def resolve(self, item_id: str) -> Item | None:
+        """The item for this id: itself, or what its stub resolves to (None if it does not)."""
+        if item_id in self._resolved:
+            return self._resolved[item_id]
+        it = self.by_id.get(item_id)
+        out: Item | None
+        if it is None:
+            out = None
+        elif it.kind != "stub":
+            out = it
+        else:
+            assert it.stub_ref is not None
+            stored = self.store.get(it.stub_ref)
+            out = stored if stored is not None and stored.id == it.id else None
+        self._resolved[item_id] = out
+        return out
+
+    def is_stub(self, item_id: str) -> bool:
+        it = self.by_id.get(item_id)
+        return it is not None and it.kind == "stub"
+
+    def retained(self, item_id: str) -> bool:
+        """In the window as an item or a resolving stub."""
+        return self.resolve(item_id) is not None
+
+    def content(self) -> list[Formula]:
+        out: list[Formula] = []
+        for it in self.items:
+            real = self.resolve(it.id)
+            if real is not None:
+                out.append(real.formula)
+        return out
+
+    def surviving_witnesses(self, item: Item, *, spilled: bool = False) -> list[Item]:
+        """The observations among item's witnesses that this window retains.
+
+        For an item that was spilled (it stands in the window as a stub) the
+        witnesses may also come from the store: they were spilled with it.
+        """
+        out: list[Item] = []
+        for wid in item.witnesses:
+            w = self.resolve(wid)
+            if w is None and spilled and wid not in self.by_id:
+                w = self.store.latest(wid)
+            if w is not None and w.kind == "observation":
+                out.append(w)
+        return out
+
+
+@dataclass
+class RewriteContext:
+    """Everything the rules of one rewrite read, and the findings they report."""
+
+    session: Session
+    store: Store
+    before: WindowView
+    after: WindowView
+    pass_no: int
+    line: int | None
+    mode: str = MODE_SUPPORT
+    claimed_preserved: tuple[str, ...] | None = None
+    history: History = field(default_factory=History)
+    findings: list[Finding] = field(default_factory=list)
+    undecided: list[str] = field(default_factory=list)
+    demoted: list[str] = field(default_factory=list)
+    _valid_cache: dict[Formula, Result] = field(default_factory=dict)
+    _checkable_cache: dict[tuple[str, str], bool | None] = field(default_factory=dict)
+
+    # -- reporting ------------------------------------------------------------------------
+    def report(
+        self, code: str, items: Iterable[str], message: str, result: Result | None = None
+    ) -> None:
+        cex = None
+        if result is not None and result.counterexample is not None:
+            cex = tuple(sorted(result.counterexample.items()))
+        self.findings.append(Finding(code, self.pass_no, tuple(items), message, self.line, cex))
+
+    def unknown(self, what: str, result: Result) -> None:
+        self.undecided.append(f"{what}: {result.reason or 'unknown'}")
+
+    # -- identity -------------------------------------------------------------------------
+    def changed(self) -> list[Item]:
+        """Items of after that are new or differ from their before version."""
+        out = []
+        for it in self.after.items:
+            old = self.before.get(it.id)
+            if old is None or old.raw != it.raw:
+                out.append(it)
+        return out
+
+    def earlier_version(self, item_id: str) -> Item | None:
+        old = self.before.resolve(item_id)
+        if old is None and item_id not in self.before:
+            old = self.history.last_seen.get(item_id)
+        return old
+
+    # -- questions --------------------------------------------------------------------------
+    def valid(self, formula: Formula) -> Result:
+        hit = self._valid_cache.get(formula)
+        if hit is None:
+            hit = self.session.valid(formula)
+            self._valid_cache[formula] = hit
+        return hit
+
+    def observation(self, view: WindowView, obs_id: str) -> Item | None:
+        it = view.resolve(obs_id)
+        if it is None and obs_id not in view:
+            it = self.store.latest(obs_id) or self.history.last_seen.get(obs_id)
+        return it if it is not None and it.kind == "observation" else None
+
+    def negative(self, item: Item, view: WindowView) -> bool:
+        """Negative-result: failed modality, a rejection, or a failed witness."""
+        if item.modality == "failed" or item.type == "rejection":
+            return True
+        for wid in item.witnesses:
+            w = self.observation(view, wid)
+            if w is not None and w.modality == "failed":
+                return True
+        return False
+
+    def supports(self, witnesses: list[Item], item: Item, what: str) -> bool | None:
+        """Do these witnesses jointly support item? None when the solver cannot tell."""
+        goal = item.formula
+        valid = self.valid(goal)
+        if valid.unknown:
+            self.unknown(what, valid)
+            return None
+        if valid.holds:
+            return False
+        res = self.session.entails([w.formula for w in witnesses], goal)
+        if res.unknown:
+            self.unknown(what, res)
+            return None
+        return res.holds
+
+    def checkable(self, item: Item, view: WindowView, side: str) -> bool | None:
+        """Item cites witnesses and those the view retains support it."""
+        key = (side, item.ref)
+        if key in self._checkable_cache:
+            return self._checkable_cache[key]
+        if not item.witnesses:
+            out: bool | None = False
+        else:
+            spilled = view.is_stub(item.id)
+            out = self.supports(
+                view.surviving_witnesses(item, spilled=spilled), item, f"support of {item.id!r}"
+            )
+        self._checkable_cache[key] = out
+        return out
+
+
+def demote(item: Item) -> Item:
+    """The same item tagged ``unwitnessed``."""
+    obj: dict[str, Any] = json.loads(item.raw)
+    obj["modality"] = "unwitnessed"
+    return item_from_json(obj)
+
+
+def show(formula: Formula) -> str:
+    return render(formula)
+
+
+def cite(ids: Iterable[str]) -> str:
+    return ", ".join(repr(i) for i in ids)
+
+
+def lookup_map(items: Iterable[Item]) -> Mapping[str, Item]:
+    return {it.id: it for it in items}

@@ -1,0 +1,255 @@
+"""Witness retention: WR001–WR008 (SPEC §4).
+
+"The invariant is still checkable by the same means that established it."
+"""
+
+from __future__ import annotations
+
+from verifier.rules.context import MODE_COUNT, RewriteContext, WindowView, cite, show
+from verifier.window import WITNESSED, Item
+
+__all__ = ["check_item_witnesses", "check_witnesses"]
+
+_RANK = {"unverified": 0, "unwitnessed": 0, "verified": 1, "failed": 1}
+
+
+def check_witnesses(ctx: RewriteContext) -> None:
+    """Run WR001–WR008 on one rewrite."""
+    changed = ctx.changed()
+    changed_ids = {it.id for it in changed}
+    _wr001_002(ctx, changed_ids)
+    _wr003(ctx)
+    _wr004(ctx)
+    for it in changed:
+        real = ctx.after.resolve(it.id)
+        if it.kind == "stub":
+            _wr006(ctx, it)
+        if real is not None and real.kind in ("commitment", "claim") and it.kind != "stub":
+            check_item_witnesses(ctx, real, ctx.after)
+    _wr007(ctx, changed)
+    _wr008(ctx)
+
+
+def _witnesses_touched(ctx: RewriteContext, old: Item, new: Item) -> bool:
+    """Did anything this item's support depends on change in this rewrite?"""
+    if old.raw != new.raw:
+        return True
+    if ctx.before.get(old.id) != ctx.after.get(old.id):
+        return True
+    return any(ctx.before.get(w) != ctx.after.get(w) for w in old.witnesses)
+
+
+def _surviving_ids(view: WindowView, item: Item) -> set[str]:
+    return {w.id for w in view.surviving_witnesses(item, spilled=view.is_stub(item.id))}
+
+
+def _wr001_002(ctx: RewriteContext, changed_ids: set[str]) -> None:
+    for it in ctx.before.items:
+        old = ctx.before.resolve(it.id)
+        new = ctx.after.resolve(it.id)
+        if old is None or new is None or old.kind not in ("commitment", "claim"):
+            continue
+        if new.kind not in ("commitment", "claim"):
+            continue
+        if not _witnesses_touched(ctx, old, new):
+            continue
+        heavy = (
+            old.load_bearing
+            or new.load_bearing
+            or ctx.negative(old, ctx.before)
+            or ctx.negative(new, ctx.after)
+        )
+        was = ctx.checkable(old, ctx.before, "before")
+        if not was:
+            continue
+        now = ctx.checkable(new, ctx.after, "after")
+        if now is None:
+            continue
+        lost = not now
+        if heavy and not lost and ctx.mode == MODE_COUNT:
+            gone = _surviving_ids(ctx.before, old) - _surviving_ids(ctx.after, new)
+            if gone:
+                ctx.report(
+                    "WR001",
+                    [old.id, *sorted(gone)],
+                    f"{old.id!r} is load-bearing and lost witness {cite(sorted(gone))}"
+                    " (count mode: no witness may leave); keep it or leave a stub",
+                )
+                continue
+        if not lost:
+            continue
+        if heavy:
+            why = "load-bearing" if old.load_bearing or new.load_bearing else "negative-result"
+            ctx.report(
+                "WR001",
+                [old.id],
+                f"{old.id!r} is {why}"
+                " and its surviving witnesses no longer support it; refuse, or keep its"
+                " witnesses (a stub is enough)",
+            )
+        elif new.modality in WITNESSED:
+            ctx.report(
+                "WR002",
+                [old.id],
+                f"{old.id!r} lost its witnesses but still says {new.modality!r}; tag it"
+                " 'unwitnessed' or keep a witness stub",
+            )
+        elif old.modality in WITNESSED:
+            ctx.demoted.append(old.id)
+
+
+def _wr003(ctx: RewriteContext) -> None:
+    for it in ctx.after.items:
+        new = ctx.after.resolve(it.id)
+        if new is None or new.modality not in WITNESSED:
+            continue
+        old = ctx.earlier_version(it.id)
+        if old is None or old.raw == new.raw or _RANK[old.modality] >= _RANK[new.modality]:
+            continue
+        surviving = ctx.after.surviving_witnesses(new, spilled=it.kind == "stub")
+        fresh = [w for w in surviving if w.id not in old.witnesses]
+        ok = bool(fresh) and ctx.supports(surviving, new, f"promotion of {new.id!r}")
+        if ok is None:
+            continue
+        if not ok:
+            ctx.report(
+                "WR003",
+                [new.id],
+                f"{new.id!r} rose from {old.modality!r} to {new.modality!r} without a new"
+                " surviving witness that supports it; keep the old modality or cite the"
+                " observation that establishes it",
+            )
+
+
+def _wr004(ctx: RewriteContext) -> None:
+    for it in ctx.before.items:
+        old = ctx.before.resolve(it.id)
+        if old is None or old.modality != "failed":
+            continue
+        new = ctx.after.resolve(it.id)
+        if new is None or new.raw == old.raw:
+            continue
+        if new.modality != "failed":
+            ctx.report(
+                "WR004",
+                [old.id],
+                f"failed {old.kind} {old.id!r} became {new.modality!r}; a failed result stays"
+                " 'failed': restore it",
+            )
+            continue
+        res = ctx.session.entails([new.formula], old.formula)
+        if res.unknown:
+            ctx.unknown(f"formula of {old.id!r}", res)
+        elif res.fails:
+            ctx.report(
+                "WR004",
+                [old.id],
+                f"failed {old.kind} {old.id!r} was softened from {show(old.formula)} to"
+                f" {show(new.formula)}; keep the negative result as it was",
+                res,
+            )
+
+
+def check_item_witnesses(ctx: RewriteContext, item: Item, view: WindowView) -> None:
+    """WR005 for one new or changed item (appends use it too)."""
+    if item.modality == "unwitnessed":
+        return
+    if not item.witnesses:
+        if item.modality in WITNESSED:
+            ctx.report(
+                "WR005",
+                [item.id],
+                f"{item.id!r} says {item.modality!r} but cites no witness; cite the observation"
+                " that establishes it, or make it 'unverified'",
+            )
+        return
+    goal = item.formula
+    valid = ctx.valid(goal)
+    if valid.unknown:
+        ctx.unknown(f"witnesses of {item.id!r}", valid)
+        return
+    if valid.holds:
+        ctx.report(
+            "WR005",
+            [item.id],
+            f"{item.id!r} ({show(goal)}) holds under the background alone: no witness could"
+            " ever refute it; state what was actually observed",
+        )
+        return
+    witnesses = view.surviving_witnesses(item)
+    res = ctx.session.entails([w.formula for w in witnesses], goal)
+    if res.unknown:
+        ctx.unknown(f"witnesses of {item.id!r}", res)
+    elif res.fails:
+        ctx.report(
+            "WR005",
+            [item.id, *item.witnesses],
+            f"the witnesses of {item.id!r} do not entail {show(goal)}; cite observations whose"
+            " 'shows' establish it, or make it 'unverified'",
+            res,
+        )
+
+
+def _wr006(ctx: RewriteContext, stub: Item) -> None:
+    assert stub.stub_ref is not None
+    found = ctx.store.lookup(stub.stub_ref)
+    if found.item is None:
+        why = {
+            "missing": "is not in the store",
+            "corrupt": "is in the store, but the stored bytes do not hash to it",
+            "unreadable": "is in the store, but the stored bytes are not an item",
+        }.get(found.problem or "missing", "cannot be read")
+        ctx.report(
+            "WR006",
+            [stub.id],
+            f"stub {stub.id!r}: ref {stub.stub_ref[:15]}… {why}; spill the item before leaving"
+            " its stub, or keep the item",
+        )
+    elif found.item.id != stub.id:
+        ctx.report(
+            "WR006",
+            [stub.id],
+            f"stub {stub.id!r} points at the stored item {found.item.id!r}; a stub keeps the id"
+            " of the item it stands for",
+        )
+
+
+def _legit_observations(ctx: RewriteContext) -> set[str]:
+    legit = set(ctx.history.appended_obs)
+    for it in ctx.before.items:
+        real = ctx.before.resolve(it.id)
+        if real is not None and real.kind == "observation":
+            legit.add(real.ref)
+    return legit
+
+
+def _wr007(ctx: RewriteContext, changed: list[Item]) -> None:
+    legit: set[str] | None = None
+    for it in changed:
+        real = ctx.after.resolve(it.id)
+        if real is None or real.kind != "observation":
+            continue
+        if legit is None:
+            legit = _legit_observations(ctx)
+        if real.ref in legit:
+            continue
+        ctx.report(
+            "WR007",
+            [it.id],
+            f"observation {it.id!r} was put in the window by a rewrite, and no append created"
+            " it; only appends create observations: remove it",
+        )
+
+
+def _wr008(ctx: RewriteContext) -> None:
+    for it in ctx.before.items:
+        if it.kind != "observation" or it.modality != "failed":
+            continue
+        if it.id in ctx.after or ctx.store.has_id(it.id):
+            continue
+        ctx.report(
+            "WR008",
+            [it.id],
+            f"failed observation {it.id!r} left the window with no store record; it is the only"
+            " witness that this was already tried: spill it and leave a stub",
+        )

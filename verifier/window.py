@@ -1,0 +1,208 @@
+"""The data model of SPEC §2: items, windows and trace events.
+
+Everything here is a frozen, slotted dataclass holding tuples, so windows hash
+and compare by value. Validation of raw JSON lives in :mod:`verifier.io`; the
+constructors here trust their arguments.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from verifier.formula import TRUE, Atom, Formula, parse
+
+__all__ = [
+    "KINDS",
+    "MODALITIES",
+    "TYPES",
+    "Append",
+    "Event",
+    "Header",
+    "Item",
+    "Rewrite",
+    "Spill",
+    "Trace",
+    "Window",
+    "canonical_json",
+    "content_ref",
+]
+
+Kind = Literal["commitment", "claim", "observation", "prose", "stub"]
+KINDS: tuple[str, ...] = ("commitment", "claim", "observation", "prose", "stub")
+TYPES: tuple[str, ...] = ("decision", "rejection", "invariant", "obligation")
+MODALITIES: tuple[str, ...] = ("verified", "failed", "unverified", "unwitnessed")
+WITNESSED = frozenset({"verified", "failed"})
+
+
+def canonical_json(obj: Mapping[str, Any]) -> str:
+    """The canonical JSON text of an object: sorted keys, no spaces, UTF-8 as is."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def content_ref(text: str | bytes) -> str:
+    """``sha256:<hex>`` of the UTF-8 bytes of text."""
+    data = text.encode("utf-8") if isinstance(text, str) else text
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class Item:
+    """One item of a window. Fields not used by the item's kind stay at their defaults.
+
+    ``raw`` is the canonical JSON of the item exactly as it was written; the
+    store keys spilled items by its hash (:attr:`ref`).
+    """
+
+    id: str
+    kind: str
+    raw: str = field(repr=False)
+    text: str | None = None
+    tokens: int | None = None
+    type: str | None = None
+    formula_text: str | None = None
+    rationale: tuple[str, ...] = ()
+    witnesses: tuple[str, ...] = ()
+    modality: str = "unverified"
+    load_bearing_field: bool | None = None
+    covers: tuple[str, ...] = ()
+    derived_from: tuple[str, ...] = ()
+    shows_text: str | None = None
+    digest: str | None = None
+    content: str | None = None
+    source: str | None = None
+    exit_code: int | None = None
+    at: str | int | float | None = None
+    stub_ref: str | None = None
+
+    @property
+    def ref(self) -> str:
+        """``sha256:`` of this item's canonical JSON: its key in the durable store."""
+        return content_ref(self.raw)
+
+    @property
+    def formula(self) -> Formula:
+        """What the item asserts: its formula, its ``shows``, or ``true``.
+
+        A stub asserts nothing by itself; the store resolves it.
+        """
+        if self.kind in ("commitment", "claim"):
+            if self.formula_text is None:
+                return Atom(self.id)
+            return parse(self.formula_text)
+        if self.kind == "observation" and self.shows_text is not None:
+            return parse(self.shows_text)
+        return TRUE
+
+    @property
+    def load_bearing(self) -> bool:
+        """The ``load_bearing`` field with its default: true for commitments only."""
+        if self.load_bearing_field is not None:
+            return self.load_bearing_field
+        return self.kind == "commitment"
+
+    @property
+    def witnessed_modality(self) -> bool:
+        return self.modality in WITNESSED
+
+    @property
+    def citations(self) -> tuple[tuple[str, str], ...]:
+        """Every (relation, id) this item cites: rationale, witness, derived_from, covers."""
+        out: list[tuple[str, str]] = []
+        out.extend(("rationale", r) for r in self.rationale)
+        out.extend(("witness", w) for w in self.witnesses)
+        out.extend(("derived_from", d) for d in self.derived_from)
+        out.extend(("covers", c) for c in self.covers)
+        return tuple(out)
+
+    def as_json(self) -> dict[str, Any]:
+        obj: dict[str, Any] = json.loads(self.raw)
+        return obj
+
+    def estimated_tokens(self) -> int:
+        """Declared tokens, or an estimate of four characters a token of its JSON."""
+        if self.tokens is not None:
+            return self.tokens
+        return max(1, len(self.raw) // 4)
+
+
+@dataclass(frozen=True, slots=True)
+class Window:
+    """An ordered list of items with unique ids."""
+
+    items: tuple[Item, ...] = ()
+    background: tuple[str, ...] = ()
+
+    def __iter__(self) -> Iterator[Item]:
+        return iter(self.items)
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def by_id(self) -> dict[str, Item]:
+        return {it.id: it for it in self.items}
+
+    def ids(self) -> list[str]:
+        return [it.id for it in self.items]
+
+
+@dataclass(frozen=True, slots=True)
+class Header:
+    line: int
+    background: tuple[str, ...] = ()
+    budget: int | None = None
+    store: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Append:
+    line: int
+    items: tuple[Item, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Spill:
+    line: int
+    items: tuple[Item, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Rewrite:
+    """A rewrite event: a full new window, or a diff against the current one."""
+
+    line: int
+    policy: str | None
+    window: tuple[Item, ...] | None
+    remove: tuple[str, ...] = ()
+    put: tuple[Item, ...] = ()
+    claimed_preserved: tuple[str, ...] | None = None
+    pressure: float | None = None
+
+    def apply(self, current: tuple[Item, ...]) -> tuple[Item, ...]:
+        """The window after this rewrite, given the window before it."""
+        if self.window is not None:
+            return self.window
+        removed = set(self.remove)
+        puts = {it.id: it for it in self.put}
+        out: list[Item] = []
+        for it in current:
+            if it.id in removed:
+                continue
+            out.append(puts.pop(it.id, it))
+        out.extend(it for it in self.put if it.id in puts)
+        return tuple(out)
+
+
+Event = Append | Spill | Rewrite
+
+
+@dataclass(frozen=True, slots=True)
+class Trace:
+    """A parsed trace: its header and its events in order."""
+
+    name: str
+    header: Header
+    events: tuple[Event, ...]
