@@ -355,6 +355,13 @@ def _progress(obj: _Out, done: int, total: int) -> None:
         obj.stderr.flush()
 
 
+def _shown_path(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
 def _bundled_scenarios() -> Path:
     here = Path(__file__).resolve().parent.parent / "models" / "scenarios"
     if here.is_dir():
@@ -376,7 +383,7 @@ def _bundled_scenarios() -> Path:
 def demo(obj: _Out, report_dir: str, fmt: str) -> int:
     """Audit the bundled scenarios and write a report."""
     folder = _bundled_scenarios()
-    traces = sorted(str(p) for p in folder.glob("*.jsonl"))
+    traces = sorted(_shown_path(p) for p in folder.glob("*.jsonl"))
     if not traces:
         raise InputError(
             "no bundled scenarios found", file=str(folder), fix="run from the ctxproof repository"

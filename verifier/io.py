@@ -114,6 +114,11 @@ def _loads(text: str, ctx: _Ctx) -> Any:
             f"JSON nests deeper than {MAX_JSON_DEPTH} levels", fix="flatten the input"
         ) from None
     except ValueError as exc:
+        text_exc = str(exc)
+        if text_exc.startswith("duplicate key"):
+            raise ctx.error(f"{text_exc} in one JSON object", fix="write each key once") from None
+        if "is not valid JSON" in text_exc:
+            raise ctx.error(text_exc, fix="write numbers as finite JSON numbers") from None
         raise ctx.error(f"malformed JSON: {exc}", fix="write one valid JSON value") from None
     if _depth(obj) > MAX_JSON_DEPTH:
         raise ctx.error(f"JSON nests deeper than {MAX_JSON_DEPTH} levels", fix="flatten the input")
@@ -145,7 +150,9 @@ def _formula_field(value: Any, name: str, ctx: _Ctx, item: str) -> str:
         parse(value)
     except FormulaError as exc:
         raise ctx.error(
-            f"{name}: {exc.message}", item=item, fix=exc.fix or "fix the formula"
+            exc.message if name == "formula" else f"{name}: {exc.message}",
+            item=item,
+            fix=exc.fix or "fix the formula",
         ) from None
     return value
 

@@ -260,7 +260,11 @@ class PremiseSet:
         if cons.unknown:
             return cons
         assert first.counterexample is not None and cons.counterexample is not None
-        cex = {**cons.counterexample, **first.counterexample}
+        # components share no atom: the goal's from the first model, the rest's from cons
+        cex = dict(first.counterexample)
+        for name, value in cons.counterexample.items():
+            if name in self._uf.parent and self._uf.find(name) not in roots:
+                cex[name] = value
         self.session._recheck(cex, self._list, goal)
         return Result(Verdict.FAILS, counterexample=first.counterexample)
 

@@ -163,7 +163,9 @@ class SqliteStore(Store):
             if readonly:
                 if not self.path.exists():
                     raise StoreError(f"{self.path}: store does not exist")
-                uri = f"file:{self.path.resolve()}?mode=ro"
+                # as_uri() percent-encodes the path: a raw "#", "?" or "%" would
+                # otherwise cut the URI and open (or create) some other file.
+                uri = f"{self.path.resolve().as_uri()}?mode=ro"
                 self._db = sqlite3.connect(uri, uri=True, isolation_level=None)
             else:
                 self._db = sqlite3.connect(str(self.path), isolation_level=None)
@@ -196,7 +198,10 @@ class SqliteStore(Store):
                 )
                 self._db.execute("COMMIT")
             except BaseException:
-                self._db.execute("ROLLBACK")
+                # SQLite may already have rolled back (RAISE(ROLLBACK), SQLITE_FULL,
+                # I/O errors); a second ROLLBACK would fail and hide the real cause.
+                if self._db.in_transaction:
+                    self._db.execute("ROLLBACK")
                 raise
         except sqlite3.Error as exc:
             raise StoreError(f"{self.path}: spill not written: {exc}") from exc

@@ -68,7 +68,7 @@ def valid_merges(ctx: RewriteContext) -> set[str]:
             text, res = problem
             ctx.report(
                 "CF007",
-                [real.id, *real.covers],
+                [real.id],
                 f"merge {real.id!r} {text}; make it equivalent to the conjunction of what it"
                 " covers, or keep the covered commitments",
                 res,

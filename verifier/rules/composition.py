@@ -123,7 +123,7 @@ def _cp003(ctx: RewriteContext, appended: tuple[Item, ...]) -> None:
             if old is not None:
                 ctx.report(
                     "CP003",
-                    [it.id, old],
+                    [it.id],
                     f"{it.id!r} re-runs {it.source!r}, whose failed result {old!r} a rewrite"
                     " evicted without a stub; restore that record instead of trying again",
                 )
@@ -157,7 +157,7 @@ def _cp003(ctx: RewriteContext, appended: tuple[Item, ...]) -> None:
         against = _contradicted(ctx, knowledge, it)
         ctx.report(
             "CP003",
-            [it.id, *against],
+            [it.id],
             f"{it.id!r} ({show(it.formula)}) contradicts what the session committed to"
             f"{' (' + cite(against) + ')' if against else ''}; drop it, or revise the"
             " commitment explicitly",

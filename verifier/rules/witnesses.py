@@ -71,7 +71,7 @@ def _wr001_002(ctx: RewriteContext, changed_ids: set[str]) -> None:
             if gone:
                 ctx.report(
                     "WR001",
-                    [old.id, *sorted(gone)],
+                    [old.id],
                     f"{old.id!r} is load-bearing and lost witness {cite(sorted(gone))}"
                     " (count mode: no witness may leave); keep it or leave a stub",
                 )
@@ -183,7 +183,7 @@ def check_item_witnesses(ctx: RewriteContext, item: Item, view: WindowView) -> N
     elif res.fails:
         ctx.report(
             "WR005",
-            [item.id, *item.witnesses],
+            [item.id],
             f"the witnesses of {item.id!r} do not entail {show(goal)}; cite observations whose"
             " 'shows' establish it, or make it 'unverified'",
             res,

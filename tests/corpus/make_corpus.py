@@ -1,0 +1,1447 @@
+#!/usr/bin/env python3
+"""Regenerate the known-verdict corpus of ctxproof traces.
+
+Writes, next to this file, one ``*.jsonl`` trace (format ``ctxproof-trace/1``)
+per scenario, the bad-input traces ``bad_*.jsonl``, and ``EXPECTED.json``; and
+the bundled scenario traces under ``models/scenarios/``.
+
+Run:  python3 tests/corpus/make_corpus.py
+
+EXPECTED.json maps a file name (corpus files by bare name, scenarios as
+``models/scenarios/<file>``) to::
+
+    {"exit": int,                      # exit code with default options
+     "witness_mode": "support"|"count",
+     "must_fire": [[CODE, pass, line, [ids...]], ...],
+     "must_not_fire": [CODE, ...],
+     "verdicts": [verdict per rewrite, in pass order],
+     "why": "..."}
+
+Bad-input files only carry ``{"exit": 2, "why": ...}``.
+
+``must_fire`` lists every finding expected (compare as a multiset);
+``must_not_fire`` lists every other rule code; a rewrite with any CF/WR
+finding is ``refuse``; exit 1 whenever any finding is expected.
+
+Conventions: lines are 1-based JSONL lines; the pass of a finding at a
+rewrite is that rewrite's number (from 1), at an append it is the number of
+rewrites before it.  Item id lists are sorted except CP001, whose items are
+``[used, user]`` (SPEC §4 fine print).
+
+Stub ``ref`` values are ``sha256:`` + hex sha256 of the spilled item's
+canonical JSON (sort_keys, separators ``,`` ``:``, ensure_ascii=False, UTF-8),
+computed here from exactly the object written in the spill event.  Observation
+``digest`` values are the sha256 of the UTF-8 ``content``.
+
+The script also runs a structural self-check on every non-bad trace (header
+first, allowed fields per kind, commitments typed, ids unique, appends of new
+ids only, references defined somewhere, digests and stub refs consistent,
+formulas parse) so a typo cannot turn a rule case into a bad-input case.
+"""
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import re
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+SCEN_DIR = ROOT / "models" / "scenarios"
+
+ALL_CODES = [
+    "CF001", "CF002", "CF003", "CF004", "CF005", "CF006", "CF007",
+    "WR001", "WR002", "WR003", "WR004", "WR005", "WR006", "WR007", "WR008",
+    "CP001", "CP002", "CP003",
+]
+
+# ----------------------------------------------------------------- helpers
+
+
+def canonical(item: dict) -> bytes:
+    return json.dumps(item, sort_keys=True, separators=(",", ":"),
+                      ensure_ascii=False).encode("utf-8")
+
+
+def ref_of(item: dict) -> str:
+    return "sha256:" + hashlib.sha256(canonical(item)).hexdigest()
+
+
+def digest_of(content: str) -> str:
+    return "sha256:" + hashlib.sha256(content.encode("utf-8")).hexdigest()
+
+
+def header(background=(), **extra):
+    ev = {"event": "header", "format": "ctxproof-trace/1",
+          "background": list(background)}
+    ev.update(extra)
+    return ev
+
+
+def append(*items):
+    return {"event": "append", "items": [copy.deepcopy(i) for i in items]}
+
+
+def spill(*items):
+    return {"event": "spill", "items": [copy.deepcopy(i) for i in items]}
+
+
+def rewrite(policy, window=None, diff=None, claimed_preserved=None,
+            pressure=None):
+    ev = {"event": "rewrite", "policy": policy}
+    if window is not None:
+        ev["window"] = [copy.deepcopy(i) for i in window]
+    if diff is not None:
+        ev["diff"] = copy.deepcopy(diff)
+    if claimed_preserved is not None:
+        ev["claimed_preserved"] = list(claimed_preserved)
+    if pressure is not None:
+        ev["pressure"] = pressure
+    return ev
+
+
+def commitment(id, type, formula=None, **kw):
+    it = {"id": id, "kind": "commitment", "type": type}
+    if formula is not None:
+        it["formula"] = formula
+    it.update(kw)
+    return it
+
+
+def claim(id, formula=None, **kw):
+    it = {"id": id, "kind": "claim"}
+    if formula is not None:
+        it["formula"] = formula
+    it.update(kw)
+    return it
+
+
+def obs(id, content=None, with_digest=True, **kw):
+    it = {"id": id, "kind": "observation"}
+    it.update(kw)
+    if content is not None:
+        it["content"] = content
+        if with_digest:
+            it["digest"] = digest_of(content)
+    return it
+
+
+def prose(id, text):
+    return {"id": id, "kind": "prose", "text": text}
+
+
+def stub(item: dict):
+    """Stub for `item`, which must be exactly the object spilled."""
+    return {"id": item["id"], "kind": "stub", "ref": ref_of(item)}
+
+
+def changed(item: dict, **kw):
+    """A copy of `item` with fields replaced (value None removes a field)."""
+    it = copy.deepcopy(item)
+    for k, v in kw.items():
+        if v is None:
+            it.pop(k, None)
+        else:
+            it[k] = v
+    return it
+
+
+# ----------------------------------------------------------- registry
+
+CORPUS: dict[str, tuple[list, dict]] = {}
+SCENARIOS: dict[str, tuple[list, dict]] = {}
+BAD: dict[str, tuple[bytes, str]] = {}
+
+
+def case(name, events, *, fires=(), verdicts=(), why, mode="support",
+         not_fire=None, exit=None, target=CORPUS):
+    """Register a trace.  `fires` holds (CODE, line, [ids]); pass is derived."""
+    rewrite_lines = [n for n, ev in enumerate(events, 1)
+                     if ev["event"] == "rewrite"]
+    assert len(rewrite_lines) == len(verdicts), (name, "verdict count")
+    must = []
+    for code, line, ids in fires:
+        assert code in ALL_CODES, (name, code)
+        ev = events[line - 1]
+        assert ev["event"] in ("rewrite", "append"), (name, line, ev["event"])
+        if code.startswith(("CF", "WR")) and code not in ("WR005",):
+            # CF/WR findings other than WR005 belong to rewrites
+            assert ev["event"] == "rewrite", (name, code, line)
+        if code in ("CP001", "CP003"):
+            assert ev["event"] == "append", (name, code, line)
+        p = sum(1 for r in rewrite_lines if r <= line)
+        ids = list(ids) if code == "CP001" else sorted(ids)
+        must.append([code, p, line, ids])
+    fired = {m[0] for m in must}
+    if not_fire is None:
+        not_fire = [c for c in ALL_CODES if c not in fired]
+    assert not (set(not_fire) & fired), name
+    if exit is None:
+        exit = 1 if must else 0
+        if any(v == "refuse" for v in verdicts):
+            exit = 1
+    for n, v in zip(rewrite_lines, verdicts):
+        has_rw_finding = any(m[2] == n for m in must)
+        assert (v == "refuse") == has_rw_finding, (name, n, v)
+    target[name] = (events, {
+        "exit": exit, "witness_mode": mode, "must_fire": must,
+        "must_not_fire": not_fire, "verdicts": list(verdicts), "why": why,
+    })
+
+
+def bad(name, text, why):
+    data = text if isinstance(text, bytes) else text.encode("utf-8")
+    BAD[name] = (data, why)
+
+
+def jl(*events) -> str:
+    return "".join(json.dumps(e, ensure_ascii=False) + "\n" for e in events)
+
+
+# ================================================================ CF001
+
+BG_DB = ["db.postgres -> !db.mysql"]
+
+c_pg = commitment("c1", "decision", "db.postgres",
+                  text="database choice: Postgres 14")
+p_schema = prose("p1", "draft notes on the users/orders schema, turn 41-54")
+
+case("cf001_fires.jsonl", [
+    header(BG_DB),
+    append(c_pg, p_schema),
+    rewrite("prune-v1", [p_schema]),
+], fires=[("CF001", 3, ["c1"])], verdicts=["refuse"],
+    why="§4 CF001: commitment c1 is in after neither by id nor by a covers "
+        "merge, and the store has no record of it.")
+
+case("cf001_diff_fires.jsonl", [
+    header(BG_DB),
+    append(c_pg, p_schema),
+    rewrite("prune-v1", diff={"remove": ["c1"], "put": []}),
+], fires=[("CF001", 3, ["c1"])], verdicts=["refuse"],
+    why="§5 a rewrite may give a diff instead of a window; the diff removes "
+        "commitment c1, which has no store record (§4 CF001).")
+
+case("cf001_quiet.jsonl", [
+    header(BG_DB),
+    append(c_pg, p_schema),
+    spill(c_pg),
+    rewrite("prune-v1", [p_schema]),
+], verdicts=["accept"],
+    why="§4 fine print: CF001's record is a store entry with that id; c1 was "
+        "spilled before the rewrite dropped it.")
+
+case("cf001_stub_quiet.jsonl", [
+    header(BG_DB),
+    append(c_pg, p_schema),
+    spill(c_pg),
+    rewrite("spill-then-stub", [stub(c_pg), p_schema]),
+], verdicts=["accept"],
+    why="§4 CF001: c1 is still in after by id, as a stub whose ref resolves "
+        "in the store (§2 stub).")
+
+o_lock = obs("o1", "psql:migrations/0007_orders.sql:3: ERROR:  could not "
+             "obtain lock on relation \"schema_migrations\"\nmake: *** "
+             "[Makefile:41: migrate] Error 1\n",
+             source="make migrate", exit_code=1, at="2026-11-12T10:02:44Z",
+             modality="failed", shows="migrate.lock_error",
+             text="make migrate failed")
+k_lock = claim("k1", "migrate.lock_error", modality="failed",
+               witnesses=["o1"], derived_from=["o1"], load_bearing=False,
+               text="make migrate fails with a lock error on "
+                    "schema_migrations")
+
+case("cf001_negclaim_fires.jsonl", [
+    header(),
+    append(o_lock),
+    append(k_lock),
+    rewrite("summarize-v2", [o_lock]),
+], fires=[("CF001", 4, ["k1"])], verdicts=["refuse"],
+    why="§2/§4 CF001: a negative-result claim (modality failed) is bound "
+        "whatever its load_bearing field says; it was dropped with no store "
+        "record.")
+
+case("cf001_failed_witness_fires.jsonl", [
+    header(),
+    append(o_lock),
+    append(changed(k_lock, modality=None, load_bearing=None)),
+    rewrite("summarize-v2", [o_lock]),
+], fires=[("CF001", 4, ["k1"])], verdicts=["refuse"],
+    why="§2 an item is negative-result when any of its witnesses is a failed "
+        "observation; unverified claim k1 cites failed o1, so it is bound "
+        "(§4 CF001) and was dropped with no record.")
+
+o_ok = obs("o1", "Operations to perform:\n  Apply all migrations\nNo "
+           "migrations to apply.\n", source="make migrate", exit_code=0,
+           at="2026-11-12T10:05:10Z", modality="verified", shows="migrate.ok",
+           text="make migrate succeeded")
+k_ok = claim("k1", "migrate.ok", modality="verified", witnesses=["o1"],
+             derived_from=["o1"], text="migrations are up to date")
+
+case("cf001_claim_quiet.jsonl", [
+    header(),
+    append(o_ok),
+    append(k_ok),
+    rewrite("summarize-v2", [o_ok]),
+], verdicts=["accept"],
+    why="§4 CF001 binds only commitments and claims that are load-bearing or "
+        "negative-result; k1 is a verified claim with load_bearing defaulting "
+        "to false, so dropping it is allowed.")
+
+# ================================================================ CF002
+
+c_or = commitment("c1", "decision", "db.postgres | db.sqlite",
+                  text="use Postgres or SQLite")
+n_pg = claim("n1", "db.postgres", text="staging already runs Postgres")
+
+case("cf002_fires.jsonl", [
+    header(),
+    append(c_or, n_pg),
+    rewrite("summarize-v2", [changed(c_or, formula="db.postgres",
+                                     text="use Postgres"), n_pg]),
+], fires=[("CF002", 3, ["c1"])], verdicts=["refuse"],
+    why="§4 CF002: db.postgres is not entailed by db.postgres | db.sqlite; "
+        "claim n1 keeps CF005 quiet since before's content entails it.")
+
+case("cf002_quiet.jsonl", [
+    header(),
+    append(c_or, n_pg),
+    rewrite("summarize-v2", [changed(c_or, formula="db.sqlite | db.postgres"),
+                             n_pg]),
+], verdicts=["accept"],
+    why="§4 CF002/CF003: the new formula is equivalent to the old one, so "
+        "neither stronger nor strictly weaker.")
+
+# ================================================================ CF003
+
+c_pg14 = commitment("c1", "decision", "db.postgres & pg.v14",
+                    text="database: Postgres 14")
+c_pg14_weak = changed(c_pg14, formula="db.postgres", text="database: Postgres")
+
+case("cf003_fires.jsonl", [
+    header(),
+    append(c_pg14),
+    rewrite("summarize-v2", [c_pg14_weak]),
+], fires=[("CF003", 3, ["c1"])], verdicts=["refuse"],
+    why="§4 CF003: same id, strictly weaker formula, and the original is not "
+        "in the store.")
+
+case("cf003_quiet.jsonl", [
+    header(),
+    append(c_pg14),
+    spill(c_pg14),
+    rewrite("summarize-v2", [c_pg14_weak]),
+], verdicts=["accept"],
+    why="§4 CF003 + fine print: the exact before item c1 was spilled before "
+        "it was weakened.")
+
+case("cf003_wrong_version_fires.jsonl", [
+    header(),
+    append(c_pg14),
+    spill(changed(c_pg14, text="database: Postgres 14 (draft)")),
+    rewrite("summarize-v2", [c_pg14_weak]),
+], fires=[("CF003", 4, ["c1"])], verdicts=["refuse"],
+    why="§4 fine print: CF003's original is the exact before item; the store "
+        "holds a different version of c1 (other text, other hash).")
+
+# ================================================================ CF004
+
+r_locks = prose("r1", "migration tooling (sqitch) takes advisory locks; of "
+                "our options only Postgres provides them")
+c_pg_r = commitment("c1", "decision", "db.postgres", rationale=["r1"],
+                    text="database choice: Postgres 14")
+p_fill = prose("p1", "turn 42: discussed naming of the orders table")
+
+case("cf004_fires.jsonl", [
+    header(),
+    append(r_locks, c_pg_r, p_fill),
+    rewrite("summarize-v2", [c_pg_r]),
+], fires=[("CF004", 3, ["c1", "r1"])], verdicts=["refuse"],
+    why="§4 CF004: kept commitment c1 cites rationale r1, which is neither in "
+        "after (item or stub) nor in the store.")
+
+case("cf004_quiet.jsonl", [
+    header(),
+    append(r_locks, c_pg_r, p_fill),
+    spill(r_locks),
+    rewrite("summarize-v2", [c_pg_r]),
+], verdicts=["accept"],
+    why="§4 CF004: the rationale r1 is in the store, so it is not orphaned.")
+
+case("cf004_stub_quiet.jsonl", [
+    header(),
+    append(r_locks, c_pg_r, p_fill),
+    spill(r_locks),
+    rewrite("summarize-v2", [stub(r_locks), c_pg_r]),
+], verdicts=["accept"],
+    why="§4 CF004: the rationale r1 is in after as a resolving stub.")
+
+case("cf004_once_fires.jsonl", [
+    header(),
+    append(r_locks, c_pg_r, p_fill),
+    rewrite("summarize-v2", [c_pg_r, p_fill]),
+    rewrite("summarize-v2", [c_pg_r]),
+], fires=[("CF004", 3, ["c1", "r1"])], verdicts=["refuse", "accept"],
+    why="§4 fine print: CF004 is reported at the rewrite where the rationale "
+        "is orphaned, not again at pass 2 where c1 is unchanged.")
+
+# ================================================================ CF005
+
+case("cf005_fires.jsonl", [
+    header(BG_DB),
+    append(c_pg),
+    rewrite("summarize-v2", [c_pg, claim("n1", "db.replicas3",
+                                          text="three read replicas")]),
+], fires=[("CF005", 3, ["n1"])], verdicts=["refuse"],
+    why="§4 CF005: new claim n1 (db.replicas3) is not entailed by before's "
+        "content + store + background.")
+
+case("cf005_quiet.jsonl", [
+    header(BG_DB),
+    append(c_pg),
+    rewrite("summarize-v2", [c_pg, claim("n1", "!db.mysql",
+                                          text="not MySQL")]),
+], verdicts=["accept"],
+    why="§4 CF005: !db.mysql is entailed by c1 (db.postgres) under the "
+        "background db.postgres -> !db.mysql.")
+
+# ================================================================ CF006
+
+o_backfill = commitment("c2", "obligation", "task.backfill_users",
+                        text="backfill users.created_at before the release")
+
+case("cf006_fires.jsonl", [
+    header(BG_DB),
+    append(c_pg, o_backfill),
+    spill(o_backfill),
+    rewrite("summarize-v2", [c_pg], claimed_preserved=["c1", "c2"]),
+], fires=[("CF006", 4, ["c2"])], verdicts=["refuse"],
+    why="§4 CF006: the rewriter claims c2 preserved but c2 is missing from "
+        "after (its store record keeps CF001 quiet).")
+
+case("cf006_quiet.jsonl", [
+    header(BG_DB),
+    append(c_pg, o_backfill),
+    spill(o_backfill),
+    rewrite("summarize-v2", [c_pg], claimed_preserved=["c1"]),
+], verdicts=["accept"],
+    why="§4 CF006: claimed_preserved names only c1, which is kept unchanged.")
+
+case("cf006_altered_fires.jsonl", [
+    header(),
+    append(c_pg14),
+    spill(c_pg14),
+    rewrite("summarize-v2", [c_pg14_weak], claimed_preserved=["c1"]),
+], fires=[("CF006", 4, ["c1"])], verdicts=["refuse"],
+    why="§4 CF006: c1 is claimed preserved but was altered (weakened); the "
+        "spill keeps CF003 quiet, not CF006.")
+
+# ================================================================ CF007
+
+c_a = commitment("c1", "decision", "db.postgres", text="use Postgres")
+c_b = commitment("c2", "decision", "pg.v14", text="pin Postgres 14")
+
+case("cf007_fires.jsonl", [
+    header(),
+    append(c_a, c_b),
+    spill(c_a, c_b),
+    rewrite("merge-v1", [commitment("m1", "decision", "db.postgres",
+                                    covers=["c1", "c2"],
+                                    text="database: Postgres")]),
+], fires=[("CF007", 4, ["m1"])], verdicts=["refuse"],
+    why="§4 CF007: merge m1 does not entail covered c2 (pg.v14); c1/c2 are "
+        "in the store so CF001 stays quiet.")
+
+n_crypto = claim("n1", "pg.ext_pgcrypto", text="pgcrypto extension installed")
+
+case("cf007_more_fires.jsonl", [
+    header(),
+    append(c_a, c_b, n_crypto),
+    spill(c_a, c_b),
+    rewrite("merge-v1", [
+        commitment("m1", "decision", "db.postgres & pg.v14 & pg.ext_pgcrypto",
+                   covers=["c1", "c2"],
+                   text="database: Postgres 14 with pgcrypto"),
+        n_crypto]),
+], fires=[("CF007", 4, ["m1"])], verdicts=["refuse"],
+    why="§4 CF007: m1 asserts more than the conjunction of c1 and c2; claim "
+        "n1 makes it entailed by before, so CF005 stays quiet.")
+
+case("cf007_quiet.jsonl", [
+    header(),
+    append(c_a, c_b),
+    rewrite("merge-v1", [commitment("m1", "decision", "db.postgres & pg.v14",
+                                    covers=["c1", "c2"],
+                                    text="database: Postgres 14")]),
+], verdicts=["accept"],
+    why="§4 CF001/CF007: m1 is equivalent to c1 & c2, a valid covers merge, "
+        "so the covered commitments are not dropped.")
+
+# ================================================================ WR001
+
+o_health = obs("o1", "{\"status\":\"ok\",\"db\":\"ok\",\"queue\":\"ok\"}\n",
+               source="curl -fsS https://staging.example.com/healthz",
+               exit_code=0, at="2026-11-12T09:14:03Z", modality="verified",
+               shows="staging.healthy", text="healthz on staging")
+o_health2 = obs("o2", "NAME READY STATUS RESTARTS\napi-7d9f 1/1 Running 0\n",
+                source="kubectl -n staging get pods", exit_code=0,
+                at="2026-11-12T09:14:09Z", modality="verified",
+                shows="staging.healthy", text="pods on staging")
+i_health = commitment("i1", "invariant", "staging.healthy",
+                      modality="verified", witnesses=["o1"],
+                      text="staging stays healthy until the deploy")
+i_health2 = changed(i_health, witnesses=["o1", "o2"])
+
+case("wr001_fires.jsonl", [
+    header(),
+    append(o_health),
+    append(i_health),
+    rewrite("summarize-v2", [i_health]),
+], fires=[("WR001", 4, ["i1"])], verdicts=["refuse"],
+    why="§4 WR001: load-bearing commitment i1 was supported by o1; after the "
+        "rewrite it has no surviving witness.")
+
+case("wr001_stub_quiet.jsonl", [
+    header(),
+    append(o_health),
+    append(i_health),
+    spill(o_health),
+    rewrite("summarize-v2", [stub(o_health), i_health]),
+], mode="count", verdicts=["accept"],
+    why="§4 surviving witnesses include stubs in after that the store "
+        "resolves; o1's stub has the correct ref, so even mode count is "
+        "satisfied.")
+
+case("wr001_count_fires.jsonl", [
+    header(),
+    append(o_health, o_health2),
+    append(i_health2),
+    rewrite("summarize-v2", [o_health, i_health2]),
+], mode="count", fires=[("WR001", 4, ["i1"])], verdicts=["refuse"],
+    why="§4 WR001 mode count: witness o2 of load-bearing i1 left the "
+        "surviving set, even though o1 alone still supports i1.")
+
+case("wr001_support_quiet.jsonl", [
+    header(),
+    append(o_health, o_health2),
+    append(i_health2),
+    rewrite("summarize-v2", [o_health, i_health2]),
+], mode="support", verdicts=["accept"],
+    why="§4 WR001 mode support (default): surviving witness o1 still supports "
+        "i1 (staging.healthy), so the lost redundant o2 is not a finding.")
+
+o_fixa = obs("o1", "FAILED tests/test_migrations.py::test_concurrent_migrate "
+             "- TimeoutError: lock wait exceeded (lock_timeout=30s)\n"
+             "1 failed, 141 passed in 9.02s\n",
+             source="LOCK_TIMEOUT=30s make test", exit_code=1,
+             at="2026-11-12T11:20:31Z", modality="failed",
+             shows="!fix_a.works",
+             text="make test with lock timeout raised to 30s")
+r_fixa = commitment("r1", "rejection", "!fix_a.works", modality="failed",
+                    witnesses=["o1"],
+                    text="fix A (raise lock_timeout) does not fix the "
+                         "flaky migration test")
+
+case("wr001_spilled_no_stub_fires.jsonl", [
+    header(),
+    append(o_fixa),
+    append(r_fixa),
+    spill(o_fixa),
+    rewrite("summarize-v2", [r_fixa]),
+], fires=[("WR001", 5, ["r1"])], verdicts=["refuse"],
+    why="§4 surviving witnesses: the pointer must stay in the window beside "
+        "the item; o1 is in the store (WR008 quiet) but no stub is left, so "
+        "negative-result r1 lost its witness.")
+
+case("wr001_negative_stub_quiet.jsonl", [
+    header(),
+    append(o_fixa),
+    append(r_fixa),
+    spill(o_fixa),
+    rewrite("summarize-v2", [stub(o_fixa), r_fixa]),
+], mode="count", verdicts=["accept"],
+    why="§4 WR001/WR008: the failed witness o1 was spilled and left as a "
+        "resolving stub beside r1.")
+
+o_fixa_k = claim("k1", "!fix_a.works", modality="failed", witnesses=["o1"],
+                 load_bearing=False,
+                 text="raising lock_timeout did not fix the flaky test")
+
+case("wr001_negative_lb_false_fires.jsonl", [
+    header(),
+    append(o_fixa),
+    append(o_fixa_k),
+    spill(o_fixa),
+    rewrite("summarize-v2", [o_fixa_k]),
+], fires=[("WR001", 5, ["k1"])], verdicts=["refuse"],
+    why="§2 negative results are load-bearing whatever their load_bearing "
+        "field says, so failed k1 losing its witness is WR001, not WR002.")
+
+p_note = prose("p1", "turn 18: deploy window agreed for 14:00 UTC")
+case("wr001_once_fires.jsonl", [
+    header(),
+    append(o_health, p_note),
+    append(i_health),
+    rewrite("summarize-v2", [p_note, i_health]),
+    rewrite("summarize-v2", [i_health]),
+], fires=[("WR001", 4, ["i1"])], verdicts=["refuse", "accept"],
+    why="§4 'each defect is reported once, at the event that introduces it': "
+        "i1 lost its witness at pass 1 and is unchanged at pass 2.")
+
+# ================================================================ WR002
+
+o_lint = obs("o1", "All checks passed!\n", source="ruff check .", exit_code=0,
+             at="2026-11-12T09:30:00Z", modality="verified",
+             shows="lint.clean", text="ruff output")
+k_lint = claim("k1", "lint.clean", modality="verified", witnesses=["o1"],
+               text="lint is clean")
+
+case("wr002_fires.jsonl", [
+    header(),
+    append(o_lint, k_lint),
+    rewrite("summarize-v2", [k_lint]),
+], fires=[("WR002", 3, ["k1"])], verdicts=["refuse"],
+    why="§4 WR002: non-load-bearing claim k1 lost its only witness but still "
+        "says verified.")
+
+case("wr002_quiet.jsonl", [
+    header(),
+    append(o_lint, k_lint),
+    rewrite("summarize-v2", [changed(k_lint, modality="unwitnessed",
+                                     witnesses=None)]),
+], verdicts=["accept-demoted"],
+    why="§4 WR002 / verdicts: k1 is tagged unwitnessed, an explicit permitted "
+        "demotion (accept-demoted, exit 0).")
+
+# ================================================================ WR003
+
+o_tests = obs("o1", "........................................ [100%]\n"
+              "142 passed in 8.31s\n", source="pytest -q", exit_code=0,
+              at="2026-11-12T09:40:12Z", modality="verified",
+              shows="tests.passed", text="pytest run")
+k_tests_cited = claim("k1", "tests.passed", witnesses=["o1"],
+                      text="the test suite passes")
+k_tests_bare = claim("k1", "tests.passed", text="the test suite passes")
+
+case("wr003_fires.jsonl", [
+    header(),
+    append(o_tests),
+    append(k_tests_cited),
+    rewrite("summarize-v2", [o_tests, changed(k_tests_cited,
+                                              modality="verified")]),
+], fires=[("WR003", 4, ["k1"])], verdicts=["refuse"],
+    why="§4 fine print WR003: a rise needs a supporting surviving witness not "
+        "cited by the earlier version; o1 was already cited by the unverified "
+        "k1.")
+
+case("wr003_quiet.jsonl", [
+    header(),
+    append(o_tests),
+    append(k_tests_bare),
+    rewrite("summarize-v2", [o_tests, changed(k_tests_bare,
+                                              modality="verified",
+                                              witnesses=["o1"])]),
+], verdicts=["accept"],
+    why="§4 fine print WR003: k1 rises with a newly cited surviving witness "
+        "o1 that supports it.")
+
+case("wr003_nowitness_fires.jsonl", [
+    header(),
+    append(k_tests_bare),
+    rewrite("summarize-v2", [changed(k_tests_bare, modality="verified")]),
+], fires=[("WR003", 3, ["k1"]), ("WR005", 3, ["k1"])], verdicts=["refuse"],
+    why="§4 WR003: unverified k1 became verified with no witness at all; "
+        "WR005 also fires (a verified claim that cites no witness, changed "
+        "item).")
+
+# ================================================================ WR004
+
+o_mt = obs("o1", "FAILED tests/test_orders.py::test_refund_rounding - "
+           "AssertionError: 10.01 != 10.00\n1 failed, 141 passed in 8.77s\n"
+           "make: *** [Makefile:23: test] Error 1\n",
+           source="make test", exit_code=1, at="2026-11-12T10:41:07Z",
+           modality="failed", shows="make_test.exit1",
+           text="make test output")
+k_mt = claim("k1", "make_test.exit1", modality="failed", witnesses=["o1"],
+             derived_from=["o1"], text="exit code 1 for make test")
+
+case("wr004_fires.jsonl", [
+    header(),
+    append(o_mt, k_mt),
+    rewrite("summarize-v2", [o_mt, changed(k_mt, modality="unverified")]),
+], fires=[("WR004", 3, ["k1"])], verdicts=["refuse"],
+    why="§4 fine print: WR004 fires when a failed item's modality changes.")
+
+case("wr004_soften_fires.jsonl", [
+    header(),
+    append(o_mt, k_mt),
+    spill(k_mt),
+    rewrite("summarize-v2", [o_mt, changed(
+        k_mt, formula="make_test.exit1 | make_test.flaky",
+        text="make test failed or was flaky")]),
+], fires=[("WR004", 4, ["k1"])], verdicts=["refuse"],
+    why="§4 fine print: WR004 fires when a failed item's new formula does not "
+        "entail the old one; the spill keeps CF003 quiet but not WR004.")
+
+case("wr004_quiet.jsonl", [
+    header(),
+    append(o_mt, k_mt),
+    rewrite("summarize-v2", [o_mt, changed(
+        k_mt, text="test run encountered issues")]),
+], verdicts=["accept"],
+    why="§2 text is never interpreted: k1 keeps modality failed and formula "
+        "make_test.exit1, only its text was rephrased.")
+
+# ================================================================ WR005
+
+o_pipcheck = obs("o1", "No broken requirements found.\n", source="pip check",
+                 exit_code=0, at="2026-11-12T09:41:00Z", modality="verified",
+                 shows="deps.consistent", text="pip check")
+
+case("wr005_fires.jsonl", [
+    header(),
+    append(o_pipcheck),
+    append(claim("k1", "tests.passed", modality="verified", witnesses=["o1"],
+                 text="the test suite passes")),
+], fires=[("WR005", 3, ["k1"])], verdicts=[],
+    why="§4 appends are checked: k1's cited witness o1 shows deps.consistent, "
+        "which does not entail tests.passed (WR005).")
+
+case("wr005_tautology_fires.jsonl", [
+    header(),
+    append(o_tests),
+    append(claim("k1", "tests.passed | !tests.passed", modality="verified",
+                 witnesses=["o1"], text="tests either pass or not")),
+], fires=[("WR005", 3, ["k1"])], verdicts=[],
+    why="§4 WR005: k1 is valid under the background, so no witness could ever "
+        "have refuted it.")
+
+case("wr005_nowitness_fires.jsonl", [
+    header(),
+    append(claim("k1", "tests.passed", modality="verified",
+                 text="the test suite passes")),
+], fires=[("WR005", 2, ["k1"])], verdicts=[],
+    why="§4 WR005: a verified claim that cites no witness at all.")
+
+case("wr005_quiet.jsonl", [
+    header(),
+    append(o_tests),
+    append(claim("k1", "tests.passed", modality="verified", witnesses=["o1"],
+                 text="the test suite passes")),
+], verdicts=[],
+    why="§4 witness support: shows(o1) = tests.passed entails k1 and the "
+        "background does not.")
+
+case("wr005_background_quiet.jsonl", [
+    header(["make_test.exit0 -> tests.passed"]),
+    append(obs("o1", "142 passed in 8.31s\n", source="make test", exit_code=0,
+               at="2026-11-12T09:40:12Z", modality="verified",
+               shows="make_test.exit0", text="make test output")),
+    append(claim("k1", "tests.passed", modality="verified", witnesses=["o1"],
+                 text="the test suite passes")),
+], verdicts=[],
+    why="§4 witness support: background ∧ shows(o1) entails tests.passed "
+        "while the background alone does not.")
+
+# ================================================================ WR006
+
+o_status = obs("o1", "On branch main\nnothing to commit, working tree clean\n",
+               source="git status", exit_code=0, at="2026-11-12T09:00:00Z",
+               text="git status")
+o_status_other = changed(o_status, content="On branch main\n",
+                         digest=digest_of("On branch main\n"))
+
+case("wr006_fires.jsonl", [
+    header(),
+    append(o_status),
+    spill(o_status),
+    rewrite("spill-then-stub", [stub(o_status_other)]),
+], fires=[("WR006", 4, ["o1"])], verdicts=["refuse"],
+    why="§4 WR006: the stub's ref is the hash of a different item version, "
+        "which is not in the store.")
+
+case("wr006_quiet.jsonl", [
+    header(),
+    append(o_status),
+    spill(o_status),
+    rewrite("spill-then-stub", [stub(o_status)]),
+], verdicts=["accept"],
+    why="§2/§4 WR006: the stub's ref is the sha256 of the spilled item's "
+        "canonical JSON, which the store resolves.")
+
+# ================================================================ WR007
+
+p_work = prose("p1", "working on: refund rounding bug in orders service")
+o_forged = obs("o9", "142 passed in 8.31s\n", source="make test", exit_code=0,
+               at="2026-11-12T12:00:00Z", text="make test output")
+
+case("wr007_fires.jsonl", [
+    header(),
+    append(p_work),
+    rewrite("summarize-v2", [p_work, o_forged]),
+], fires=[("WR007", 3, ["o9"])], verdicts=["refuse"],
+    why="§4 WR007: the rewrite put observation o9 in the window and no "
+        "append ever created it.")
+
+case("wr007_spilled_only_fires.jsonl", [
+    header(),
+    append(p_work),
+    spill(o_forged),
+    rewrite("summarize-v2", [p_work, o_forged]),
+], fires=[("WR007", 4, ["o9"])], verdicts=["refuse"],
+    why="§4 WR007: a store entry does not legitimise an observation unless an "
+        "append created it first.")
+
+case("wr007_quiet.jsonl", [
+    header(),
+    append(o_tests),
+    spill(o_tests),
+    rewrite("spill-then-stub", [stub(o_tests)]),
+    rewrite("rehydrate", [o_tests]),
+], verdicts=["accept", "accept"],
+    why="§4 WR007: o1 restored from its stub at pass 2 was created by an "
+        "append (line 2), so it is not forged.")
+
+# ================================================================ WR008
+
+o_pg_fail = obs("o1", "Error: pg_config executable not found.\n"
+                "error: subprocess-exited-with-error\n",
+                source="pip install psycopg2==2.8.6", exit_code=1,
+                at="2026-11-12T08:12:40Z", modality="failed",
+                text="pip install psycopg2 from source")
+
+case("wr008_fires.jsonl", [
+    header(),
+    append(o_pg_fail, p_work),
+    rewrite("relevance-topk", [p_work]),
+], fires=[("WR008", 3, ["o1"])], verdicts=["refuse"],
+    why="§4 WR008: failed observation o1 left the window with no store "
+        "record.")
+
+case("wr008_quiet.jsonl", [
+    header(),
+    append(o_pg_fail, p_work),
+    spill(o_pg_fail),
+    rewrite("relevance-topk", [stub(o_pg_fail), p_work]),
+], verdicts=["accept"],
+    why="§4 WR008: o1 was spilled and is stubbed, so the negative evidence "
+        "has a store record.")
+
+case("wr008_diff_quiet.jsonl", [
+    header(),
+    append(o_pg_fail, p_work),
+    spill(o_pg_fail),
+    rewrite("relevance-topk", diff={"remove": [], "put": [stub(o_pg_fail)]}),
+], verdicts=["accept"],
+    why="§5 diff put replaces o1 by its stub in place; §4 WR008 is quiet "
+        "because o1 is in the store.")
+
+case("wr008_spilled_no_stub_quiet.jsonl", [
+    header(),
+    append(o_pg_fail, p_work),
+    spill(o_pg_fail),
+    rewrite("relevance-topk", [p_work]),
+], verdicts=["accept"],
+    why="§4 WR008 fires only with no store record; o1 was spilled (no item "
+        "cites it, so no witness rule applies).")
+
+# ================================================================ CP001
+
+k_tests_v = claim("k1", "tests.passed", modality="verified", witnesses=["o1"],
+                  derived_from=["o1"], text="the test suite passes")
+d_skip = commitment("c1", "decision", "ci.skip_rerun", rationale=["k1"],
+                    text="skip re-running the suite before merge")
+
+case("cp001_fires.jsonl", [
+    header(),
+    append(o_tests, k_tests_v, p_work),
+    rewrite("relevance-topk", [p_work]),
+    append(d_skip),
+], fires=[("CP001", 4, ["k1", "c1"])], verdicts=["accept"],
+    why="§4 CP001: c1 uses verified k1, whose only primitive o1 was dropped "
+        "at pass 1 with no store record; the path may run through k1's last "
+        "version.")
+
+case("cp001_quiet.jsonl", [
+    header(),
+    append(o_tests, k_tests_v, p_work),
+    spill(o_tests),
+    rewrite("relevance-topk", [p_work]),
+    append(d_skip),
+], verdicts=["accept"],
+    why="§4 fine print CP001: a primitive counts as retained in the store; o1 "
+        "was spilled before the rewrite dropped it.")
+
+case("cp001_unverified_quiet.jsonl", [
+    header(),
+    append(o_tests, changed(k_tests_v, modality=None), p_work),
+    rewrite("relevance-topk", [p_work]),
+    append(d_skip),
+], verdicts=["accept"],
+    why="§4 CP001 concerns used items that say verified/failed; k1 is a plain "
+        "(unverified) assertion.")
+
+# ================================================================ CP002
+
+case("cp002_fires.jsonl", [
+    header(),
+    append(claim("a1", "cache.stale", derived_from=["a2"],
+                 text="the cache is stale because reads are inconsistent"),
+           claim("a2", "reads.inconsistent", derived_from=["a1"],
+                 text="reads are inconsistent because the cache is stale")),
+], fires=[("CP002", 2, ["a1", "a2"])], verdicts=[],
+    why="§4 CP002: a1 and a2 justify each other with no primitive under the "
+        "cycle.")
+
+o_reads = obs("o1", "GET /orders/42 -> total=10.00\nGET /orders/42 -> "
+              "total=10.01\n", source="scripts/read_twice.sh 42", exit_code=0,
+              at="2026-11-12T13:03:00Z", text="two reads of order 42")
+
+case("cp002_quiet.jsonl", [
+    header(),
+    append(o_reads,
+           claim("a1", "cache.stale", derived_from=["a2", "o1"],
+                 text="the cache is stale because reads are inconsistent"),
+           claim("a2", "reads.inconsistent", derived_from=["a1"],
+                 text="reads are inconsistent because the cache is stale")),
+], verdicts=[],
+    why="§4 CP002 fires for a cycle with no primitive under it; here "
+        "observation o1 is under the cycle.")
+
+# ================================================================ CP003
+
+d_pg = commitment("d1", "decision", "db.postgres",
+                  text="database choice: Postgres 14")
+a_mysql = commitment("a1", "decision", "db.mysql",
+                     text="target MySQL compatibility for reporting")
+
+case("cp003_fires.jsonl", [
+    header(BG_DB),
+    append(d_pg),
+    append(a_mysql),
+], fires=[("CP003", 3, ["a1"])], verdicts=[],
+    why="§4 CP003: background ∧ d1 ∧ a1 is unsatisfiable (db.postgres -> "
+        "!db.mysql).")
+
+case("cp003_quiet.jsonl", [
+    header(BG_DB),
+    append(d_pg),
+    append(commitment("a1", "decision", "pg.ext_pgcrypto",
+                      text="enable pgcrypto for token hashing")),
+], verdicts=[],
+    why="§4 CP003: background ∧ d1 ∧ a1 is satisfiable.")
+
+rej_mysql = commitment("rj1", "rejection", "!db.mysql",
+                       text="MySQL rejected: no advisory locks for sqitch")
+
+case("cp003_store_fires.jsonl", [
+    header(),
+    append(rej_mysql, p_note),
+    spill(rej_mysql),
+    rewrite("summarize-v2", [p_note]),
+    append(a_mysql),
+], fires=[("CP003", 5, ["a1"])], verdicts=["accept"],
+    why="§4 fine print CP003: knowledge includes every commitment version in "
+        "the store; rejection rj1 was spilled and still contradicts a1.")
+
+case("cp003_dropped_quiet.jsonl", [
+    header(),
+    append(rej_mysql, p_note),
+    rewrite("summarize-v2", [p_note]),
+    append(a_mysql),
+], fires=[("CF001", 3, ["rj1"])], verdicts=["refuse"],
+    why="§4 CP003 needs a commitment kept in the window or the store; rj1 was "
+        "dropped without a record (CF001 at the rewrite instead).")
+
+case("cp003_once_fires.jsonl", [
+    header(BG_DB),
+    append(d_pg),
+    append(a_mysql),
+    append(commitment("a2", "rejection", "!db.mysql",
+                      text="MySQL rejected again after review")),
+], fires=[("CP003", 3, ["a1"])], verdicts=[],
+    why="§4 fine print CP003: a1, already reported as a re-adoption, is not "
+        "knowledge, so a2 (consistent with d1) is not reported.")
+
+o_mig_fail = obs("o1", "psql: error: connection to server at \"db.staging\" "
+                 "(10.0.3.7), port 5432 failed: FATAL:  role \"app\" does "
+                 "not exist\nmake: *** [Makefile:41: migrate] Error 2\n",
+                 source="make migrate", exit_code=2,
+                 at="2026-11-12T10:02:44Z", modality="failed",
+                 text="make migrate against staging")
+o_mig_again = obs("o2", "psql: error: connection to server at \"db.staging\" "
+                  "(10.0.3.7), port 5432 failed: FATAL:  role \"app\" does "
+                  "not exist\nmake: *** [Makefile:41: migrate] Error 2\n",
+                  source="make migrate", exit_code=2,
+                  at="2026-11-12T10:31:10Z", modality="failed",
+                  text="make migrate against staging, again")
+
+case("cp003_rerun_fires.jsonl", [
+    header(),
+    append(o_mig_fail, p_work),
+    spill(o_mig_fail),
+    rewrite("relevance-topk", [p_work]),
+    append(o_mig_again),
+], fires=[("CP003", 5, ["o2"])], verdicts=["accept"],
+    why="§4 CP003: the append re-runs source 'make migrate' whose failed "
+        "observation o1 a rewrite evicted without leaving a stub (spilled, "
+        "so WR008 is quiet).")
+
+case("cp003_rerun_quiet.jsonl", [
+    header(),
+    append(o_mig_fail, p_work),
+    spill(o_mig_fail),
+    rewrite("relevance-topk", [stub(o_mig_fail), p_work]),
+    append(o_mig_again),
+], verdicts=["accept"],
+    why="§4 CP003: o1 was evicted but left a stub, so re-running its source "
+        "is not a re-adoption.")
+
+# ======================================================== bundled scenarios
+
+why1 = claim("why1", "migrations.need_advisory_locks",
+             text="turn 40: the migration tooling (sqitch) requires advisory "
+                  "locks")
+d1 = commitment("d1", "decision", "db.postgres", rationale=["why1"],
+                text="turn 40: database choice: Postgres 14, chosen because "
+                     "the migration tooling requires advisory locks")
+rej1 = commitment("rej1", "rejection", "!db.mysql", rationale=["why1"],
+                  text="turn 40: MySQL rejected (no advisory locks usable by "
+                       "the migration tooling)")
+p41 = prose("p41", "turns 41-54: drafted users/orders/refunds tables; agreed "
+            "on snake_case column names; JSON columns for order metadata")
+p50 = prose("p50", "turns 50-54: sketched nightly reporting export; schema "
+            "should stay SQL-compatible for the BI tool")
+p_sum = prose("s55", "turn 55 summary: Database: Postgres is used for the "
+              "project. Schema drafted (users, orders, refunds), SQL-"
+              "compatible for reporting.")
+c90 = commitment("c90", "decision", "jobs.advisory_lock_queue",
+                 rationale=["d1"],
+                 text="turn 90: job queue table relies on advisory locks "
+                      "(we chose Postgres for its JSON support)")
+a91 = commitment("a91", "decision", "db.mysql", rationale=["s55"],
+                 text="turn 91: reporting schema assumes MySQL compatibility "
+                      "(summary says 'SQL-compatible')")
+
+case("postgres_rejection_lost.jsonl", [
+    header(BG_DB, budget=4000),
+    append(why1, d1, rej1),
+    append(p41, p50),
+    rewrite("summarize-v2", [d1, p_sum], claimed_preserved=["d1"],
+            pressure=0.93),
+    append(c90),
+    append(a91),
+], fires=[("CF001", 4, ["rej1"]), ("CF004", 4, ["d1", "why1"]),
+          ("CP003", 6, ["a91"])],
+    verdicts=["refuse"], target=SCENARIOS,
+    why="§4 CF001 (rejection rej1 dropped without record) and CF004 (kept d1 "
+        "cites dropped rationale why1) at turn 55; CP003 at turn 91: "
+        "db.mysql contradicts kept d1 under db.postgres -> !db.mysql.")
+
+case("postgres_spilled_first.jsonl", [
+    header(BG_DB, budget=4000),
+    append(why1, d1, rej1),
+    append(p41, p50),
+    spill(why1, rej1),
+    rewrite("summarize-v2", [d1, stub(why1), stub(rej1), p_sum],
+            claimed_preserved=["d1"], pressure=0.93),
+    append(c90),
+    append(a91),
+], fires=[("CP003", 7, ["a91"])],
+    verdicts=["accept"], target=SCENARIOS,
+    why="§4 route to spill: rationale and rejection are stored and stubbed, "
+        "so the rewrite is accepted; CP003 still catches the MySQL "
+        "re-adoption since knowledge includes the stubbed/stored rej1.")
+
+LOG_OK = ("pytest -q --maxfail=1\n" + "." * 60 + " [ 42%]\n" + "." * 60 +
+          " [ 84%]\n" + "." * 22 + " [100%]\n142 passed in 8.31s\n")
+t_o1 = obs("o1", LOG_OK, source="make test", exit_code=0, at="3f2a9c1",
+           modality="verified", shows="tests.passed",
+           text="test log, run at commit 3f2a9c1")
+t_o2 = obs("o2", "3f2a9c1\n", source="git rev-parse --short HEAD",
+           exit_code=0, at="3f2a9c1", modality="verified",
+           shows="head.3f2a9c1", text="HEAD at the time of the run")
+t_o3 = obs("o3", "image: python:3.11\nenv:\n  DATABASE_URL: "
+           "postgres://ci@db/ci\n  FEATURE_REFUNDS_V2: \"0\"\n",
+           source="cat config/ci.yaml", exit_code=0, at="3f2a9c1",
+           text="CI config dump")
+t_d1 = claim("d1", "tests.passed", modality="verified", witnesses=["o1"],
+             derived_from=["o1", "o2", "o3"], load_bearing=True,
+             text="digest: make test passed (142 tests) at commit 3f2a9c1; "
+                  "CI config had FEATURE_REFUNDS_V2=0")
+t_c1 = commitment("c1", "decision", "ci.skip_rerun", rationale=["d1"],
+                  text="FEATURE_REFUNDS_V2 is now 1 in config/ci.yaml; tests "
+                       "passed, so skip re-running the suite")
+
+case("tests_passed_loses_run.jsonl", [
+    header([], budget=3000),
+    append(t_o1, t_o2, t_o3),
+    rewrite("summarize-v2", [t_o1, t_o2, t_d1], pressure=0.81),
+    rewrite("summarize-v2", [t_d1], pressure=0.95),
+    append(t_c1),
+], fires=[("WR001", 4, ["d1"]), ("CP001", 5, ["d1", "c1"])],
+    verdicts=["accept", "refuse"], target=SCENARIOS,
+    why="§4 WR001 at pass 2: load-bearing verified digest d1 loses its only "
+        "witness o1 (no store record); CP001 at the later use by c1, naming "
+        "pass 2 as the rewrite that cut the last path.")
+
+bg_issues = ["make_test.exit1 -> make_test.issues"]
+x_k1_laundered = changed(k_mt, modality="unverified",
+                         formula="make_test.issues",
+                         text="test run encountered issues")
+
+case("exit_code_laundered.jsonl", [
+    header(bg_issues, budget=4000),
+    append(o_mt),
+    append(k_mt),
+    rewrite("summarize-v2", [o_mt, x_k1_laundered], pressure=0.88),
+], fires=[("WR004", 4, ["k1"]), ("CF003", 4, ["k1"])],
+    verdicts=["refuse"], target=SCENARIOS,
+    why="§4 WR004: failed k1 became unverified and its formula no longer "
+        "entails make_test.exit1; CF003: bound (negative-result) k1 strictly "
+        "weakened with no original in the store.")
+
+f_o1 = obs("o1", "Collecting psycopg2==2.8.6\n  Using cached psycopg2-2.8.6."
+           "tar.gz (383 kB)\nError: pg_config executable not found.\n"
+           "error: subprocess-exited-with-error\n",
+           source="pip install psycopg2==2.8.6", exit_code=1, at="turn 12",
+           modality="failed", text="attempt 1: build psycopg2 from source")
+f_o2 = obs("o2", "sqlalchemy.exc.OperationalError: (psycopg2.OperationalError)"
+           " connection to server at \"localhost\" (127.0.0.1), port 5432 "
+           "failed: Connection refused\n",
+           source="alembic upgrade head", exit_code=1, at="turn 14",
+           modality="failed", text="attempt 2: run migrations locally")
+f_task = commitment("t1", "obligation", "task.migrations_applied",
+                    text="apply the pending migrations on staging")
+f_p = prose("p1", "user: the staging deploy is blocked on the migrations")
+f_p2 = prose("p2", "focus: apply migrations on staging (psycopg2 driver)")
+f_o3 = obs("o3", "Collecting psycopg2==2.8.6\n  Using cached psycopg2-2.8.6."
+           "tar.gz (383 kB)\nError: pg_config executable not found.\n"
+           "error: subprocess-exited-with-error\n",
+           source="pip install psycopg2==2.8.6", exit_code=1, at="turn 31",
+           modality="failed", text="attempt 3: build psycopg2 from source")
+
+case("relevance_evicts_failures.jsonl", [
+    header([], budget=2000),
+    append(f_task, f_p),
+    append(f_o1),
+    append(f_o2),
+    rewrite("relevance-topk", [f_task, f_p2], pressure=0.9),
+    append(f_o3),
+], fires=[("WR008", 5, ["o1"]), ("WR008", 5, ["o2"]),
+          ("CP003", 6, ["o3"])],
+    verdicts=["refuse"], target=SCENARIOS,
+    why="§4 WR008: the relevance pass evicted failed o1 and o2 with no store "
+        "record; CP003: the agent then re-runs 'pip install psycopg2==2.8.6', "
+        "whose failed observation was evicted without a stub.")
+
+# ============================================================== bad input
+
+H = json.dumps(header(BG_DB)) + "\n"
+C1 = {"id": "c1", "kind": "commitment", "type": "decision",
+      "formula": "db.postgres"}
+
+
+def ev(items, kind="append"):
+    return json.dumps({"event": kind, "items": items}) + "\n"
+
+
+bad("bad_malformed_json.jsonl",
+    H + '{"event": "append", "items": [{"id": "c1", "kind": "commitment", '
+        '"type": "decision"}\n',
+    "§7 malformed JSONL: line 2 is not a complete JSON value.")
+bad("bad_duplicate_keys.jsonl",
+    H + '{"event": "append", "items": [{"id": "c1", "kind": "commitment", '
+        '"type": "decision", "formula": "db.postgres", "formula": '
+        '"db.mysql"}]}\n',
+    "§7 duplicate keys ('formula' twice in one object).")
+bad("bad_nan.jsonl",
+    H + '{"event": "append", "items": [{"id": "c1", "kind": "commitment", '
+        '"type": "decision", "formula": "db.postgres", "tokens": NaN}]}\n',
+    "§7 NaN is rejected.")
+bad("bad_infinity.jsonl",
+    H + '{"event": "append", "items": [{"id": "o1", "kind": "observation", '
+        '"source": "make test", "exit_code": Infinity}]}\n',
+    "§7 Infinity is rejected.")
+bad("bad_duplicate_ids.jsonl",
+    H + ev([C1, dict(C1, formula="pg.v14")]),
+    "§2/§7 ids are unique within a window; one append defines c1 twice.")
+bad("bad_duplicate_ids_rewrite.jsonl",
+    H + ev([C1]) + json.dumps({"event": "rewrite", "policy": "dup",
+                               "window": [C1, C1]}) + "\n",
+    "§2/§7 a rewrite's window holds id c1 twice.")
+bad("bad_unknown_kind.jsonl",
+    H + ev([{"id": "n1", "kind": "note", "text": "remember the locks"}]),
+    "§2/§7 kind 'note' is not one of the five kinds.")
+bad("bad_unknown_field.jsonl",
+    H + ev([dict(C1, priority=1)]),
+    "§7 unknown field 'priority' on a commitment.")
+bad("bad_field_of_other_kind.jsonl",
+    H + ev([{"id": "p1", "kind": "prose", "text": "Postgres is used",
+             "formula": "db.postgres"}]),
+    "§2 prose carries no formula: 'formula' is not a field of kind prose "
+        "(unknown field, §7).")
+bad("bad_commitment_without_type.jsonl",
+    H + ev([{"id": "c1", "kind": "commitment", "formula": "db.postgres"}]),
+    "§4 fine print: a commitment without type is bad input.")
+bad("bad_commitment_unknown_type.jsonl",
+    H + ev([dict(C1, type="preference")]),
+    "§2 type must be decision, rejection, invariant or obligation.")
+bad("bad_unknown_modality.jsonl",
+    H + ev([dict(C1, modality="probably")]),
+    "§2 modality must be verified, failed, unverified or unwitnessed.")
+bad("bad_append_existing_id.jsonl",
+    H + ev([C1]) + ev([dict(C1, text="again")]),
+    "§4 fine print: an append of an id already in the window is bad input.")
+bad("bad_digest_mismatch.jsonl",
+    H + ev([{"id": "o1", "kind": "observation", "source": "make test",
+             "exit_code": 0, "content": "142 passed\n",
+             "digest": digest_of("142 passed")}]),
+    "§4 fine print: a digest that does not match content is bad input.")
+bad("bad_formula_syntax.jsonl",
+    H + ev([dict(C1, formula="db.postgres & | db.mysql")]),
+    "§3/§7 formula syntax error (operand expected after '&').")
+bad("bad_formula_unbalanced.jsonl",
+    H + ev([dict(C1, formula="(db.postgres | db.sqlite")]),
+    "§3/§7 formula syntax error (missing ')').")
+bad("bad_formula_too_deep.jsonl",
+    H + ev([dict(C1, formula="(" * 100000 + "db.postgres" + ")" * 100000)]),
+    "§3/§7 formula nesting past the bound is a clear error, exit 2.")
+bad("bad_json_too_deep.jsonl",
+    H + '{"event": "append", "items": [{"id": "p1", "kind": "prose", '
+        '"text": ' + "[" * 100000 + "]" * 100000 + "}]}\n",
+    "§7 over-deep input is bad input (exit 2, never a crash).")
+bad("bad_dangling_reference.jsonl",
+    H + ev([dict(C1, rationale=["r9"])]),
+    "§7 rationale 'r9' appears nowhere in the trace or the store.")
+bad("bad_dangling_witness.jsonl",
+    H + ev([{"id": "k1", "kind": "claim", "formula": "tests.passed",
+             "modality": "verified", "witnesses": ["o9"]}]),
+    "§7 witness 'o9' appears nowhere in the trace or the store.")
+bad("bad_invalid_utf8.jsonl",
+    H.encode() + b'{"event": "append", "items": [{"id": "p1", "kind": '
+                 b'"prose", "text": "caf\xe9 \xff"}]}\n',
+    "§7 invalid UTF-8.")
+bad("bad_unknown_event.jsonl",
+    H + json.dumps({"event": "compact", "items": []}) + "\n",
+    "§5 events are header, append, spill, rewrite; 'compact' is unknown.")
+bad("bad_wrong_format.jsonl",
+    json.dumps({"event": "header", "format": "ctxproof-trace/9",
+                "background": []}) + "\n" + ev([C1]),
+    "§5 the header's format must be ctxproof-trace/1.")
+bad("bad_missing_header.jsonl",
+    ev([C1]) + ev([dict(C1, id="c2", formula="pg.v14")]),
+    "§5 a trace starts with its header line.")
+bad("bad_empty_id.jsonl",
+    H + ev([dict(C1, id="")]),
+    "§2 id is a string of 1-256 chars.")
+bad("bad_id_too_long.jsonl",
+    H + ev([dict(C1, id="c" * 257)]),
+    "§2 id is a string of 1-256 chars.")
+bad("bad_id_not_string.jsonl",
+    H + ev([dict(C1, id=42)]),
+    "§2 id is a string.")
+bad("bad_negative_tokens.jsonl",
+    H + ev([dict(C1, tokens=-5)]),
+    "§2 tokens is an int >= 0.")
+bad("bad_background_syntax.jsonl",
+    json.dumps({"event": "header", "format": "ctxproof-trace/1",
+                "background": ["db.postgres -> -> !db.mysql"]}) + "\n" +
+    ev([C1]),
+    "§3/§7 a background formula with a syntax error.")
+bad("bad_empty.jsonl", "",
+    "§5/§7 an empty file has no header: bad input.")
+
+# ================================================================ checks
+
+ITEM_FIELDS = {
+    "commitment": {"type", "formula", "rationale", "witnesses", "modality",
+                   "load_bearing", "covers"},
+    "claim": {"formula", "modality", "witnesses", "derived_from",
+              "load_bearing"},
+    "observation": {"shows", "modality", "digest", "content", "source",
+                    "exit_code", "at"},
+    "prose": set(),
+    "stub": {"ref"},
+}
+COMMON = {"id", "kind", "text", "tokens"}
+EVENT_FIELDS = {
+    "header": {"event", "format", "background", "budget", "store"},
+    "append": {"event", "items"},
+    "spill": {"event", "items"},
+    "rewrite": {"event", "policy", "window", "diff", "claimed_preserved",
+                "pressure"},
+}
+TOKEN = re.compile(r"\s*(?:(<->|->|[!&|()])|([A-Za-z_][A-Za-z0-9_.:@/]*))")
+
+
+def parse_formula(s: str):
+    toks = []
+    pos = 0
+    s = s.rstrip()
+    while pos < len(s):
+        m = TOKEN.match(s, pos)
+        assert m, f"bad token at {pos} in {s!r}"
+        toks.append(m.group(1) or m.group(2))
+        pos = m.end()
+    toks = [{"not": "!", "and": "&", "or": "|"}.get(t, t) for t in toks]
+    i = 0
+
+    def peek():
+        return toks[i] if i < len(toks) else None
+
+    def eat(t=None):
+        nonlocal i
+        tok = peek()
+        assert tok is not None and (t is None or tok == t), (s, t, tok)
+        i += 1
+        return tok
+
+    def iff():
+        left = imp()
+        while peek() == "<->":
+            eat()
+            left = ("<->", left, imp())
+        return left
+
+    def imp():
+        left = disj()
+        if peek() == "->":
+            eat()
+            return ("->", left, imp())
+        return left
+
+    def disj():
+        left = conj()
+        while peek() == "|":
+            eat()
+            left = ("|", left, conj())
+        return left
+
+    def conj():
+        left = neg()
+        while peek() == "&":
+            eat()
+            left = ("&", left, neg())
+        return left
+
+    def neg():
+        if peek() == "!":
+            eat()
+            return ("!", neg())
+        if peek() == "(":
+            eat("(")
+            e = iff()
+            eat(")")
+            return e
+        tok = eat()
+        assert tok not in ("&", "|", "->", "<->", ")"), (s, tok)
+        return tok
+
+    e = iff()
+    assert i == len(toks), (s, toks[i:])
+    return e
+
+
+def self_check(name, events):
+    assert events[0]["event"] == "header", name
+    for f in events[0]["background"]:
+        parse_formula(f)
+    defined = set()
+    for ev in events:
+        for key in ("items", "window"):
+            for it in ev.get(key, []):
+                defined.add(it["id"])
+        for it in ev.get("diff", {}).get("put", []):
+            defined.add(it["id"])
+    window: dict[str, dict] = {}
+    store_refs = set()
+    appended_obs = set()
+    for n, ev in enumerate(events, 1):
+        assert set(ev) <= EVENT_FIELDS[ev["event"]], (name, n, set(ev))
+        if n > 1:
+            assert ev["event"] != "header", (name, n)
+        items = list(ev.get("items", [])) + list(ev.get("window", [])) + \
+            list(ev.get("diff", {}).get("put", []))
+        for it in items:
+            k = it["kind"]
+            assert set(it) <= COMMON | ITEM_FIELDS[k], (name, n, it["id"])
+            assert isinstance(it["id"], str) and 1 <= len(it["id"]) <= 256
+            if k == "commitment":
+                assert it["type"] in ("decision", "rejection", "invariant",
+                                      "obligation"), (name, n)
+            if "modality" in it:
+                assert it["modality"] in ("verified", "failed", "unverified",
+                                          "unwitnessed"), (name, n)
+            for fk in ("formula", "shows"):
+                if fk in it:
+                    parse_formula(it[fk])
+            for rk in ("rationale", "witnesses", "derived_from", "covers"):
+                for r in it.get(rk, []):
+                    assert r in defined, (name, n, it["id"], rk, r)
+            if "content" in it and "digest" in it:
+                assert it["digest"] == digest_of(it["content"]), (name, n)
+        if ev["event"] == "append":
+            ids = [it["id"] for it in ev["items"]]
+            assert len(ids) == len(set(ids)), (name, n)
+            for it in ev["items"]:
+                assert it["id"] not in window, (name, n, it["id"])
+                window[it["id"]] = it
+                if it["kind"] == "observation":
+                    appended_obs.add(json.dumps(it, sort_keys=True))
+        elif ev["event"] == "spill":
+            for it in ev["items"]:
+                store_refs.add(ref_of(it))
+        elif ev["event"] == "rewrite":
+            for c in ev.get("claimed_preserved", []):
+                assert c in defined, (name, n, c)
+            if "window" in ev:
+                ids = [it["id"] for it in ev["window"]]
+                assert len(ids) == len(set(ids)), (name, n)
+                window = {it["id"]: it for it in ev["window"]}
+            else:
+                for r in ev["diff"]["remove"]:
+                    assert r in window, (name, n, r)
+                    del window[r]
+                for it in ev["diff"]["put"]:
+                    window[it["id"]] = it
+            for it in window.values():
+                if it["kind"] == "stub" and name != "wr006_fires.jsonl":
+                    assert it["ref"] in store_refs, (name, n, it["id"])
+
+
+def main() -> int:
+    HERE.mkdir(parents=True, exist_ok=True)
+    SCEN_DIR.mkdir(parents=True, exist_ok=True)
+    expected: dict[str, dict] = {}
+    for name, (events, exp) in CORPUS.items():
+        self_check(name, events)
+        (HERE / name).write_text(jl(*events), encoding="utf-8")
+        expected[name] = exp
+    for name, (events, exp) in SCENARIOS.items():
+        self_check(name, events)
+        (SCEN_DIR / name).write_text(jl(*events), encoding="utf-8")
+        expected["models/scenarios/" + name] = exp
+    for name, (data, why) in BAD.items():
+        (HERE / name).write_bytes(data)
+        expected[name] = {"exit": 2, "why": why}
+    # coverage: every code fires somewhere and is quiet in a near miss
+    for code in ALL_CODES:
+        fire = [n for n, e in expected.items()
+                if any(m[0] == code for m in e.get("must_fire", []))]
+        quiet = [n for n, e in expected.items()
+                 if code in e.get("must_not_fire", [])
+                 and n.split("_")[0] == code.lower()]
+        assert fire and quiet, (code, fire, quiet)
+    (HERE / "EXPECTED.json").write_text(
+        json.dumps(expected, indent=2, ensure_ascii=False, sort_keys=True)
+        + "\n", encoding="utf-8")
+    print(f"wrote {len(CORPUS)} rule traces, {len(SCENARIOS)} scenarios, "
+          f"{len(BAD)} bad-input files", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

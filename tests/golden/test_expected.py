@@ -1,0 +1,51 @@
+"""Each rule has a trace that fires it and one that must not (tests/corpus/EXPECTED.json)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from verifier.audit import audit_trace
+from verifier.errors import InputError
+from verifier.findings import RULES
+from verifier.io import load_trace
+
+ROOT = Path(__file__).resolve().parents[2]
+CORPUS = ROOT / "tests" / "corpus"
+EXPECTED: dict[str, dict[str, Any]] = json.loads((CORPUS / "EXPECTED.json").read_text("utf-8"))
+
+
+def _path(case: str) -> Path:
+    return ROOT / case if case.startswith("models/") else CORPUS / case
+
+
+@pytest.mark.parametrize("case", sorted(EXPECTED))
+def test_corpus_verdicts(case: str) -> None:
+    spec = EXPECTED[case]
+    if spec["exit"] == 2:
+        with pytest.raises(InputError):
+            load_trace(_path(case))
+        return
+    report = audit_trace(load_trace(_path(case)), mode=spec.get("witness_mode", "support"))
+    found = {(f.code, f.pass_, f.line, tuple(f.items)) for f in report.findings}
+    codes = {f.code for f in report.findings}
+    for code, pass_no, line, items in spec.get("must_fire", []):
+        assert (code, pass_no, line, tuple(items)) in found, (code, sorted(found))
+    for code in spec.get("must_not_fire", []):
+        assert code not in codes, [f for f in report.findings if f.code == code]
+    if "verdicts" in spec:
+        assert [r.verdict for r in report.rewrites] == spec["verdicts"]
+    assert report.exit_code == spec["exit"]
+
+
+def test_every_rule_has_a_firing_and_a_quiet_trace() -> None:
+    fired: set[str] = set()
+    quiet: set[str] = set()
+    for spec in EXPECTED.values():
+        fired |= {f[0] for f in spec.get("must_fire", [])}
+        quiet |= set(spec.get("must_not_fire", []))
+    assert set(RULES) <= fired
+    assert set(RULES) <= quiet
