@@ -10,7 +10,7 @@ The public API:
 """
 
 from verifier.audit import TraceReport, audit_trace
-from verifier.check import Repair, RewriteResult, check_rewrite
+from verifier.check import Guarded, Repair, RewriteResult, check_rewrite, guard
 from verifier.errors import CtxproofError, FormulaError, InputError, InternalError, StoreError
 from verifier.findings import RULES, Finding
 from verifier.io import load_trace, load_window, parse_trace_text, parse_window_text
@@ -22,6 +22,7 @@ __all__ = [
     "CtxproofError",
     "Finding",
     "FormulaError",
+    "Guarded",
     "InputError",
     "InternalError",
     "Item",
@@ -36,6 +37,7 @@ __all__ = [
     "Window",
     "audit_trace",
     "check_rewrite",
+    "guard",
     "load_trace",
     "load_window",
     "parse_trace_text",

@@ -9,6 +9,7 @@ from typing import Any
 from verifier.check import RewriteResult, check_rewrite
 from verifier.findings import Finding
 from verifier.formula import parse
+from verifier.graph import JustificationGraph
 from verifier.rules.composition import check_append
 from verifier.rules.context import MODE_SUPPORT, History, RewriteContext, WindowView
 from verifier.solver import Session
@@ -66,8 +67,14 @@ def audit_trace(
     *,
     store: Store | None = None,
     mode: str = MODE_SUPPORT,
+    graph: JustificationGraph | None = None,
+    until_pass: int | None = None,
 ) -> TraceReport:
-    """Check every event of a trace in order; the store given is only read."""
+    """Check every event of a trace in order; the store given is only read.
+
+    With ``graph``, the justification graph is built along the way; with
+    ``until_pass``, the audit stops after that rewrite.
+    """
     layered = LayeredStore(store)
     session = Session([parse(b) for b in trace.header.background])
     history = History()
@@ -77,6 +84,8 @@ def audit_trace(
     findings: list[Finding] = []
     undecided: list[str] = []
     for ev in trace.events:
+        if isinstance(ev, Rewrite) and until_pass is not None and pass_no >= until_pass:
+            break
         if isinstance(ev, Append):
             after = (*window, *ev.items)
             ctx = RewriteContext(
@@ -96,6 +105,8 @@ def audit_trace(
                 if it.kind == "observation":
                     history.appended_obs.add(it.ref)
                 history.last_seen[it.id] = it
+            if graph is not None:
+                graph.append(ev.items, pass_no, ev.line)
             window = after
         elif isinstance(ev, Rewrite):
             pass_no += 1
@@ -116,9 +127,13 @@ def audit_trace(
             rewrites.append(result)
             findings.extend(result.findings)
             _remember(history, window, after, pass_no, layered)
+            if graph is not None:
+                graph.rewrite(window, after, pass_no, policy=ev.policy, line=ev.line)
             window = after
         else:
             layered.spill(ev.items)
+            if graph is not None:
+                graph.spill(ev.items, pass_no, ev.line)
     return TraceReport(trace.name, tuple(rewrites), tuple(findings), tuple(undecided), window)
 
 

@@ -22,7 +22,7 @@ from verifier.solver import Session
 from verifier.store import LayeredStore, MemoryStore, Store
 from verifier.window import Item, Window
 
-__all__ = ["Repair", "RewriteResult", "check_rewrite", "repair_rewrite"]
+__all__ = ["Guarded", "Repair", "RewriteResult", "check_rewrite", "guard", "repair_rewrite"]
 
 MAX_REPAIR_ROUNDS = 6
 
@@ -228,6 +228,10 @@ def _plan(
             if ev is not None and ev.ref not in ctx.store:
                 spill.setdefault(ev.ref, ev)
 
+    codes = {f.code for f in ctx.findings}
+    # demote only when nothing else is mended this round: a restored witness may
+    # make the demotion unnecessary (the least change wins)
+    demote_now = codes <= {"WR002", "CF006"}
     for f in ctx.findings:
         head = f.items[0]
         old = before.get(head)
@@ -260,7 +264,7 @@ def _plan(
             if ctx.after.get(head) is not None and ctx.after.get(head) != old and old is not None:
                 put(old)
                 actions.append(f"revert {head!r}")
-        elif f.code == "WR002":
+        elif f.code == "WR002" and demote_now:
             cur = window[pos[head]] if head in pos else None
             if cur is not None and cur.kind != "stub":
                 put(demote(cur))
@@ -335,3 +339,50 @@ def repair_rewrite(
         verdict_of(ctx),
         (*actions, "keep the window as it was"),
     )
+
+
+@dataclass(frozen=True, slots=True)
+class Guarded:
+    """What :func:`guard` let through: the window to use from now on, and why."""
+
+    window: tuple[Item, ...]
+    result: RewriteResult
+    spilled: tuple[str, ...] = ()
+    repaired: bool = False
+
+    @property
+    def verdict(self) -> str:
+        return self.result.verdict
+
+
+def guard(
+    before: Window | Sequence[Item],
+    after: Window | Sequence[Item],
+    store: Store,
+    *,
+    background: Iterable[str] = (),
+    mode: str = MODE_SUPPORT,
+    claimed_preserved: Sequence[str] | None = None,
+) -> Guarded:
+    """Gate a rewrite: accept it, or route it to spill instead.
+
+    An accepted rewrite passes through. A refused one is repaired: the items to
+    spill are written to the store (committed before this returns), and the
+    repaired window is returned. When no repair is accepted (or the solver
+    cannot decide), the window before is kept: unknown never counts as accept.
+    """
+    result = check_rewrite(
+        before,
+        after,
+        store=store,
+        background=background,
+        mode=mode,
+        claimed_preserved=claimed_preserved,
+    )
+    if result.accepted:
+        return Guarded(_items(after), result)
+    repair = result.repair
+    if repair is None or repair.verdict not in ("accept", "accept-demoted"):
+        return Guarded(_items(before), result)
+    refs = store.spill(list(repair.spill)) if repair.spill else []
+    return Guarded(repair.window, result, tuple(refs), True)

@@ -25,7 +25,13 @@ from verifier.audit import TraceReport, audit_trace, exit_code_for
 from verifier.check import RewriteResult, check_rewrite
 from verifier.errors import CtxproofError, InputError, StoreError
 from verifier.findings import Finding
-from verifier.io import check_references, load_window, parse_trace_text, window_to_json
+from verifier.io import (
+    check_references,
+    load_trace,
+    load_window,
+    parse_trace_text,
+    window_to_json,
+)
 from verifier.store import SqliteStore, Store
 
 __all__ = ["entry", "main"]
@@ -367,6 +373,133 @@ def _bundled_scenarios() -> Path:
     if here.is_dir():
         return here
     return Path.cwd() / "models" / "scenarios"
+
+
+def _load_for_graph(trace_path: str, store_path: str | None) -> tuple[Any, Store | None]:
+    store = _open_store(store_path)
+    known = store.has_id if store is not None else None
+    trace = load_trace(trace_path, known_ids=known)
+    return trace, _trace_store(trace, trace_path, store)
+
+
+@cli.command(name="why")
+@click.argument("trace", type=click.Path(dir_okay=False))
+@click.argument("item")
+@click.option(
+    "--pass",
+    "pass_no",
+    type=click.IntRange(min=0),
+    help="Answer as of this pass (default: the end of the trace).",
+)
+@click.option("--store", "store_path", type=click.Path(dir_okay=False), help="SQLite store.")
+@_format_option
+@click.pass_obj
+def why_cmd(
+    obj: _Out, trace: str, item: str, pass_no: int | None, store_path: str | None, fmt: str
+) -> int:
+    """How do you know ITEM? The chain to primitives, or where it broke.
+
+    Exit 0 when a chain to a retained primitive exists, 1 when it does not.
+    """
+    from verifier.graph import JustificationGraph, why
+
+    loaded, store = _load_for_graph(trace, store_path)
+    graph = JustificationGraph()
+    audit_trace(loaded, store=store, graph=graph, until_pass=pass_no)
+    try:
+        answer = why(graph, item)
+    except KeyError:
+        raise InputError(
+            f"item {item!r} does not appear in the trace"
+            + (f" by pass {pass_no}" if pass_no is not None else ""),
+            file=trace,
+            fix="name an id the trace defines",
+        ) from None
+    if fmt == "json":
+        obj.line(json.dumps({"trace": trace, **answer.to_json(graph)}, ensure_ascii=False))
+    else:
+        for text in render_why(graph, answer):
+            obj.line(text)
+    return EXIT_OK if answer.chain is not None else EXIT_FINDINGS
+
+
+def render_why(graph: Any, answer: Any) -> list[str]:
+    """Text lines for a why answer."""
+
+    def describe(node: str) -> str:
+        a = graph.g.nodes[node]
+        parts = [f"{node} {a.get('kind')}"]
+        if a.get("modality"):
+            parts.append(a["modality"])
+        for key in ("formula", "shows", "source", "exit_code", "digest", "at"):
+            if a.get(key) is not None:
+                value = a[key]
+                parts.append(f"{key}={value!r}" if isinstance(value, str) else f"{key}={value}")
+        return " ".join(parts)
+
+    out: list[str] = []
+    if answer.chain is not None:
+        out.append(f"{answer.item}: known through {len(answer.chain) - 1} step(s)")
+        for i, node in enumerate(answer.chain):
+            rel = ""
+            if i > 0:
+                rel = graph.g.edges[answer.chain[i - 1], node].get("relation", "") + ": "
+            out.append("  " * (i + 1) + ("<- " if i else "") + rel + describe(node))
+        return out
+    out.append(f"{answer.item}: no path to a retained primitive")
+    if answer.node is not None:
+        out.append("  " + describe(answer.node))
+    for node in answer.reached:
+        a = graph.g.nodes[node]
+        lost = (
+            f"lost at pass {a['lost_at']} (policy {a.get('lost_by')!r})"
+            if a.get("lost_at") is not None
+            else "not retained"
+        )
+        out.append(f"    primitive {describe(node)}: {lost}")
+    if answer.cut_pass is not None:
+        out.append(
+            f"  the chain broke at pass {answer.cut_pass}, rewrite {answer.cut_policy!r}"
+            f" (line {answer.cut_line})"
+        )
+    elif not answer.reached:
+        out.append("  no primitive ever backed it")
+    return out
+
+
+@cli.command(name="graph")
+@click.argument("trace", type=click.Path(dir_okay=False))
+@click.option(
+    "--out",
+    "out",
+    required=True,
+    type=click.Path(dir_okay=False),
+    help="FILE.graphml, FILE.json (node-link) or FILE.dot",
+)
+@click.option("--store", "store_path", type=click.Path(dir_okay=False), help="SQLite store.")
+@_format_option
+@click.pass_obj
+def graph_cmd(obj: _Out, trace: str, out: str, store_path: str | None, fmt: str) -> int:
+    """Export the justification graph of a trace."""
+    from verifier.graph import JustificationGraph, export
+
+    if Path(out).suffix.lower() not in (".graphml", ".json", ".dot"):
+        raise click.UsageError("--out must end in .graphml, .json or .dot")
+    loaded, store = _load_for_graph(trace, store_path)
+    graph = JustificationGraph()
+    audit_trace(loaded, store=store, graph=graph)
+    path = export(graph, out)
+    summary = {
+        "trace": trace,
+        "out": str(path),
+        "nodes": graph.g.number_of_nodes(),
+        "edges": graph.g.number_of_edges(),
+    }
+    if fmt == "json":
+        obj.line(json.dumps(summary))
+    else:
+        obj.line(f"{path}: {summary['nodes']} nodes, {summary['edges']} edges")
+    return EXIT_OK
 
 
 @cli.command()

@@ -1,0 +1,317 @@
+"""The justification graph (SPEC §5), built incrementally while a trace is audited.
+
+One node per item version (``id@pass``: the pass at which that version
+appeared) and per store entry (``store:<ref>``). Edges run from an item to
+what justifies it — ``witness``, ``derived_from``, ``rationale`` — and record
+history: ``carried`` (a version to the next version of the same id),
+``spilled`` (a version to its store entry) and ``stub`` (a stub to the entry it
+stands for). Each update touches only the items an event changes, so the cost
+of a pass does not grow with the number of passes.
+
+>>> g = JustificationGraph()
+>>> from verifier.io import item_from_json
+>>> o = item_from_json({"id": "o1", "kind": "observation", "shows": "t"})
+>>> c = item_from_json({"id": "c1", "kind": "claim", "formula": "t", "witnesses": ["o1"]})
+>>> g.append([o, c], pass_no=0)
+>>> why(g, "c1").chain
+['c1@0', 'o1@0']
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import networkx as nx
+
+from verifier.window import Item
+
+__all__ = ["JustificationGraph", "WhyAnswer", "export", "why"]
+
+_JUSTIFY = ("witness", "derived_from", "rationale")
+
+
+def _node_attrs(item: Item, pass_no: int, line: int | None) -> dict[str, Any]:
+    attrs: dict[str, Any] = {
+        "id": item.id,
+        "kind": item.kind,
+        "pass": pass_no,
+        "line": line,
+        "modality": item.modality if item.kind in ("commitment", "claim", "observation") else None,
+        "retained": True,
+        "lost_at": None,
+        "lost_by": None,
+    }
+    if item.kind in ("commitment", "claim"):
+        attrs["formula"] = item.formula_text if item.formula_text is not None else item.id
+        attrs["type"] = item.type
+    if item.kind == "observation":
+        attrs.update(
+            shows=item.shows_text,
+            source=item.source,
+            exit_code=item.exit_code,
+            digest=item.digest,
+            at=item.at,
+        )
+    if item.kind == "stub":
+        attrs["ref"] = item.stub_ref
+    if item.text is not None:
+        attrs["text"] = item.text
+    return attrs
+
+
+@dataclass
+class JustificationGraph:
+    """A networkx ``DiGraph`` of item versions and store entries, with the live index."""
+
+    g: nx.DiGraph[str] = field(default_factory=nx.DiGraph)
+    current: dict[str, str] = field(default_factory=dict)
+    """id -> node of its version in the window now."""
+    last: dict[str, str] = field(default_factory=dict)
+    """id -> node of its latest version, in the window or not."""
+    stored_ids: dict[str, str] = field(default_factory=dict)
+    """id -> node of its latest store entry."""
+    policies: dict[int, str | None] = field(default_factory=dict)
+    lines: dict[int, int | None] = field(default_factory=dict)
+
+    def _link(self, u: str, v: str, relation: str) -> None:
+        """Add an edge; a second relation between the same pair joins the first ("a,b")."""
+        if self.g.has_edge(u, v):
+            rels = set(self.g.edges[u, v]["relation"].split(",")) | {relation}
+            self.g.edges[u, v]["relation"] = ",".join(sorted(rels))
+        else:
+            self.g.add_edge(u, v, relation=relation)
+
+    def _add_version(self, item: Item, pass_no: int, line: int | None) -> str:
+        node = f"{item.id}@{pass_no}"
+        k = 1
+        while node in self.g:  # the same id changed twice at one pass count
+            k += 1
+            node = f"{item.id}@{pass_no}.{k}"
+        self.g.add_node(node, **_node_attrs(item, pass_no, line))
+        prev = self.last.get(item.id)
+        if prev is not None:
+            self._link(prev, node, "carried")
+            if self.current.get(item.id) == prev:
+                self.g.nodes[prev]["retained"] = False
+        for relation, ids in (
+            ("witness", item.witnesses),
+            ("derived_from", item.derived_from),
+            ("rationale", item.rationale),
+        ):
+            for ref in ids:
+                target = self.last.get(ref) or self.stored_ids.get(ref)
+                if target is not None:
+                    self._link(node, target, relation)
+        if item.kind == "stub" and item.stub_ref is not None:
+            entry = f"store:{item.stub_ref}"
+            if entry in self.g:
+                self._link(node, entry, "stub")
+        self.current[item.id] = node
+        self.last[item.id] = node
+        return node
+
+    def append(self, items: Iterable[Item], pass_no: int, line: int | None = None) -> None:
+        for it in items:
+            self._add_version(it, pass_no, line)
+
+    def spill(self, items: Iterable[Item], pass_no: int, line: int | None = None) -> None:
+        for it in items:
+            entry = f"store:{it.ref}"
+            if entry not in self.g:
+                self.g.add_node(
+                    entry,
+                    **{**_node_attrs(it, pass_no, line), "kind": "store", "stored_kind": it.kind},
+                )
+            src = self.last.get(it.id)
+            if src is not None and self.g.nodes[src].get("kind") != "store":
+                self._link(src, entry, "spilled")
+            self.stored_ids[it.id] = entry
+
+    def rewrite(
+        self,
+        before: Iterable[Item],
+        after: Iterable[Item],
+        pass_no: int,
+        *,
+        policy: str | None = None,
+        line: int | None = None,
+    ) -> None:
+        self.policies[pass_no] = policy
+        self.lines[pass_no] = line
+        old = {it.id: it for it in before}
+        new_ids = set()
+        for it in after:
+            new_ids.add(it.id)
+            prev = old.get(it.id)
+            if prev is None or prev.raw != it.raw:
+                self._add_version(it, pass_no, line)
+        for iid in old.keys() - new_ids:
+            node = self.current.pop(iid, None)
+            if node is not None:
+                attrs = self.g.nodes[node]
+                attrs["retained"] = False
+                attrs["lost_at"] = pass_no
+                attrs["lost_by"] = policy
+
+    # -- queries ------------------------------------------------------------------------------
+    def retained_id(self, item_id: str) -> bool:
+        """Is this id kept: in the window (item or stub) or in the store?"""
+        return item_id in self.current or item_id in self.stored_ids
+
+    def node_for(self, item_id: str) -> str | None:
+        return self.last.get(item_id) or self.stored_ids.get(item_id)
+
+
+@dataclass(frozen=True, slots=True)
+class WhyAnswer:
+    """How an item is known: a chain to a retained primitive, or where it broke."""
+
+    item: str
+    node: str | None
+    chain: list[str] | None
+    reached: list[str]
+    cut_pass: int | None
+    cut_policy: str | None
+    cut_line: int | None
+
+    def to_json(self, graph: JustificationGraph) -> dict[str, Any]:
+        def describe(node: str) -> dict[str, Any]:
+            attrs = dict(graph.g.nodes[node])
+            attrs["node"] = node
+            return attrs
+
+        return {
+            "item": self.item,
+            "node": self.node,
+            "found": self.chain is not None,
+            "chain": [describe(n) for n in self.chain or []],
+            "primitives_reached": [describe(n) for n in self.reached],
+            "cut": None
+            if self.chain is not None or self.cut_pass is None
+            else {"pass": self.cut_pass, "policy": self.cut_policy, "line": self.cut_line},
+        }
+
+
+def why(graph: JustificationGraph, item_id: str) -> WhyAnswer:
+    """The shortest chain from the item's latest version to a retained observation.
+
+    Follows ``witness``, ``derived_from``, ``rationale`` and ``stub`` edges, and
+    ``carried`` edges forward (a cited item may have been rewritten since).
+
+    Raises:
+        KeyError: when the item never appeared in the trace.
+    """
+    start = graph.node_for(item_id)
+    if start is None:
+        raise KeyError(item_id)
+    g = graph.g
+    parent: dict[str, str | None] = {start: None}
+    queue = deque([start])
+    reached: list[str] = []
+    while queue:
+        node = queue.popleft()
+        attrs = g.nodes[node]
+        kind = attrs.get("kind")
+        is_obs = kind == "observation" or (
+            kind == "store" and attrs.get("stored_kind") == "observation"
+        )
+        if is_obs:
+            reached.append(node)
+            if graph.retained_id(attrs["id"]):
+                chain = [node]
+                while (p := parent[chain[-1]]) is not None:
+                    chain.append(p)
+                return WhyAnswer(item_id, start, list(reversed(chain)), reached, None, None, None)
+        for _, nxt, data in g.out_edges(node, data=True):
+            rels = set(str(data.get("relation", "")).split(","))
+            follow = bool(rels & {*_JUSTIFY, "stub", "carried"}) or ("spilled" in rels and is_obs)
+            if follow and nxt not in parent:
+                parent[nxt] = node
+                queue.append(nxt)
+    lost = [g.nodes[n]["lost_at"] for n in reached if g.nodes[n].get("lost_at") is not None]
+    cut = max(lost) if lost else None
+    return WhyAnswer(
+        item_id,
+        start,
+        None,
+        reached,
+        cut,
+        graph.policies.get(cut) if cut is not None else None,
+        graph.lines.get(cut) if cut is not None else None,
+    )
+
+
+def _scalar(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent or ".")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def export(graph: JustificationGraph, path: str | Path) -> Path:
+    """Write the graph as GraphML, node-link JSON or DOT, by the file's suffix, atomically.
+
+    Raises:
+        ValueError: for any other suffix.
+    """
+    out = Path(path)
+    suffix = out.suffix.lower()
+    g = graph.g
+    if suffix == ".graphml":
+        flat: nx.DiGraph[str] = nx.DiGraph()
+        for node, attrs in g.nodes(data=True):
+            flat.add_node(node, **{k: _scalar(v) for k, v in attrs.items()})
+        for u, v, attrs in g.edges(data=True):
+            flat.add_edge(u, v, **{k: _scalar(val) for k, val in attrs.items()})
+        text = "\n".join(nx.generate_graphml(flat)) + "\n"
+    elif suffix == ".json":
+        data = nx.node_link_data(g, edges="edges")
+        text = json.dumps(data, ensure_ascii=False, indent=1, sort_keys=True) + "\n"
+    elif suffix == ".dot":
+        text = to_dot(graph)
+    else:
+        raise ValueError(f"unknown graph format {suffix!r}: use .graphml, .json or .dot")
+    _atomic_write(out, text)
+    return out
+
+
+_COLORS = {
+    "verified": "#2e7d32",
+    "failed": "#c62828",
+    "unverified": "#616161",
+    "unwitnessed": "#ef6c00",
+    None: "#455a64",
+}
+
+
+def to_dot(graph: JustificationGraph) -> str:
+    """The graph in Graphviz DOT, coloured by modality, lost versions dashed."""
+    lines = ["digraph justification {", "  rankdir=LR;", '  node [shape=box, fontname="sans"];']
+    for node, attrs in graph.g.nodes(data=True):
+        color = _COLORS.get(attrs.get("modality"), "#455a64")
+        style = "solid" if attrs.get("retained", True) else "dashed"
+        label = f"{node}\\n{attrs.get('kind')}"
+        lines.append(
+            f"  {_scalar(node)} [label={_scalar(label)}, color={_scalar(color)}, style={style}];"
+        )
+    for u, v, attrs in graph.g.edges(data=True):
+        lines.append(f"  {_scalar(u)} -> {_scalar(v)} [label={_scalar(attrs.get('relation'))}];")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
