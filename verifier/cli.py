@@ -324,11 +324,23 @@ def audit(
             f"[{', '.join(verdicts) or 'none'}], {len(res['findings'])} finding(s)"
         )
     if report_dir is not None:
-        from verifier.report import write_report
-
-        index = write_report(report_dir, results)
+        index = _report(report_dir, results, store_path)
         obj.note(f"report: {index}")
     return _exit_from_json(results)
+
+
+def _report(report_dir: str, results: Sequence[dict[str, Any]], store_path: str | None) -> Path:
+    """Write the HTML report; graphs are rebuilt per trace in this process."""
+    from verifier.graph import JustificationGraph
+    from verifier.report import write_report
+
+    graphs = []
+    for res in results:
+        loaded, store = _load_for_graph(res["trace"], store_path)
+        graph = JustificationGraph()
+        audit_trace(loaded, store=store, graph=graph)
+        graphs.append(graph)
+    return write_report(report_dir, results, graphs)
 
 
 def _exit_from_json(results: Sequence[dict[str, Any]]) -> int:
@@ -532,9 +544,7 @@ def demo(obj: _Out, report_dir: str, fmt: str) -> int:
             obj.line("  " + _format_json_finding(Path(res["trace"]).name, f))
         if not res["findings"]:
             obj.line("  no findings")
-    from verifier.report import write_report
-
-    index = write_report(report_dir, results)
+    index = _report(report_dir, results, None)
     obj.line(f"report written: {index}")
     return EXIT_OK
 
