@@ -45,9 +45,12 @@ def _item_from_bytes(ref: str, body: bytes) -> Lookup:
 
     try:
         obj = json.loads(body.decode("utf-8"))
-        return Lookup(ref, item_from_json(obj))
+        item = item_from_json(obj)
     except (ValueError, InputError):
         return Lookup(ref, None, "unreadable")
+    if item.raw.encode("utf-8") != body:  # hashes, but is not the item's canonical JSON
+        return Lookup(ref, None, "unreadable")
+    return Lookup(ref, item)
 
 
 class Store(ABC):
@@ -150,6 +153,9 @@ CREATE TRIGGER IF NOT EXISTS entries_no_update BEFORE UPDATE ON entries
 BEGIN SELECT RAISE(ABORT, 'the ctxproof store is append-only'); END;
 CREATE TRIGGER IF NOT EXISTS entries_no_delete BEFORE DELETE ON entries
 BEGIN SELECT RAISE(ABORT, 'the ctxproof store is append-only'); END;
+CREATE TRIGGER IF NOT EXISTS entries_no_replace BEFORE INSERT ON entries
+WHEN EXISTS (SELECT 1 FROM entries WHERE ref = NEW.ref OR seq = NEW.seq)
+BEGIN SELECT RAISE(IGNORE); END;
 """
 
 
