@@ -54,6 +54,14 @@ class Result:
     verdict: Verdict
     counterexample: dict[str, bool] | None = None
     reason: str | None = None
+    focus: frozenset[str] | None = None
+    """The atoms of the counterexample that bear on the question (None: all of them)."""
+
+    def shown_counterexample(self) -> dict[str, bool] | None:
+        """The counterexample restricted to its focus, for reports."""
+        if self.counterexample is None or self.focus is None:
+            return self.counterexample
+        return {k: v for k, v in self.counterexample.items() if k in self.focus}
 
     @property
     def holds(self) -> bool:
@@ -266,7 +274,7 @@ class PremiseSet:
             if name in self._uf.parent and self._uf.find(name) not in roots:
                 cex[name] = value
         self.session._recheck(cex, self._list, goal)
-        return Result(Verdict.FAILS, counterexample=first.counterexample)
+        return Result(Verdict.FAILS, counterexample=cex, focus=frozenset(first.counterexample))
 
     def _rest_consistent(self, rest: list[Formula]) -> Result:
         """HOLDS (with a model) when background ∧ rest is satisfiable."""

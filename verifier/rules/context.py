@@ -130,8 +130,9 @@ class RewriteContext:
         self, code: str, items: Iterable[str], message: str, result: Result | None = None
     ) -> None:
         cex = None
-        if result is not None and result.counterexample is not None:
-            cex = tuple(sorted(result.counterexample.items()))
+        shown = result.shown_counterexample() if result is not None else None
+        if shown is not None:
+            cex = tuple(sorted(shown.items()))
         self.findings.append(Finding(code, self.pass_no, tuple(items), message, self.line, cex))
 
     def unknown(self, what: str, result: Result) -> None:
