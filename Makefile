@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test bench screenshot clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -24,3 +24,12 @@ bench: $(STAMP)
 
 clean:
 	rm -rf $(VENV) build *.egg-info
+
+# Renders the demo report in headless Chromium (apt-get install chromium) and
+# saves a screenshot: the check that the report draws in a real browser.
+screenshot: demo
+	chromium --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
+	  --disable-background-networking --disable-component-update --disable-sync \
+	  --user-data-dir="$$(mktemp -d)" --window-size=1300,1800 \
+	  --screenshot=ctxproof-report/screenshot.png "file://$(CURDIR)/ctxproof-report/index.html"
+	@echo "screenshot: ctxproof-report/screenshot.png"

@@ -10,6 +10,7 @@ Exit codes: 0 every rewrite accepted and no finding; 1 at least one finding;
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -274,7 +275,7 @@ def _trace_store(trace: Any, name: str, given: Store | None) -> Store | None:
     "--report",
     "report_dir",
     type=click.Path(file_okay=False),
-    help="Write a report (JSON per trace) into this folder.",
+    help="Write an HTML report (index.html) and report.json into this folder.",
 )
 @_format_option
 @click.pass_obj
@@ -558,12 +559,13 @@ def main(
     """Run the CLI in-process and return its exit code."""
     out = _Out(stdout or sys.stdout, stderr or sys.stderr)
     try:
-        rv = cli.main(
-            args=list(argv) if argv is not None else None,
-            prog_name="ctxproof",
-            standalone_mode=False,
-            obj=out,
-        )
+        with contextlib.redirect_stdout(out.stdout), contextlib.redirect_stderr(out.stderr):
+            rv = cli.main(
+                args=list(argv) if argv is not None else None,
+                prog_name="ctxproof",
+                standalone_mode=False,
+                obj=out,
+            )
     except click.exceptions.NoArgsIsHelpError as exc:
         out.note(exc.format_message() if hasattr(exc, "format_message") else str(exc))
         return EXIT_INPUT

@@ -47,6 +47,7 @@ def _node_attrs(item: Item, pass_no: int, line: int | None) -> dict[str, Any]:
         "retained": True,
         "lost_at": None,
         "lost_by": None,
+        "version": item.ref,
     }
     if item.kind in ("commitment", "claim"):
         attrs["formula"] = item.formula_text if item.formula_text is not None else item.id
@@ -60,7 +61,7 @@ def _node_attrs(item: Item, pass_no: int, line: int | None) -> dict[str, Any]:
             at=item.at,
         )
     if item.kind == "stub":
-        attrs["ref"] = item.stub_ref
+        attrs["points_to"] = item.stub_ref
     if item.text is not None:
         attrs["text"] = item.text
     return attrs

@@ -68,3 +68,22 @@ def test_bad_input_exits_2_with_one_message(case: str) -> None:
     lines = err.strip().splitlines()
     assert len(lines) == 1, lines
     assert case in lines[0]
+
+
+@pytest.mark.parametrize("case", sorted(p.name for p in SCENARIOS.glob("*.jsonl")))
+def test_why_output_is_pinned(case: str) -> None:
+    """'how do you know?' for every item a finding names, text and JSON, pinned."""
+    rel = f"models/scenarios/{case}"
+    code, out, _ = run_cli("audit", rel, "--format", "json")
+    ids = sorted({i for f in json.loads(out)["findings"] for i in f["items"]})
+    shown = []
+    for item in ids:
+        for fmt in ("text", "json"):
+            code, out, err = run_cli("why", rel, item, "--format", fmt)
+            assert code in (0, 1), err
+            shown.append(f"$ ctxproof why {rel} {item} --format {fmt}\nexit {code}\n{out}")
+    pinned = GOLDEN / "why" / (case + ".out")
+    if os.environ.get("CTXPROOF_UPDATE_GOLDEN"):
+        pinned.parent.mkdir(parents=True, exist_ok=True)
+        pinned.write_text("\n".join(shown), "utf-8")
+    assert "\n".join(shown) == pinned.read_text("utf-8")

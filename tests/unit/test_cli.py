@@ -1,0 +1,279 @@
+"""The command line as a user meets it: check, repair, why, graph, jobs, exit codes."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import networkx as nx
+import pytest
+
+from verifier import cli
+from verifier.cli import main
+from verifier.store import SqliteStore
+
+ROOT = Path(__file__).resolve().parents[2]
+SCENARIOS = ROOT / "models" / "scenarios"
+
+BEFORE = {
+    "format": "ctxproof-window/1",
+    "background": ["db.postgres -> !db.mysql"],
+    "items": [
+        {
+            "id": "o1",
+            "kind": "observation",
+            "source": "make test",
+            "exit_code": 0,
+            "shows": "tests.pass",
+            "modality": "verified",
+            "content": "42 passed",
+        },
+        {
+            "id": "o2",
+            "kind": "observation",
+            "source": "pip install x",
+            "exit_code": 1,
+            "modality": "failed",
+            "shows": "!x.installs",
+        },
+        {
+            "id": "t1",
+            "kind": "claim",
+            "formula": "tests.pass",
+            "witnesses": ["o1"],
+            "modality": "verified",
+            "load_bearing": True,
+        },
+        {
+            "id": "t2",
+            "kind": "claim",
+            "formula": "tests.pass",
+            "witnesses": ["o1"],
+            "modality": "verified",
+        },
+        {"id": "why1", "kind": "claim", "formula": "tooling.needs_locks"},
+        {
+            "id": "d1",
+            "kind": "commitment",
+            "type": "decision",
+            "formula": "db.postgres",
+            "rationale": ["why1"],
+        },
+        {"id": "rej1", "kind": "commitment", "type": "rejection", "formula": "!db.mysql"},
+        {"id": "p1", "kind": "prose", "text": "long discussion"},
+    ],
+}
+AFTER = {
+    "format": "ctxproof-window/1",
+    "background": ["db.postgres -> !db.mysql"],
+    "items": [
+        BEFORE["items"][2],
+        BEFORE["items"][3],
+        {
+            "id": "d1",
+            "kind": "commitment",
+            "type": "decision",
+            "formula": "db.postgres & db.fast",
+            "rationale": ["why1"],
+        },
+        {"id": "s1", "kind": "prose", "text": "summary: Postgres is used"},
+    ],
+}
+
+
+def run(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = main(list(argv), stdout=out, stderr=err)
+    return code, out.getvalue(), err.getvalue()
+
+
+def write(path: Path, obj: dict[str, Any]) -> str:
+    path.write_text(json.dumps(obj), "utf-8")
+    return str(path)
+
+
+@pytest.fixture
+def windows(tmp_path: Path) -> tuple[str, str]:
+    return write(tmp_path / "before.json", BEFORE), write(tmp_path / "after.json", AFTER)
+
+
+def test_check_accepts_an_unchanged_window(windows: tuple[str, str]) -> None:
+    before, _ = windows
+    code, out, err = run("check", before, before)
+    assert (code, out) == (0, "")
+    assert "verdict accept" in err
+
+
+def test_check_reports_each_defect_on_its_line(windows: tuple[str, str]) -> None:
+    before, after = windows
+    code, out, _ = run("check", before, after, "--claimed", "d1")
+    codes = sorted(line.split(": ")[2].split()[0] for line in out.splitlines())
+    assert code == 1
+    assert codes == ["CF001", "CF002", "CF004", "CF005", "CF006", "WR001", "WR002", "WR008"]
+    assert all(line.startswith(after + ":") for line in out.splitlines())
+
+
+def test_repair_spills_first_then_writes_an_accepted_window(
+    windows: tuple[str, str], tmp_path: Path
+) -> None:
+    before, after = windows
+    db, fixed = str(tmp_path / "s.sqlite"), str(tmp_path / "fixed.json")
+    code, _, err = run("check", before, after, "--store", db, "--repair", fixed, "--format", "json")
+    assert code == 1 and "repaired rewrite: accept" in err
+    store = SqliteStore(db, readonly=True)
+    assert {it.id for it in store.items()} == {"o1", "o2", "why1", "rej1"}
+    repaired = json.loads(Path(fixed).read_text("utf-8"))
+    kinds = {it["id"]: it["kind"] for it in repaired["items"]}
+    assert kinds["rej1"] == "stub" and kinds["o1"] == "stub"
+    # the restored witness stub makes the demotion unnecessary: t2 keeps 'verified'
+    assert next(it for it in repaired["items"] if it["id"] == "t2")["modality"] == "verified"
+    assert run("check", before, fixed, "--store", db)[0] == 0
+
+
+def test_repair_without_a_store_is_bad_usage(windows: tuple[str, str], tmp_path: Path) -> None:
+    before, after = windows
+    code, _out, err = run("check", before, after, "--repair", str(tmp_path / "x.json"))
+    assert code == 2 and "--store" in err
+    assert not (tmp_path / "x.json").exists()
+
+
+def test_missing_store_for_audit_is_bad_input(tmp_path: Path) -> None:
+    code, _, err = run(
+        "audit",
+        str(SCENARIOS / "postgres_spilled_first.jsonl"),
+        "--store",
+        str(tmp_path / "nope.sqlite"),
+    )
+    assert code == 2 and "does not exist" in err
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        [],
+        ["audit"],
+        ["check", "a.json"],
+        ["nonsense"],
+        ["audit", "x.jsonl", "--witness-mode", "maybe"],
+    ],
+)
+def test_usage_errors_exit_2(argv: list[str]) -> None:
+    assert run(*argv)[0] == 2
+
+
+def test_help_states_the_line_format_and_exit_codes() -> None:
+    code, out, _ = run("audit", "--help")
+    assert code == 0
+    assert "TRACE:LINE: pass N: CODE name [ID,...]: message" in out
+    assert "3 undecided" in out.replace("\n", " ")
+
+
+def test_internal_error_exits_4_with_a_message(monkeypatch: pytest.MonkeyPatch) -> None:
+    def boom(*_a: Any, **_k: Any) -> Any:
+        raise RuntimeError("kaboom")
+
+    monkeypatch.setattr(cli, "audit_trace", boom)
+    code, _, err = run("audit", str(SCENARIOS / "postgres_spilled_first.jsonl"))
+    assert code == 4
+    assert "internal error" in err and "kaboom" in err and "Traceback" not in err
+
+
+def test_undecided_exits_3_never_accept(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    import verifier.solver as solver
+
+    monkeypatch.setattr(solver, "DEFAULT_RLIMIT", 1)
+    monkeypatch.setattr(solver.Session.__init__, "__defaults__", None, raising=False)
+    original = solver.Session.__init__
+
+    def tiny(self: Any, background: Any = (), *, rlimit: int = 1) -> None:
+        original(self, background, rlimit=1)
+
+    monkeypatch.setattr(solver.Session, "__init__", tiny)
+    trace = tmp_path / "t.jsonl"
+    trace.write_text(
+        '{"event":"header","format":"ctxproof-trace/1","background":["a -> b"]}\n'
+        '{"event":"append","items":[{"id":"c","kind":"commitment","type":"decision",'
+        '"formula":"a & (b | c2) & (c3 -> a)"}]}\n'
+        '{"event":"rewrite","window":[{"id":"c","kind":"commitment","type":"decision",'
+        '"formula":"(a & b) | (c2 & c3 & !a)"}]}\n',
+        "utf-8",
+    )
+    code, out, _ = run("audit", str(trace), "--format", "json")
+    result = json.loads(out)
+    assert [r["verdict"] for r in result["rewrites"]] == ["undecided"]
+    assert code == 3
+
+
+def test_jobs_2_gives_the_same_results_in_input_order() -> None:
+    traces = sorted(str(p) for p in SCENARIOS.glob("*.jsonl"))
+    one = run("audit", *traces, "--format", "json", "--jobs", "1")
+    two = run("audit", *traces, "--format", "json", "--jobs", "2")
+    assert one[0] == two[0] == 1
+    assert one[1] == two[1]
+    assert [json.loads(line)["trace"] for line in two[1].splitlines()] == traces
+
+
+def test_graph_exports(tmp_path: Path) -> None:
+    trace = str(SCENARIOS / "exit_code_laundered.jsonl")
+    for suffix in ("graphml", "json", "dot"):
+        out = tmp_path / f"g.{suffix}"
+        code, text, _ = run("graph", trace, "--out", str(out))
+        assert code == 0 and out.exists() and "nodes" in text
+    g = nx.read_graphml(tmp_path / "g.graphml")
+    for _, attrs in g.nodes(data=True):
+        for value in attrs.values():
+            json.loads(value)  # every attribute is a JSON-encoded scalar
+    data = json.loads((tmp_path / "g.json").read_text("utf-8"))
+    assert data.get("edges")
+    relations = {e["relation"] for e in data["edges"]}
+    assert "carried" in relations
+    assert (tmp_path / "g.dot").read_text("utf-8").startswith("digraph")
+    assert not list(tmp_path.glob("*.tmp"))
+    code, _, _err = run("graph", trace, "--out", str(tmp_path / "g.png"))
+    assert code == 2
+
+
+def test_why_names_the_rewrite_that_broke_the_chain() -> None:
+    trace = str(SCENARIOS / "tests_passed_loses_run.jsonl")
+    code, out, _ = run("why", trace, "d1", "--format", "json")
+    answer = json.loads(out)
+    assert code == 1 and answer["found"] is False
+    assert answer["cut"]["pass"] == 2
+    code, out, _ = run("why", trace, "d1", "--pass", "1", "--format", "json")
+    answer = json.loads(out)
+    assert code == 0 and answer["found"] is True
+    assert answer["chain"][-1]["kind"] == "observation"
+    assert answer["chain"][-1]["source"] == "make test"
+    assert run("why", trace, "nope")[0] == 2
+
+
+def test_report_is_self_contained_html(tmp_path: Path) -> None:
+    traces = sorted(str(p) for p in SCENARIOS.glob("*.jsonl"))
+    code, _, _err = run("audit", *traces, "--report", str(tmp_path / "rep"))
+    assert code == 1
+    page = (tmp_path / "rep" / "index.html").read_text("utf-8")
+    assert page.startswith("<!doctype html>") and "<svg" in page
+    assert 'src="http' not in page and 'href="http' not in page
+    for name in ("CF001", "WR001", "CP001", "CP003", "WR008"):
+        assert name in page
+    assert json.loads((tmp_path / "rep" / "report.json").read_text("utf-8"))["traces"]
+
+
+def test_demo_runs_and_writes_the_report(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = run("demo")
+    assert code == 0
+    assert "CF001 commitment-dropped" in out and "report written" in out
+    assert (tmp_path / "ctxproof-report" / "index.html").exists()
+
+
+def test_python_dash_m_is_the_same_program() -> None:
+    import subprocess
+    import sys
+
+    proc = subprocess.run(
+        [sys.executable, "-m", "verifier", "--help"], capture_output=True, text=True, check=False
+    )
+    assert proc.returncode == 0 and "audit" in proc.stdout
