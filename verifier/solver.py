@@ -276,6 +276,15 @@ class PremiseSet:
         self.session._recheck(cex, self._list, goal)
         return Result(Verdict.FAILS, counterexample=cex, focus=frozenset(first.counterexample))
 
+    def consistent(self) -> Result:
+        """HOLDS (with a model) when background ∧ all premises is satisfiable."""
+        key = "*all*"
+        hit = self._consistent_rest.get(key)
+        if hit is None:
+            hit = self._rest_consistent(self._list)
+            self._consistent_rest[key] = hit
+        return hit
+
     def _rest_consistent(self, rest: list[Formula]) -> Result:
         """HOLDS (with a model) when background ∧ rest is satisfiable."""
         polarity: dict[str, bool] = {}

@@ -124,6 +124,16 @@ class MemoryStore(Store):
     def __init__(self) -> None:
         self._bodies: dict[str, bytes] = {}
         self._ids: dict[str, list[str]] = {}
+        self._verified: dict[str, Lookup] = {}
+
+    def lookup(self, ref: str) -> Lookup:
+        # bytes held in this process cannot change under us: verify each entry once
+        hit = self._verified.get(ref)
+        if hit is None:
+            hit = super().lookup(ref)
+            if hit.problem != "missing":
+                self._verified[ref] = hit
+        return hit
 
     def _body(self, ref: str) -> bytes | None:
         return self._bodies.get(ref)
@@ -226,6 +236,11 @@ class LayeredStore(Store):
     def __init__(self, base: Store | None = None) -> None:
         self.base = base
         self.top = MemoryStore()
+
+    def lookup(self, ref: str) -> Lookup:
+        if ref in self.top._bodies:
+            return self.top.lookup(ref)
+        return super().lookup(ref)
 
     def _body(self, ref: str) -> bytes | None:
         body = self.top._body(ref)

@@ -135,13 +135,13 @@ def _cp003(ctx: RewriteContext, appended: tuple[Item, ...]) -> None:
     if not knowledge:
         return
     formulas = [k.formula for k in knowledge]
-    consistent = ctx.session.satisfiable(formulas)
+    premises = ctx.session.premises(formulas)
+    consistent = premises.consistent()
     if consistent.unknown:
         ctx.unknown("knowledge before the append", consistent)
         return
     if consistent.fails:
         return  # nothing is reported while the knowledge itself is unsatisfiable
-    premises = ctx.session.premises(formulas)
     hits: list[Item] = []
     for it in candidates:
         res = premises.entails(Not(it.formula))
