@@ -367,11 +367,15 @@ def _format_json_finding(trace: str, f: dict[str, Any]) -> str:
 
 
 def _progress(obj: _Out, done: int, total: int) -> None:
-    if total > 1 and obj.stderr.isatty():
-        obj.stderr.write(f"\raudited {done}/{total}")
-        if done == total:
-            obj.stderr.write("\n")
-        obj.stderr.flush()
+    """A progress bar on stderr, only when stderr is a terminal."""
+    if total <= 1 or not obj.stderr.isatty():
+        return
+    width = 30
+    filled = width * done // total
+    obj.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} traces")
+    if done == total:
+        obj.stderr.write("\n")
+    obj.stderr.flush()
 
 
 def _shown_path(path: Path) -> str:

@@ -277,3 +277,18 @@ def test_python_dash_m_is_the_same_program() -> None:
         [sys.executable, "-m", "verifier", "--help"], capture_output=True, text=True, check=False
     )
     assert proc.returncode == 0 and "audit" in proc.stdout
+
+
+class _Tty(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_goes_to_stderr_only_on_a_terminal() -> None:
+    traces = sorted(str(p) for p in SCENARIOS.glob("*.jsonl"))[:3]
+    out, err = io.StringIO(), _Tty()
+    main(["audit", *traces, "--format", "json"], stdout=out, stderr=err)
+    assert "3/3 traces" in err.getvalue() and "traces" not in out.getvalue()
+    plain = io.StringIO()
+    main(["audit", *traces, "--format", "json"], stdout=io.StringIO(), stderr=plain)
+    assert "3/3" not in plain.getvalue()
