@@ -463,10 +463,23 @@ def load_trace(path: str | Path, *, known_ids: Callable[[str], bool] | None = No
     return parse_trace_text(data, str(path), known_ids=known_ids)
 
 
-def _line_of(text: str, item_id: str) -> int | None:
-    needle = json.dumps(item_id, ensure_ascii=False)
-    pos = text.find(needle)
-    return None if pos < 0 else text.count("\n", 0, pos) + 1
+_ID_RE = re.compile(r'"id"\s*:\s*("(?:[^"\\]|\\.)*")')
+
+
+def _id_lines(text: str) -> dict[str, int]:
+    """The line of the first ``"id": ...`` of each id in a JSON text, in one pass."""
+    out: dict[str, int] = {}
+    line, last = 1, 0
+    for m in _ID_RE.finditer(text):
+        line += text.count("\n", last, m.start())
+        last = m.start()
+        try:
+            value = json.loads(m.group(1))
+        except ValueError:
+            continue
+        if isinstance(value, str):
+            out.setdefault(value, line)
+    return out
 
 
 def parse_window_text(data: bytes | str, name: str = "<window>") -> Window:
@@ -487,9 +500,10 @@ def parse_window_text(data: bytes | str, name: str = "<window>") -> Window:
         raise ctx.error("'items' must be a list", fix='write "items": [...]')
     items: list[Item] = []
     seen: set[str] = set()
+    lines = _id_lines(text)
     for raw in raw_items:
         iid = raw.get("id") if isinstance(raw, dict) else None
-        line = _line_of(text, iid) if isinstance(iid, str) else None
+        line = lines.get(iid) if isinstance(iid, str) else None
         item_ctx = _Ctx(name, line or 1)
         it = item_from_json(raw, item_ctx)
         if it.id in seen:

@@ -1,16 +1,15 @@
 """Every entailment ctxproof decides, behind one function that calls ``check()``.
 
-A :class:`Session` owns one z3 context and one persistent solver
-(``QF_FD``, fixed seed, per-check ``rlimit``). The background is asserted once;
-every query is asked under assumptions only: each premise is named by a
-literal defined as equivalent to it, and a query assumes the premise literals
-and the negated goal literal. The solver is rebuilt after many definitions so
-that old ones do not pile up.
+A :class:`Session` owns one z3 context. Its solver (``QF_FD``, fixed seed,
+per-check ``rlimit``) holds the background, asserted once; each small query is
+asked in a push/pop frame, so nothing piles up between queries.
 
-Before asking z3, a query is sliced: only the premises that share atoms with
-the goal (through the premises and the background) can matter, unless the
-remaining premises are inconsistent on their own, which is checked separately
-and only when the sliced query fails.
+Before asking z3, a query is sliced (identity in Python, logic in z3): only
+the premises that share atoms with the goal, through the premises and the
+background, can matter — unless the other premises are inconsistent, which a
+:class:`PremiseSet` checks once for all its goals. A premise set too large to
+slice usefully gets a solver of its own with every premise asserted once, and
+each goal is asked in a frame on top.
 
 Results are values, never bools: ``Verdict.HOLDS``, ``Verdict.FAILS`` (with a
 counterexample re-evaluated in plain Python) or ``Verdict.UNKNOWN`` (with the
@@ -21,22 +20,22 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import z3
 
 from verifier.encoding import Encoder
 from verifier.errors import InternalError
-from verifier.formula import Atom, Const, Formula, Not, atoms, evaluate
+from verifier.formula import TRUE, And, Atom, Formula, Not, Or, atoms, evaluate
 
 __all__ = ["DEFAULT_RLIMIT", "PremiseSet", "Result", "Session", "Verdict"]
 
 DEFAULT_RLIMIT = 20_000_000
 """Resource budget of one solver query (deterministic, unlike a wall clock)."""
 
-REBUILD_AFTER = 20_000
-"""Definitions asserted before the solver is rebuilt from the background."""
+BIG_SLICE = 256
+"""A sliced query with more premises than this goes to the premise set's own solver."""
 
 SEED = 0
 
@@ -57,12 +56,6 @@ class Result:
     focus: frozenset[str] | None = None
     """The atoms of the counterexample that bear on the question (None: all of them)."""
 
-    def shown_counterexample(self) -> dict[str, bool] | None:
-        """The counterexample restricted to its focus, for reports."""
-        if self.counterexample is None or self.focus is None:
-            return self.counterexample
-        return {k: v for k, v in self.counterexample.items() if k in self.focus}
-
     @property
     def holds(self) -> bool:
         return self.verdict is Verdict.HOLDS
@@ -75,12 +68,23 @@ class Result:
     def unknown(self) -> bool:
         return self.verdict is Verdict.UNKNOWN
 
+    def shown_counterexample(self) -> dict[str, bool] | None:
+        """The counterexample restricted to its focus, for reports."""
+        if self.counterexample is None or self.focus is None:
+            return self.counterexample
+        return {k: v for k, v in self.counterexample.items() if k in self.focus}
+
 
 HOLDS = Result(Verdict.HOLDS)
 
 
-def _is_literal(f: Formula) -> bool:
-    return isinstance(f, Atom | Const) or (isinstance(f, Not) and isinstance(f.arg, Atom))
+def _literal(f: Formula) -> tuple[str, bool] | None:
+    """(atom, polarity) when f is a literal, else None."""
+    if isinstance(f, Atom):
+        return f.name, True
+    if isinstance(f, Not) and isinstance(f.arg, Atom):
+        return f.arg.name, False
+    return None
 
 
 class _UnionFind:
@@ -96,7 +100,7 @@ class _UnionFind:
             parent[x], x = root, parent[x]
         return root
 
-    def union_all(self, names: Iterable[str]) -> str | None:
+    def union_all(self, names: Iterable[str]) -> None:
         first: str | None = None
         for n in names:
             r = self.find(n)
@@ -104,11 +108,10 @@ class _UnionFind:
                 first = r
             elif r != first:
                 self.parent[r] = first
-        return first
 
 
 class Session:
-    """One z3 context and solver for a whole audit; asks every question."""
+    """One z3 context for a whole audit; asks every question."""
 
     def __init__(self, background: Sequence[Formula] = (), *, rlimit: int = DEFAULT_RLIMIT) -> None:
         self.background = tuple(background)
@@ -116,67 +119,63 @@ class Session:
         self.enc = Encoder()
         self.queries = 0
         self._bg_atoms = [atoms(b) for b in self.background]
-        self._build()
+        self.bg_atom_set: frozenset[str] = frozenset().union(*self._bg_atoms)
+        self._solver = self.new_solver(())
 
-    def _build(self) -> None:
-        self.enc = Encoder(self.enc.ctx)
+    def new_solver(self, premises: Iterable[Formula]) -> Any:
+        """A solver holding the background and the given premises."""
         solver = z3.SolverFor("QF_FD", ctx=self.enc.ctx)
         solver.set("random_seed", SEED)
         solver.set("rlimit", self.rlimit)
-        for b in self.background:
-            solver.add(self.enc.convert(b))
-        self._solver = solver
-        self._lits: dict[Formula, Any] = {}
-        self._definitions = 0
+        for f in (*self.background, *premises):
+            solver.add(self.enc.convert(f))
+        return solver
 
     # -- the one place that calls check() -------------------------------------------------
-    def _check(self, assumptions: list[Any]) -> tuple[str, Any]:
+    def _check(self, solver: Any, names: Iterable[str]) -> tuple[str, Any]:
+        """Check the solver; on sat, return the values of the named atoms."""
         self.queries += 1
         try:
-            answer = self._solver.check(assumptions)
+            answer = solver.check()
         except z3.Z3Exception as exc:  # pragma: no cover - z3 refuses the query
             return "unknown", str(exc)
         if answer == z3.unsat:
             return "unsat", None
         if answer == z3.sat:
-            return "sat", self._solver.model()
-        return "unknown", self._solver.reason_unknown()
+            return "sat", self.enc.assignment(solver.model(), names)
+        return "unknown", solver.reason_unknown()
 
-    def _literal(self, f: Formula) -> Any:
-        """An assumption literal equivalent to f (f itself for literals)."""
-        if _is_literal(f):
-            return self.enc.convert(f)
-        lit = self._lits.get(f)
-        if lit is None:
-            if self._definitions >= REBUILD_AFTER:
-                self._build()
-            lit = self.enc.fresh()
-            self._solver.add(lit == self.enc.convert(f))
-            self._lits[f] = lit
-            self._definitions += 1
-        return lit
+    def ask_in(
+        self, solver: Any, extra: Sequence[Formula], names: Iterable[str]
+    ) -> tuple[str, Any]:
+        """Check solver ∧ extra in a push/pop frame."""
+        solver.push()
+        try:
+            for f in extra:
+                solver.add(self.enc.convert(f))
+            return self._check(solver, names)
+        finally:
+            solver.pop()
 
     def _ask(self, premises: Sequence[Formula], negated_goal: Formula | None) -> Result:
-        """HOLDS when background ∧ premises ∧ ¬goal is unsat (goal None: satisfiable?)."""
-        assumptions = [self._literal(p) for p in premises]
+        """HOLDS when background ∧ premises ∧ ¬goal is unsat (goal None: premises unsat)."""
+        extra = list(premises)
         if negated_goal is not None:
-            assumptions.append(z3.Not(self._literal(negated_goal), self.enc.ctx))
-        status, payload = self._check(assumptions)
+            extra.append(Not(negated_goal))
+        names: set[str] = set(self.bg_atom_set)
+        for f in extra:
+            names |= atoms(f)
+        status, payload = self.ask_in(self._solver, extra, names)
         if status == "unsat":
             return HOLDS
         if status == "unknown":
             return Result(Verdict.UNKNOWN, reason=str(payload))
-        names: set[str] = set()
-        for f in (*premises, *self.background):
-            names |= atoms(f)
-        if negated_goal is not None:
-            names |= atoms(negated_goal)
-        cex = self.enc.assignment(payload, names)
+        cex: dict[str, bool] = payload
         self._recheck(cex, premises, negated_goal)
         return Result(Verdict.FAILS, counterexample=cex)
 
     def _recheck(
-        self, cex: dict[str, bool], premises: Sequence[Formula], goal: Formula | None
+        self, cex: dict[str, bool], premises: Iterable[Formula], goal: Formula | None
     ) -> None:
         """Evaluate a counterexample again without the solver."""
         ok = all(evaluate(b, cex) for b in self.background) and all(
@@ -200,9 +199,8 @@ class Session:
         return self._ask((), goal)
 
     def satisfiable(self, formulas: Iterable[Formula]) -> Result:
-        """HOLDS when background ∧ formulas has a model (given as the counterexample)."""
-        fs = list(formulas)
-        status = self._ask(fs, None)
+        """HOLDS (with a model as counterexample) when background ∧ formulas has a model."""
+        status = self._ask(list(formulas), None)
         if status.holds:  # unsat
             return Result(Verdict.FAILS)
         if status.unknown:
@@ -216,100 +214,126 @@ class Session:
         return self.entails([right], left)
 
 
-@dataclass
 class PremiseSet:
-    """A fixed set of premises, sliced by shared atoms, asked many goals."""
+    """A fixed set of premises, sliced by shared atoms, asked many goals.
 
-    session: Session
-    formulas: Iterable[Formula]
-    _uf: _UnionFind = field(default_factory=_UnionFind, init=False)
-    _list: list[Formula] = field(default_factory=list, init=False)
-    _consistent_rest: dict[str, Result] = field(default_factory=dict, init=False)
+    Components (premises linked by shared atoms, the background included) are
+    independent: ``premises ⊨ goal`` iff the goal's components entail it, or
+    some other component is inconsistent.
+    """
 
-    def __post_init__(self) -> None:
+    def __init__(self, session: Session, formulas: Iterable[Formula]) -> None:
+        self.session = session
         seen: set[Formula] = set()
-        for f in self.formulas:
-            if f in seen or f == Const(True):
+        self.formulas: list[Formula] = []
+        for f in formulas:
+            if f in seen or f == TRUE:
                 continue
             seen.add(f)
-            self._list.append(f)
-        self._atoms = [sorted(atoms(f)) for f in self._list]
-        for names in self._atoms:
-            self._uf.union_all(names)
-        for bg_names in self.session._bg_atoms:
-            self._uf.union_all(sorted(bg_names))
+            self.formulas.append(f)
+        uf = self._uf = _UnionFind()
+        atom_lists = [sorted(atoms(f)) for f in self.formulas]
+        for names in atom_lists:
+            uf.union_all(names)
+        for bg in session._bg_atoms:
+            uf.union_all(sorted(bg))
+        self._groups: dict[str, list[Formula]] = {}
+        self._constants: list[Formula] = []
+        for f, names in zip(self.formulas, atom_lists, strict=True):
+            if names:
+                self._groups.setdefault(uf.find(names[0]), []).append(f)
+            else:
+                self._constants.append(f)
+        self._members = seen
+        self._global: Result | None = None
+        self._big_solver: Any = None
 
-    def _component(self, goal_atoms: Iterable[str]) -> set[str]:
-        return {self._uf.find(a) for a in goal_atoms}
+    def _roots(self, goal: Formula) -> set[str]:
+        uf = self._uf
+        return {uf.find(a) for a in atoms(goal) if a in uf.parent}
+
+    def _obviously_entailed(self, goal: Formula) -> bool:
+        """A sound syntactic shortcut: the goal is a premise, or built from premises."""
+        if goal == TRUE or goal in self._members:
+            return True
+        if isinstance(goal, Or):
+            return any(self._obviously_entailed(a) for a in goal.args)
+        if isinstance(goal, And):
+            return all(self._obviously_entailed(a) for a in goal.args)
+        return False
 
     def entails(self, goal: Formula) -> Result:
         """Does background ∧ premises ⊨ goal?"""
-        # premises are unioned with the goal's atoms virtually: the goal's roots
-        roots = self._component(sorted(atoms(goal)))
-        # merge goal atoms into one component without mutating the structure
-        inside: list[Formula] = []
-        rest: list[Formula] = []
-        for f, names in zip(self._list, self._atoms, strict=True):
-            if not names or self._uf.find(names[0]) in roots:  # constant premise (false)
-                inside.append(f)
-            else:
-                rest.append(f)
+        if self._obviously_entailed(goal):
+            return HOLDS
+        roots = self._roots(goal)
+        inside = list(self._constants)
+        for r in sorted(roots):
+            inside.extend(self._groups.get(r, ()))
+        if len(inside) > BIG_SLICE:
+            return self._entails_big(goal)
         first = self.session._ask(inside, goal)
         if not first.fails:
             return first
-        # not entailed by the slice: still entailed if the rest is inconsistent
-        key = ",".join(sorted(roots))
-        cons = self._consistent_rest.get(key)
-        if cons is None:
-            cons = self._rest_consistent(rest)
-            self._consistent_rest[key] = cons
-        if cons.fails:
+        assert first.counterexample is not None
+        every = self.consistent()
+        if every.fails:
+            # the goal's components have a model, so another component is inconsistent
             return HOLDS
-        if cons.unknown:
-            return cons
-        assert first.counterexample is not None and cons.counterexample is not None
-        # components share no atom: the goal's from the first model, the rest's from cons
+        if every.unknown:
+            return every
+        assert every.counterexample is not None
+        # components share no atom: the goal's values from the first model (which also
+        # satisfies every background formula), the other components' from the global one
         cex = dict(first.counterexample)
-        for name, value in cons.counterexample.items():
-            if name in self._uf.parent and self._uf.find(name) not in roots:
+        uf = self._uf
+        for name, value in every.counterexample.items():
+            if name in uf.parent and uf.find(name) not in roots:
                 cex[name] = value
-        self.session._recheck(cex, self._list, goal)
+        self.session._recheck(cex, self.formulas, goal)
         return Result(Verdict.FAILS, counterexample=cex, focus=frozenset(first.counterexample))
+
+    def _entails_big(self, goal: Formula) -> Result:
+        session = self.session
+        if self._big_solver is None:
+            self._big_solver = session.new_solver(self.formulas)
+        names: set[str] = set(session.bg_atom_set) | atoms(goal)
+        for f in self.formulas:
+            names |= atoms(f)
+        status, payload = session.ask_in(self._big_solver, [Not(goal)], names)
+        if status == "unsat":
+            return HOLDS
+        if status == "unknown":
+            return Result(Verdict.UNKNOWN, reason=str(payload))
+        session._recheck(payload, self.formulas, goal)
+        focus = set(atoms(goal))
+        roots = self._roots(goal)
+        focus |= {n for n in payload if n in self._uf.parent and self._uf.find(n) in roots}
+        return Result(Verdict.FAILS, counterexample=payload, focus=frozenset(focus))
 
     def consistent(self) -> Result:
         """HOLDS (with a model) when background ∧ all premises is satisfiable."""
-        key = "*all*"
-        hit = self._consistent_rest.get(key)
-        if hit is None:
-            hit = self._rest_consistent(self._list)
-            self._consistent_rest[key] = hit
-        return hit
+        if self._global is None:
+            self._global = self._consistent()
+        return self._global
 
-    def _rest_consistent(self, rest: list[Formula]) -> Result:
-        """HOLDS (with a model) when background ∧ rest is satisfiable."""
+    def _consistent(self) -> Result:
+        bg_atoms = self.session.bg_atom_set
         polarity: dict[str, bool] = {}
         hard: list[Formula] = []
-        model: dict[str, bool] = {}
-        bg_atoms: set[str] = set()
-        for names in self.session._bg_atoms:
-            bg_atoms |= names
-        for f in rest:
-            if isinstance(f, Atom) and f.name not in bg_atoms:
-                if polarity.setdefault(f.name, True) is not True:
-                    return Result(Verdict.FAILS)
-                model[f.name] = True
-            elif isinstance(f, Not) and isinstance(f.arg, Atom) and f.arg.name not in bg_atoms:
-                if polarity.setdefault(f.arg.name, False) is not False:
-                    return Result(Verdict.FAILS)
-                model[f.arg.name] = False
-            else:
+        for f in self.formulas:
+            lit = _literal(f)
+            if lit is None or lit[0] in bg_atoms:
                 hard.append(f)
+                continue
+            name, value = lit
+            if polarity.setdefault(name, value) is not value:
+                return Result(Verdict.FAILS)
         hard_atoms: set[str] = set()
         for h in hard:
             hard_atoms |= atoms(h)
-        for name, value in polarity.items():
-            if name in hard_atoms:
-                hard.append(Atom(name) if value else Not(Atom(name)))
+        model = {name: value for name, value in polarity.items() if name not in hard_atoms}
+        hard += [Atom(n) if v else Not(Atom(n)) for n, v in polarity.items() if n in hard_atoms]
         if not hard:
             return Result(Verdict.HOLDS, counterexample=model)
         sat = self.session.satisfiable(hard)

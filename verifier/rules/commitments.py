@@ -117,11 +117,13 @@ def _cf001_to_003(ctx: RewriteContext, merged: set[str]) -> None:
                 stronger,
             )
             continue
+        if old.ref in ctx.store:
+            continue  # weaker or equivalent, the original is recorded: nothing to report
         weaker = ctx.session.entails([new.formula], old.formula)
         if weaker.unknown:
             ctx.unknown(f"formula of {old.id!r}", weaker)
             continue
-        if weaker.fails and old.ref not in ctx.store:
+        if weaker.fails:
             ctx.report(
                 "CF003",
                 [old.id],
@@ -168,8 +170,6 @@ def _cf005(ctx: RewriteContext) -> None:
     known = ctx.session.premises(premises)
     for it in changed:
         goal = it.formula
-        if goal in premises:
-            continue
         res = known.entails(goal)
         if res.unknown:
             ctx.unknown(f"content of {it.id!r}", res)
