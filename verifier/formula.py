@@ -225,11 +225,16 @@ def parse(text: str) -> Formula:
             fix="atoms are [A-Za-z_][A-Za-z0-9_.:@/]*; operators are ! & | -> <->",
         ) from None
     except UnexpectedToken as exc:
-        found = "end of formula" if exc.token.type == "$END" else repr(str(exc.token))
+        at_end = exc.token.type == "$END"
+        found = "end of formula" if at_end else repr(str(exc.token))
         column = exc.column if isinstance(exc.column, int) and exc.column > 0 else len(text) + 1
+        if at_end:
+            column = len(text) + 1
+        expected = _describe_expected(exc.expected)
+        if at_end and text.count("(") > text.count(")"):
+            expected = "')': a parenthesis is still open"
         raise FormulaError(
-            f"formula {text!r}: column {column}: unexpected {found}"
-            f", expected {_describe_expected(exc.expected)}",
+            f"formula {text!r}: column {column}: unexpected {found}, expected {expected}",
             fix="check the operators and parentheses",
         ) from None
     except UnexpectedEOF as exc:

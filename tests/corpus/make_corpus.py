@@ -182,7 +182,7 @@ def case(name, events, *, fires=(), verdicts=(), why, mode="support",
         exit = 1 if must else 0
         if any(v == "refuse" for v in verdicts):
             exit = 1
-    for n, v in zip(rewrite_lines, verdicts):
+    for n, v in zip(rewrite_lines, verdicts, strict=True):
         has_rw_finding = any(m[2] == n for m in must)
         assert (v == "refuse") == has_rw_finding, (name, n, v)
     target[name] = (events, {

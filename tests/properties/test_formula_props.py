@@ -1,0 +1,325 @@
+"""Properties of the formula language and of the solver session (SPEC §3).
+
+Every answer of :class:`verifier.solver.Session` is compared with a brute-force
+truth table over all assignments of the atoms involved, computed here by an
+evaluator that shares no code with :mod:`verifier`.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator, Sequence
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from verifier.formula import (
+    FALSE,
+    TRUE,
+    And,
+    Atom,
+    Const,
+    Formula,
+    Iff,
+    Implies,
+    Not,
+    Or,
+    atoms,
+    evaluate,
+    parse,
+    render,
+)
+from verifier.solver import Session
+
+KEYWORDS = frozenset({"true", "false", "and", "or", "not"})
+
+# valid atom names that stress the lexer: every allowed punctuation mark, and
+# names that begin with a keyword
+TRICKY_NAMES = (
+    "a",
+    "b",
+    "c",
+    "_",
+    "A1",
+    "db.postgres",
+    "db.mysql",
+    "x:y",
+    "u@v",
+    "p/q",
+    "nota",
+    "not.x",
+    "not/y",
+    "and.b",
+    "andy",
+    "or_x",
+    "order",
+    "truex",
+    "false_",
+    "true.ok",
+)
+
+atom_names: st.SearchStrategy[str] = st.one_of(
+    st.sampled_from(TRICKY_NAMES),
+    st.from_regex(r"[A-Za-z_][A-Za-z0-9_.:@/]{0,5}", fullmatch=True).filter(
+        lambda s: s not in KEYWORDS
+    ),
+)
+
+vocabularies: st.SearchStrategy[list[str]] = st.lists(
+    atom_names, min_size=1, max_size=8, unique=True
+)
+
+
+MAX_ATOMS = 8
+
+
+def _shapes(depth: int) -> st.SearchStrategy[Formula]:
+    """Formula ASTs over the placeholder atoms 0..MAX_ATOMS-1, at most depth levels deep."""
+    leaf: st.SearchStrategy[Formula] = st.sampled_from(
+        [*(Atom(str(i)) for i in range(MAX_ATOMS)), TRUE, FALSE]
+    )
+    if depth <= 1:
+        return leaf
+    sub = _shapes(depth - 1)
+    return st.one_of(
+        leaf,
+        sub.map(Not),
+        st.lists(sub, min_size=2, max_size=3).map(lambda xs: And(tuple(xs))),
+        st.lists(sub, min_size=2, max_size=3).map(lambda xs: Or(tuple(xs))),
+        st.builds(Implies, sub, sub),
+        st.builds(Iff, sub, sub),
+    )
+
+
+# built once: strategies made per example would be validated again at every draw
+_SHAPES = {d: _shapes(d) for d in (1, 2, 3, 4)}
+
+
+def name_atoms(f: Formula, names: Sequence[str]) -> Formula:
+    """The shape f with placeholder atom i named names[i mod len(names)]."""
+    if isinstance(f, Atom):
+        return Atom(names[int(f.name) % len(names)])
+    if isinstance(f, Not):
+        return Not(name_atoms(f.arg, names))
+    if isinstance(f, And):
+        return And(tuple(name_atoms(a, names) for a in f.args))
+    if isinstance(f, Or):
+        return Or(tuple(name_atoms(a, names) for a in f.args))
+    if isinstance(f, Implies):
+        return Implies(name_atoms(f.left, names), name_atoms(f.right, names))
+    if isinstance(f, Iff):
+        return Iff(name_atoms(f.left, names), name_atoms(f.right, names))
+    return f
+
+
+def formulas(names: Sequence[str], depth: int = 4) -> st.SearchStrategy[Formula]:
+    """Random formula ASTs over names (up to MAX_ATOMS of them), at most depth levels deep."""
+    return _SHAPES[depth].map(lambda f: name_atoms(f, names))
+
+
+# -- an independent evaluator ---------------------------------------------------------------
+
+
+def truth(f: Formula, env: dict[str, bool]) -> bool:
+    if isinstance(f, Const):
+        return f.value
+    if isinstance(f, Atom):
+        return env[f.name]
+    if isinstance(f, Not):
+        return not truth(f.arg, env)
+    if isinstance(f, And):
+        return all(truth(a, env) for a in f.args)
+    if isinstance(f, Or):
+        return any(truth(a, env) for a in f.args)
+    if isinstance(f, Implies):
+        return not truth(f.left, env) or truth(f.right, env)
+    return truth(f.left, env) == truth(f.right, env)
+
+
+def names_in(*fs: Formula) -> list[str]:
+    out: set[str] = set()
+    stack = list(fs)
+    while stack:
+        f = stack.pop()
+        if isinstance(f, Atom):
+            out.add(f.name)
+        elif isinstance(f, Not):
+            stack.append(f.arg)
+        elif isinstance(f, And | Or):
+            stack.extend(f.args)
+        elif isinstance(f, Implies | Iff):
+            stack.extend((f.left, f.right))
+    return sorted(out)
+
+
+def assignments(names: Sequence[str]) -> Iterator[dict[str, bool]]:
+    for values in itertools.product((False, True), repeat=len(names)):
+        yield dict(zip(names, values, strict=True))
+
+
+def models(fs: Sequence[Formula], over: Sequence[Formula] = ()) -> Iterator[dict[str, bool]]:
+    """Every assignment of the atoms of fs and over that satisfies all of fs."""
+    for env in assignments(names_in(*fs, *over)):
+        if all(truth(f, env) for f in fs):
+            yield env
+
+
+def brute_entails(bg: Sequence[Formula], premises: Sequence[Formula], goal: Formula) -> bool:
+    return all(truth(goal, env) for env in models([*bg, *premises], [goal]))
+
+
+def brute_satisfiable(fs: Sequence[Formula]) -> bool:
+    return any(True for _ in models(fs))
+
+
+def background_for(names: Sequence[str]) -> st.SearchStrategy[list[Formula]]:
+    """No background, or one or two background formulas over the same atoms."""
+    return st.one_of(st.just([]), st.lists(formulas(names, 3), min_size=1, max_size=2))
+
+
+# -- the parser and the printer -------------------------------------------------------------
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.data())
+def test_render_then_parse_gives_an_equivalent_formula(data: st.DataObject) -> None:
+    names = data.draw(vocabularies)
+    f = data.draw(formulas(names))
+    text = render(f)
+    g = parse(text)
+    assert names_in(g) == names_in(f), text
+    for env in assignments(names_in(f)):
+        assert truth(g, env) == truth(f, env), (text, env)
+    # printing what was parsed is a fixpoint: the same text gives the same tree
+    assert parse(render(g)) == g, text
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.data())
+def test_evaluate_and_atoms_agree_with_the_reference(data: st.DataObject) -> None:
+    names = data.draw(vocabularies)
+    f = data.draw(formulas(names))
+    assert sorted(atoms(f)) == names_in(f)
+    for env in assignments(names_in(f)):
+        assert evaluate(f, env) == truth(f, env), (render(f), env)
+
+
+# -- the solver against truth tables ---------------------------------------------------------
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.data())
+def test_entails_single_premise_matches_truth_table(data: st.DataObject) -> None:
+    names = data.draw(vocabularies)
+    bg = data.draw(background_for(names))
+    p = data.draw(formulas(names), label="premise")
+    q = data.draw(formulas(names), label="goal")
+    res = Session(bg).entails([p], q)
+    assert not res.unknown
+    assert res.holds == brute_entails(bg, [p], q), (render(p), render(q))
+    assert res.holds != res.fails
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.data())
+def test_entails_premise_list_matches_truth_table(data: st.DataObject) -> None:
+    names = data.draw(vocabularies)
+    bg = data.draw(background_for(names))
+    ps = data.draw(st.lists(formulas(names, 3), min_size=0, max_size=4), label="premises")
+    q = data.draw(formulas(names), label="goal")
+    res = Session(bg).entails(ps, q)
+    assert not res.unknown
+    assert res.holds == brute_entails(bg, ps, q), ([render(p) for p in ps], render(q))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.data())
+def test_entails_counterexample_satisfies_premises_and_falsifies_goal(
+    data: st.DataObject,
+) -> None:
+    names = data.draw(vocabularies)
+    bg = data.draw(background_for(names))
+    ps = data.draw(st.lists(formulas(names, 3), min_size=1, max_size=3), label="premises")
+    q = data.draw(formulas(names), label="goal")
+    res = Session(bg).entails(ps, q)
+    assert not res.unknown
+    if res.fails:
+        cex = res.counterexample
+        assert cex is not None
+        assert all(evaluate(b, cex) for b in bg), cex
+        assert all(evaluate(p, cex) for p in ps), cex
+        assert not evaluate(q, cex), cex
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.data())
+def test_valid_matches_truth_table_and_its_counterexample_refutes(data: st.DataObject) -> None:
+    names = data.draw(vocabularies)
+    bg = data.draw(background_for(names))
+    q = data.draw(formulas(names), label="goal")
+    res = Session(bg).valid(q)
+    assert not res.unknown
+    assert res.holds == brute_entails(bg, [], q), render(q)
+    if res.fails:
+        cex = res.counterexample
+        assert cex is not None
+        assert all(evaluate(b, cex) for b in bg), cex
+        assert not evaluate(q, cex), cex
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.data())
+def test_satisfiable_matches_truth_table_and_its_model_satisfies(data: st.DataObject) -> None:
+    names = data.draw(vocabularies)
+    bg = data.draw(background_for(names))
+    ps = data.draw(st.lists(formulas(names), min_size=1, max_size=3), label="formulas")
+    res = Session(bg).satisfiable(ps)
+    assert not res.unknown
+    assert res.holds == brute_satisfiable([*bg, *ps]), [render(p) for p in ps]
+    if res.holds:
+        model = res.counterexample
+        assert model is not None
+        assert all(evaluate(b, model) for b in bg), model
+        assert all(evaluate(p, model) for p in ps), model
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.data())
+def test_equivalent_matches_truth_table_and_its_counterexample_separates(
+    data: st.DataObject,
+) -> None:
+    names = data.draw(vocabularies)
+    bg = data.draw(background_for(names))
+    p = data.draw(formulas(names), label="left")
+    q = data.draw(formulas(names), label="right")
+    res = Session(bg).equivalent(p, q)
+    assert not res.unknown
+    same = brute_entails(bg, [p], q) and brute_entails(bg, [q], p)
+    assert res.holds == same, (render(p), render(q))
+    if res.fails:  # the counterexample tells the two apart
+        cex = res.counterexample
+        assert cex is not None
+        assert all(evaluate(b, cex) for b in bg), cex
+        assert evaluate(p, cex) != evaluate(q, cex), cex
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.data())
+def test_one_session_answers_many_questions_consistently(data: st.DataObject) -> None:
+    """Literals and slices are cached per session: later answers must not drift."""
+    names = data.draw(vocabularies)
+    bg = data.draw(background_for(names))
+    session = Session(bg)
+    pool = data.draw(st.lists(formulas(names, 3), min_size=2, max_size=5), label="pool")
+    questions = data.draw(
+        st.lists(
+            st.tuples(st.lists(st.sampled_from(pool), max_size=3), st.sampled_from(pool)),
+            min_size=1,
+            max_size=8,
+        ),
+        label="questions",
+    )
+    for ps, q in questions:
+        res = session.entails(ps, q)
+        assert not res.unknown
+        assert res.holds == brute_entails(bg, ps, q), ([render(p) for p in ps], render(q))

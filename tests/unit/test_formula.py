@@ -1,0 +1,235 @@
+"""Unit tests of the formula parser (SPEC §3)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from verifier.errors import FormulaError, InputError
+from verifier.formula import (
+    FALSE,
+    MAX_DEPTH,
+    MAX_LENGTH,
+    TRUE,
+    And,
+    Atom,
+    Iff,
+    Implies,
+    Not,
+    Or,
+    parse,
+    render,
+)
+from verifier.io import item_from_json
+
+a, b, c, d = Atom("a"), Atom("b"), Atom("c"), Atom("d")
+
+
+# -- precedence: ! > & > | > -> > <-> ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "tree"),
+    [
+        ("!a & b", And((Not(a), b))),
+        ("!(a & b)", Not(And((a, b)))),
+        ("a | b & c", Or((a, And((b, c))))),
+        ("a & b | c", Or((And((a, b)), c))),
+        ("a | b -> c", Implies(Or((a, b)), c)),
+        ("a -> b | c", Implies(a, Or((b, c)))),
+        ("a -> b <-> c", Iff(Implies(a, b), c)),
+        ("a <-> b -> c", Iff(a, Implies(b, c))),
+        ("!a | b & c -> d", Implies(Or((Not(a), And((b, c)))), d)),
+        ("(a <-> b) & c", And((Iff(a, b), c))),
+        ("!!a", Not(Not(a))),
+    ],
+)
+def test_precedence(text: str, tree: object) -> None:
+    assert parse(text) == tree
+
+
+def test_implication_is_right_associative() -> None:
+    assert parse("a -> b -> c") == Implies(a, Implies(b, c))
+    assert parse("a -> b -> c -> d") == Implies(a, Implies(b, Implies(c, d)))
+    assert parse("(a -> b) -> c") == Implies(Implies(a, b), c)
+
+
+def test_and_or_chains_are_flat() -> None:
+    assert parse("a & b & c") == And((a, b, c))
+    assert parse("a | b | c | d") == Or((a, b, c, d))
+
+
+def test_constants() -> None:
+    assert parse("true") == TRUE
+    assert parse("false") == FALSE
+    assert parse("true -> false") == Implies(TRUE, FALSE)
+
+
+def test_whitespace_is_insignificant() -> None:
+    assert parse("a&b|!c->d") == parse("  a & b | ! c -> d  ")
+    assert parse("a<->b") == Iff(a, b)
+
+
+# -- keywords ----------------------------------------------------------------------------------
+
+
+def test_keyword_operators() -> None:
+    assert parse("not a") == Not(a)
+    assert parse("a and b") == And((a, b))
+    assert parse("a or b") == Or((a, b))
+    assert parse("not a and b or c") == parse("!a & b | c")
+    assert parse("a and not b -> c or d") == parse("a & !b -> c | d")
+
+
+@pytest.mark.parametrize(
+    "name", ["nota", "not.x", "not/y", "andy", "and.b", "or_x", "order", "truex", "false_"]
+)
+def test_names_that_begin_with_a_keyword_are_atoms(name: str) -> None:
+    assert parse(name) == Atom(name)
+    assert parse(f"{name} & a") == And((Atom(name), a))
+    assert parse(f"not {name}") == Not(Atom(name))
+
+
+@pytest.mark.parametrize("keyword", ["and", "or", "not"])
+def test_a_bare_keyword_is_not_an_atom(keyword: str) -> None:
+    with pytest.raises(FormulaError):
+        parse(keyword)
+
+
+# -- atoms -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["db.postgres", "x:y", "user@host", "path/to/file", "a.b:c@d/e_1", "_", "_x9", "A", "v1.2.3"],
+)
+def test_atoms_with_punctuation(name: str) -> None:
+    assert parse(name) == Atom(name)
+    assert parse(f"!{name}") == Not(Atom(name))
+    assert render(Atom(name)) == name
+
+
+def test_background_axiom_from_the_spec() -> None:
+    assert parse("db.postgres -> !db.mysql") == Implies(Atom("db.postgres"), Not(Atom("db.mysql")))
+
+
+# -- errors ------------------------------------------------------------------------------------
+
+
+def _column(message: str) -> int:
+    found = re.search(r"column (\d+)", message)
+    assert found is not None, message
+    return int(found.group(1))
+
+
+@pytest.mark.parametrize(
+    ("text", "column", "expected"),
+    [
+        ("a $ b", 3, "an atom"),
+        ("& a", 1, "an atom"),
+        ("a b", 3, "'&'"),
+        ("a <-> <-> b", 7, "an atom"),
+        ("(a", 3, "')'"),
+        ("1a", 1, "an atom"),
+        ("a & )", 5, "an atom"),
+        ("and", 1, "an atom"),
+    ],
+)
+def test_syntax_error_names_column_and_expectation(text: str, column: int, expected: str) -> None:
+    with pytest.raises(FormulaError) as info:
+        parse(text)
+    message = info.value.message
+    assert _column(message) == column
+    assert "expected" in message
+    assert expected in message.split("expected", 1)[1]
+    assert repr(text) in message
+
+
+@pytest.mark.parametrize("text", ["a &", "!", "a ->", "(a | b", "not"])
+def test_incomplete_formula_says_where_it_ends_too_early(text: str) -> None:
+    with pytest.raises(FormulaError) as info:
+        parse(text)
+    message = info.value.message
+    assert "end of formula" in message
+    assert "expected" in message
+    assert 1 <= _column(message) <= len(text) + 1
+
+
+@pytest.mark.parametrize("text", ["", "   ", "\t\n"])
+def test_empty_formula_is_an_error(text: str) -> None:
+    with pytest.raises(FormulaError, match="empty"):
+        parse(text)
+
+
+def test_formula_error_is_input_error() -> None:
+    with pytest.raises(InputError):
+        parse("a &&")
+    with pytest.raises(ValueError):
+        parse("a &&")
+
+
+def test_item_with_bad_formula_names_the_item() -> None:
+    with pytest.raises(InputError) as info:
+        item_from_json({"id": "c7", "kind": "commitment", "type": "decision", "formula": "a & | b"})
+    err = info.value
+    assert err.item == "c7"
+    assert "column 5" in err.message
+    assert "expected" in err.message
+    assert "'c7'" in err.render()
+
+
+def test_observation_with_bad_shows_names_the_item() -> None:
+    with pytest.raises(InputError) as info:
+        item_from_json({"id": "o1", "kind": "observation", "shows": "(x"})
+    assert info.value.item == "o1"
+    assert "column" in info.value.message
+
+
+# -- bounds ------------------------------------------------------------------------------------
+
+
+def test_length_bound() -> None:
+    at_bound = "a" * MAX_LENGTH
+    assert parse(at_bound) == Atom(at_bound)
+    with pytest.raises(FormulaError, match=str(MAX_LENGTH)):
+        parse("a" * (MAX_LENGTH + 1))
+    long_conj = " & ".join(["a"] * (MAX_LENGTH // 4))
+    assert len(long_conj) <= MAX_LENGTH
+    assert isinstance(parse(long_conj), And)
+    with pytest.raises(FormulaError, match="characters long"):
+        parse(long_conj + " & " + "b" * 10)
+
+
+def test_negation_nesting_bound() -> None:
+    assert parse("!" * (MAX_DEPTH - 1) + "a").depth == MAX_DEPTH
+    with pytest.raises(FormulaError, match=f"deeper than {MAX_DEPTH}"):
+        parse("!" * MAX_DEPTH + "a")
+
+
+def test_parenthesis_nesting_bound() -> None:
+    assert parse("(" * MAX_DEPTH + "a" + ")" * MAX_DEPTH) == a
+    with pytest.raises(FormulaError, match=f"deeper than {MAX_DEPTH}"):
+        parse("(" * (MAX_DEPTH + 1) + "a" + ")" * (MAX_DEPTH + 1))
+
+
+def test_implication_chain_nesting_bound() -> None:
+    ok = " -> ".join(["a"] * MAX_DEPTH)
+    assert parse(ok).depth == MAX_DEPTH
+    with pytest.raises(FormulaError, match=f"deeper than {MAX_DEPTH}"):
+        parse(" -> ".join(["a"] * (MAX_DEPTH + 1)))
+
+
+def test_nesting_error_is_not_a_recursion_error() -> None:
+    deep = "(" * 5_000 + "a" + ")" * 5_000
+    with pytest.raises(FormulaError):
+        parse(deep)
+    with pytest.raises(FormulaError):
+        parse("!" * 5_000 + "a")
+
+
+@pytest.mark.parametrize("text", ["a &", "!", "a ->", "(a | b", "not", "a & not", "a &  "])
+def test_unexpected_end_is_reported_at_the_end(text: str) -> None:
+    with pytest.raises(FormulaError) as info:
+        parse(text)
+    assert f"column {len(text) + 1}:" in info.value.message
