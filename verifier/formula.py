@@ -286,6 +286,13 @@ def walk(node: Formula) -> Iterator[Formula]:
 
 def atoms(node: Formula) -> frozenset[str]:
     """The names of the atoms that occur in the formula."""
+    if isinstance(node, Atom):
+        return frozenset((node.name,))
+    return _atoms_of(node)
+
+
+@lru_cache(maxsize=65_536)
+def _atoms_of(node: Formula) -> frozenset[str]:
     return frozenset(n.name for n in walk(node) if isinstance(n, Atom))
 
 

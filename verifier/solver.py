@@ -196,6 +196,11 @@ class Session:
 
     def valid(self, goal: Formula) -> Result:
         """Does the background alone entail goal?"""
+        lit = _literal(goal)
+        if lit is not None and lit[0] not in self.bg_atom_set:
+            # a literal over an atom the background never mentions can be false
+            name, value = lit
+            return Result(Verdict.FAILS, counterexample={name: not value})
         return self._ask((), goal)
 
     def satisfiable(self, formulas: Iterable[Formula]) -> Result:
@@ -246,7 +251,7 @@ class PremiseSet:
                 self._constants.append(f)
         self._members = seen
         self._global: Result | None = None
-        self._big_solver: Any = None
+        self._big_solvers: dict[frozenset[str], Any] = {}
 
     def _roots(self, goal: Formula) -> set[str]:
         uf = self._uf
@@ -271,10 +276,14 @@ class PremiseSet:
         for r in sorted(roots):
             inside.extend(self._groups.get(r, ()))
         if len(inside) > BIG_SLICE:
-            return self._entails_big(goal)
+            return self._entails_big(goal, inside, roots)
         first = self.session._ask(inside, goal)
         if not first.fails:
             return first
+        return self._complete(first, goal, roots)
+
+    def _complete(self, first: Result, goal: Formula, roots: set[str]) -> Result:
+        """A model of the goal's slice refutes the goal unless another slice is inconsistent."""
         assert first.counterexample is not None
         every = self.consistent()
         if every.fails:
@@ -293,23 +302,23 @@ class PremiseSet:
         self.session._recheck(cex, self.formulas, goal)
         return Result(Verdict.FAILS, counterexample=cex, focus=frozenset(first.counterexample))
 
-    def _entails_big(self, goal: Formula) -> Result:
+    def _entails_big(self, goal: Formula, inside: list[Formula], roots: set[str]) -> Result:
+        """A large slice: its premises asserted once in a solver of their own."""
         session = self.session
-        if self._big_solver is None:
-            self._big_solver = session.new_solver(self.formulas)
+        key = frozenset(roots)
+        solver = self._big_solvers.get(key)
+        if solver is None:
+            solver = self._big_solvers[key] = session.new_solver(inside)
         names: set[str] = set(session.bg_atom_set) | atoms(goal)
-        for f in self.formulas:
+        for f in inside:
             names |= atoms(f)
-        status, payload = session.ask_in(self._big_solver, [Not(goal)], names)
+        status, payload = session.ask_in(solver, [Not(goal)], names)
         if status == "unsat":
             return HOLDS
         if status == "unknown":
             return Result(Verdict.UNKNOWN, reason=str(payload))
-        session._recheck(payload, self.formulas, goal)
-        focus = set(atoms(goal))
-        roots = self._roots(goal)
-        focus |= {n for n in payload if n in self._uf.parent and self._uf.find(n) in roots}
-        return Result(Verdict.FAILS, counterexample=payload, focus=frozenset(focus))
+        first = Result(Verdict.FAILS, counterexample=payload)
+        return self._complete(first, goal, roots)
 
     def consistent(self) -> Result:
         """HOLDS (with a model) when background ∧ all premises is satisfiable."""

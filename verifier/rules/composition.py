@@ -10,7 +10,7 @@ from collections.abc import Iterable
 
 import networkx as nx
 
-from verifier.formula import Not, conj
+from verifier.formula import Not, atoms, conj
 from verifier.rules.context import RewriteContext, cite, show
 from verifier.window import WITNESSED, Item
 
@@ -135,6 +135,13 @@ def _cp003(ctx: RewriteContext, appended: tuple[Item, ...]) -> None:
     if not knowledge:
         return
     formulas = [k.formula for k in knowledge]
+    # an item sharing no atom with the knowledge or the background cannot contradict it
+    linked: set[str] = set(ctx.session.bg_atom_set)
+    for f in formulas:
+        linked |= atoms(f)
+    candidates = [it for it in candidates if atoms(it.formula) & linked]
+    if not candidates:
+        return
     premises = ctx.session.premises(formulas)
     consistent = premises.consistent()
     if consistent.unknown:
@@ -147,11 +154,12 @@ def _cp003(ctx: RewriteContext, appended: tuple[Item, ...]) -> None:
         res = premises.entails(Not(it.formula))
         if res.unknown:
             ctx.unknown(f"re-adoption by {it.id!r}", res)
-        elif res.holds:
-            hits.append(it)
-    if not hits:
-        joint = premises.entails(Not(conj([it.formula for it in candidates])))
-        if joint.holds:
+        elif res.holds and ctx.session.satisfiable([it.formula]).holds:
+            hits.append(it)  # contradicts the knowledge, not merely itself
+    if not hits and len(candidates) > 1:
+        together = conj([it.formula for it in candidates])
+        joint = premises.entails(Not(together))
+        if joint.holds and ctx.session.satisfiable([together]).holds:
             hits = candidates
     for it in hits:
         against = _contradicted(ctx, knowledge, it)

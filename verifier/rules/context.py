@@ -123,6 +123,8 @@ class RewriteContext:
     undecided: list[str] = field(default_factory=list)
     demoted: list[str] = field(default_factory=list)
     _valid_cache: dict[Formula, Result] = field(default_factory=dict)
+    _changed: list[Item] | None = None
+    _touched: set[str] | None = None
     _checkable_cache: dict[tuple[str, str], bool | None] = field(default_factory=dict)
 
     # -- reporting ------------------------------------------------------------------------
@@ -141,12 +143,22 @@ class RewriteContext:
     # -- identity -------------------------------------------------------------------------
     def changed(self) -> list[Item]:
         """Items of after that are new or differ from their before version."""
-        out = []
-        for it in self.after.items:
-            old = self.before.get(it.id)
-            if old is None or old.raw != it.raw:
-                out.append(it)
-        return out
+        if self._changed is None:
+            out = []
+            for it in self.after.items:
+                old = self.before.get(it.id)
+                if old is None or (old is not it and old.raw != it.raw):
+                    out.append(it)
+            self._changed = out
+        return self._changed
+
+    def touched(self) -> set[str]:
+        """Ids that are new, changed or removed in this rewrite."""
+        if self._touched is None:
+            ids = {it.id for it in self.changed()}
+            ids.update(i for i in self.before.by_id if i not in self.after.by_id)
+            self._touched = ids
+        return self._touched
 
     def earlier_version(self, item_id: str) -> Item | None:
         old = self.before.resolve(item_id)

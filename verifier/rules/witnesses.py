@@ -32,11 +32,10 @@ def check_witnesses(ctx: RewriteContext) -> None:
 
 def _witnesses_touched(ctx: RewriteContext, old: Item, new: Item) -> bool:
     """Did anything this item's support depends on change in this rewrite?"""
-    if old.raw != new.raw:
+    touched = ctx.touched()
+    if old.id in touched or (old is not new and old.raw != new.raw):
         return True
-    if ctx.before.get(old.id) != ctx.after.get(old.id):
-        return True
-    return any(ctx.before.get(w) != ctx.after.get(w) for w in old.witnesses)
+    return any(w in touched for w in old.witnesses)
 
 
 def _surviving_ids(view: WindowView, item: Item) -> set[str]:
