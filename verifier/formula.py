@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+import re
 from functools import lru_cache
 from typing import Union
 
@@ -195,6 +196,10 @@ def _max_paren_depth(text: str) -> int:
     return best
 
 
+_PLAIN = re.compile(r"\s*(!?)\s*([A-Za-z_][A-Za-z0-9_.:@/]*)\s*")
+_RESERVED = frozenset({"and", "or", "not", "true", "false"})
+
+
 @lru_cache(maxsize=65_536)
 def parse(text: str) -> Formula:
     """Parse formula text into an AST.
@@ -215,6 +220,11 @@ def parse(text: str) -> Formula:
         )
     if not text.strip():
         raise FormulaError("formula is empty", fix="write a formula, or 'true'")
+    plain = _PLAIN.fullmatch(text)
+    if plain is not None and plain.group(2) not in _RESERVED:
+        # the common case, an atom or a negated atom, without the parser
+        atom = Atom(plain.group(2))
+        return Not(atom, 2) if plain.group(1) else atom
     try:
         tree = _LARK.parse(text)
     except UnexpectedCharacters as exc:
@@ -314,8 +324,6 @@ def evaluate(node: Formula, assignment: Mapping[str, bool]) -> bool:
 
 
 def _render_atom(name: str) -> str:
-    import re
-
     if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.:@/]*", name) and name not in (
         _KEYWORDS | {"true", "false"}
     ):

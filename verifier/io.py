@@ -93,17 +93,15 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def _depth(obj: Any) -> int:
-    best = 0
-    stack: list[tuple[Any, int]] = [(obj, 1)]
-    while stack:
-        cur, d = stack.pop()
-        best = max(best, d)
-        if isinstance(cur, dict):
-            stack.extend((v, d + 1) for v in cur.values())
-        elif isinstance(cur, list):
-            stack.extend((v, d + 1) for v in cur)
-    return best
+def _too_deep(obj: Any, depth: int = 1) -> bool:
+    """Does obj nest deeper than MAX_JSON_DEPTH? (Stops at the bound: no deep recursion.)"""
+    if depth > MAX_JSON_DEPTH:
+        return True
+    if isinstance(obj, dict):
+        return any(_too_deep(v, depth + 1) for v in obj.values() if isinstance(v, dict | list))
+    if isinstance(obj, list):
+        return any(_too_deep(v, depth + 1) for v in obj if isinstance(v, dict | list))
+    return False
 
 
 def _loads(text: str, ctx: _Ctx) -> Any:
@@ -120,7 +118,7 @@ def _loads(text: str, ctx: _Ctx) -> Any:
         if "is not valid JSON" in text_exc:
             raise ctx.error(text_exc, fix="write numbers as finite JSON numbers") from None
         raise ctx.error(f"malformed JSON: {exc}", fix="write one valid JSON value") from None
-    if _depth(obj) > MAX_JSON_DEPTH:
+    if _too_deep(obj):
         raise ctx.error(f"JSON nests deeper than {MAX_JSON_DEPTH} levels", fix="flatten the input")
     return obj
 

@@ -121,6 +121,7 @@ class Session:
         self._bg_atoms = [atoms(b) for b in self.background]
         self.bg_atom_set: frozenset[str] = frozenset().union(*self._bg_atoms)
         self._solver = self.new_solver(())
+        self._bg_model: Result | None = None
 
     def new_solver(self, premises: Iterable[Formula]) -> Any:
         """A solver holding the background and the given premises."""
@@ -198,9 +199,14 @@ class Session:
         """Does the background alone entail goal?"""
         lit = _literal(goal)
         if lit is not None and lit[0] not in self.bg_atom_set:
-            # a literal over an atom the background never mentions can be false
-            name, value = lit
-            return Result(Verdict.FAILS, counterexample={name: not value})
+            # a literal over an atom the background never mentions is false in some
+            # model of the background, if the background has one
+            if self._bg_model is None:
+                self._bg_model = self.satisfiable(())
+            if self._bg_model.holds:
+                name, value = lit
+                cex = {**(self._bg_model.counterexample or {}), name: not value}
+                return Result(Verdict.FAILS, counterexample=cex)
         return self._ask((), goal)
 
     def satisfiable(self, formulas: Iterable[Formula]) -> Result:
