@@ -31,6 +31,7 @@ from verifier.io import (
     load_trace,
     load_window,
     parse_trace_text,
+    read_input,
     window_to_json,
 )
 from verifier.store import SqliteStore, Store
@@ -293,12 +294,7 @@ def audit(
     known = store.has_id if store is not None else None
     datas: list[bytes] = []
     for path in traces:  # validate everything before checking anything
-        try:
-            data = Path(path).read_bytes()
-        except OSError as exc:
-            raise InputError(
-                f"cannot read: {exc.strerror}", file=path, fix="check the path"
-            ) from None
+        data = read_input(path)
         trace = parse_trace_text(data, path, known_ids=known)
         _trace_store(trace, path, store)
         datas.append(data)

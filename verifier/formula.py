@@ -12,9 +12,9 @@ True
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-import re
 from functools import lru_cache
 from typing import Union
 

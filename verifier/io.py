@@ -449,16 +449,19 @@ def _check_trace(trace: Trace, known: Callable[[str], bool]) -> None:
                     )
 
 
-def load_trace(path: str | Path, *, known_ids: Callable[[str], bool] | None = None) -> Trace:
-    """Read and validate a trace file."""
-    p = Path(path)
+def read_input(path: str | Path) -> bytes:
+    """The bytes of an input file; an unreadable path is bad input."""
     try:
-        data = p.read_bytes()
+        return Path(path).read_bytes()
     except OSError as exc:
         raise InputError(
             f"cannot read: {exc.strerror}", file=str(path), fix="check the path"
         ) from None
-    return parse_trace_text(data, str(path), known_ids=known_ids)
+
+
+def load_trace(path: str | Path, *, known_ids: Callable[[str], bool] | None = None) -> Trace:
+    """Read and validate a trace file."""
+    return parse_trace_text(read_input(path), str(path), known_ids=known_ids)
 
 
 _ID_RE = re.compile(r'"id"\s*:\s*("(?:[^"\\]|\\.)*")')
@@ -515,14 +518,7 @@ def parse_window_text(data: bytes | str, name: str = "<window>") -> Window:
 
 def load_window(path: str | Path) -> Window:
     """Read and validate a window file."""
-    p = Path(path)
-    try:
-        data = p.read_bytes()
-    except OSError as exc:
-        raise InputError(
-            f"cannot read: {exc.strerror}", file=str(path), fix="check the path"
-        ) from None
-    return parse_window_text(data, str(path))
+    return parse_window_text(read_input(path), str(path))
 
 
 def window_to_json(

@@ -18,6 +18,7 @@ from typing import Any
 
 from hypothesis import assume, given, note, settings
 from hypothesis import strategies as st
+from test_formula_props import name_atoms
 
 from verifier.check import RewriteResult, check_rewrite
 from verifier.formula import FALSE, TRUE, And, Atom, Formula, Iff, Implies, Not, Or, render
@@ -99,20 +100,7 @@ def _shapes(depth: int) -> st.SearchStrategy[Formula]:
 SHAPES = _shapes(3)
 
 
-def _name(f: Formula, names: Sequence[str]) -> Formula:
-    if isinstance(f, Atom):
-        return Atom(names[int(f.name) % len(names)])
-    if isinstance(f, Not):
-        return Not(_name(f.arg, names))
-    if isinstance(f, And):
-        return And(tuple(_name(a, names) for a in f.args))
-    if isinstance(f, Or):
-        return Or(tuple(_name(a, names) for a in f.args))
-    if isinstance(f, Implies):
-        return Implies(_name(f.left, names), _name(f.right, names))
-    if isinstance(f, Iff):
-        return Iff(_name(f.left, names), _name(f.right, names))
-    return f
+_name = name_atoms
 
 
 def formula_texts(vocab: Sequence[str]) -> st.SearchStrategy[str]:
