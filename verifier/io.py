@@ -47,6 +47,7 @@ __all__ = [
 TRACE_FORMAT = "ctxproof-trace/1"
 WINDOW_FORMAT = "ctxproof-window/1"
 MAX_LINE_BYTES = 64 * 1024 * 1024
+MAX_INPUT_BYTES = 1024 * 1024 * 1024
 MAX_JSON_DEPTH = 64
 MAX_ID_LENGTH = 256
 
@@ -125,7 +126,8 @@ def _loads(text: str, ctx: _Ctx) -> Any:
 
 def _decode(data: bytes, file: str) -> str:
     try:
-        return data.decode("utf-8")
+        text = data.decode("utf-8")
+        return text[1:] if text.startswith("\ufeff") else text  # a byte order mark is allowed
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
         raise InputError(
@@ -450,8 +452,15 @@ def _check_trace(trace: Trace, known: Callable[[str], bool]) -> None:
 
 
 def read_input(path: str | Path) -> bytes:
-    """The bytes of an input file; an unreadable path is bad input."""
+    """The bytes of an input file; an unreadable or oversized file is bad input."""
     try:
+        size = Path(path).stat().st_size
+        if size > MAX_INPUT_BYTES:
+            raise InputError(
+                f"input is {size} bytes, more than the bound of {MAX_INPUT_BYTES}",
+                file=str(path),
+                fix="split the trace into several files",
+            )
         return Path(path).read_bytes()
     except OSError as exc:
         raise InputError(
