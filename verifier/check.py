@@ -91,12 +91,11 @@ def run_rules(
 
 
 def verdict_of(ctx: RewriteContext) -> str:
+    """refuse on any CF or WR finding; undecided on a solver unknown; else accept."""
     if any(f.code.startswith(("CF", "WR")) for f in ctx.findings):
         return "refuse"
     if ctx.undecided:
         return "undecided"
-    if ctx.findings:
-        return "refuse"
     return "accept-demoted" if ctx.demoted else "accept"
 
 
@@ -173,9 +172,7 @@ def _preserved(before: WindowView, after: WindowView) -> tuple[str, ...]:
         if old is None:
             continue
         if old.raw == it.raw or (
-            it.kind == "stub"
-            and after.resolve(it.id) is not None
-            and after.resolve(it.id) == before.resolve(it.id)
+            after.resolve(it.id) is not None and after.resolve(it.id) == before.resolve(it.id)
         ):
             out.append(it.id)
     return tuple(out)
@@ -264,6 +261,13 @@ def _plan(
             if ctx.after.get(head) is not None and ctx.after.get(head) != old and old is not None:
                 put(old)
                 actions.append(f"revert {head!r}")
+        elif f.code in ("WR001", "WR002") and ctx.after.is_stub(head) and real_old is not None:
+            # a spilled item is checked as the store holds it: its evidence goes there too
+            for wid in real_old.witnesses:
+                w_real = before.resolve(wid)
+                if w_real is not None and w_real.ref not in ctx.store:
+                    spill.setdefault(w_real.ref, w_real)
+                    actions.append(f"spill witness {wid!r} of {head!r} with it")
         elif f.code == "WR002" and demote_now:
             cur = window[pos[head]] if head in pos else None
             if cur is not None and cur.kind != "stub":

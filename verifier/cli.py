@@ -28,13 +28,13 @@ from verifier.errors import CtxproofError, InputError, StoreError
 from verifier.findings import Finding
 from verifier.io import (
     check_references,
-    load_trace,
     load_window,
     parse_trace_text,
     read_input,
     window_to_json,
 )
 from verifier.store import SqliteStore, Store
+from verifier.window import Trace
 
 __all__ = ["entry", "main"]
 
@@ -62,7 +62,13 @@ class _Out:
         self.stdout.write(text + "\n")
 
     def note(self, text: str) -> None:
+        """An error or usage message: always shown."""
         self.stderr.write(text + "\n")
+
+    def progress(self, text: str) -> None:
+        """A summary or progress line: shown only when stderr is a terminal."""
+        if self.stderr.isatty():
+            self.stderr.write(text + "\n")
 
 
 def _format_finding(name: str, f: Finding) -> str:
@@ -143,6 +149,8 @@ def check(
     fmt: str,
 ) -> int:
     """Check one rewrite: BEFORE and AFTER are window files."""
+    if repair_out is not None and store_path is None:
+        raise click.UsageError("--repair needs --store: the repair spills there before it writes")
     store = _open_store(store_path, writable=repair_out is not None)
     w_before = load_window(before)
     w_after = load_window(after)
@@ -150,7 +158,14 @@ def check(
     defined = set(w_before.by_id()) | set(w_after.by_id())
     check_references(w_before.items, defined, known, before)
     check_references(w_after.items, defined, known, after)
-    background = w_before.background or w_after.background
+    for cid in claimed:
+        if cid not in defined and not known(cid):
+            raise InputError(
+                f"--claimed names {cid!r}, which neither window defines",
+                file=after,
+                fix="claim only ids of the windows",
+            )
+    background = tuple(dict.fromkeys((*w_before.background, *w_after.background)))
     result = check_rewrite(
         w_before,
         w_after,
@@ -174,7 +189,7 @@ def check(
     else:
         for f in result.findings:
             obj.line(_format_finding(after, f))
-    obj.note(f"{after}: verdict {result.verdict}, {len(result.findings)} finding(s)")
+    obj.progress(f"{after}: verdict {result.verdict}, {len(result.findings)} finding(s)")
     if repair_out is not None:
         _write_repair(obj, result, repair_out, store, background)
     code = exit_code_for([TraceReport(after, (result,), result.findings)])
@@ -240,24 +255,40 @@ def _report_json(
 def _audit_one(args: tuple[str, bytes, str | None, str]) -> dict[str, Any]:
     """Worker: audit one trace given as bytes; return its JSON report."""
     name, data, store_path, mode = args
-    store = SqliteStore(store_path, readonly=True) if store_path else None
+    given = SqliteStore(store_path, readonly=True) if store_path else None
+    trace, store = _load(name, data, given)
+    return audit_trace(trace, store=store, mode=mode).to_json()
+
+
+def _header_store_name(data: bytes) -> str | None:
+    """The ``store`` a trace's header names, read before the trace is validated."""
+    for raw in data.split(b"\n"):
+        if raw.strip():
+            try:
+                head = json.loads(raw.decode("utf-8-sig"))
+            except (ValueError, UnicodeDecodeError):
+                return None  # the full parse reports it
+            store = head.get("store") if isinstance(head, dict) else None
+            return store if isinstance(store, str) else None
+    return None
+
+
+def _load(name: str, data: bytes, given: Store | None) -> tuple[Trace, Store | None]:
+    """Validate a trace against the store it will be audited with (--store, else its header's)."""
+    store = given
+    header_store = _header_store_name(data)
+    if store is None and header_store is not None:
+        path = Path(name).parent / header_store
+        if not path.exists():
+            raise InputError(
+                f"header names store {header_store!r}, which does not exist",
+                file=name,
+                line=1,
+                fix="fix the path or drop 'store'",
+            )
+        store = SqliteStore(path, readonly=True)
     known = store.has_id if store is not None else None
-    trace = parse_trace_text(data, name, known_ids=known)
-    return audit_trace(trace, store=_trace_store(trace, name, store), mode=mode).to_json()
-
-
-def _trace_store(trace: Any, name: str, given: Store | None) -> Store | None:
-    if given is not None or trace.header.store is None:
-        return given
-    path = Path(name).parent / trace.header.store
-    if not path.exists():
-        raise InputError(
-            f"header names store {trace.header.store!r}, which does not exist",
-            file=name,
-            line=trace.header.line,
-            fix="fix the path or drop 'store'",
-        )
-    return SqliteStore(path, readonly=True)
+    return parse_trace_text(data, name, known_ids=known), store
 
 
 @cli.command(epilog=_EPILOG)
@@ -291,12 +322,10 @@ def audit(
 ) -> int:
     """Audit traces (JSONL), every event in order."""
     store = _open_store(store_path)
-    known = store.has_id if store is not None else None
     datas: list[bytes] = []
     for path in traces:  # validate everything before checking anything
         data = read_input(path)
-        trace = parse_trace_text(data, path, known_ids=known)
-        _trace_store(trace, path, store)
+        _load(path, data, store)
         datas.append(data)
     work = [(p, d, store_path, mode) for p, d in zip(traces, datas, strict=True)]
     results: list[dict[str, Any]] = []
@@ -316,13 +345,13 @@ def audit(
             for f in res["findings"]:
                 obj.line(_format_json_finding(res["trace"], f))
         verdicts = [r["verdict"] for r in res["rewrites"]]
-        obj.note(
+        obj.progress(
             f"{res['trace']}: {len(verdicts)} rewrite(s) "
             f"[{', '.join(verdicts) or 'none'}], {len(res['findings'])} finding(s)"
         )
     if report_dir is not None:
         index = _report(report_dir, results, store_path)
-        obj.note(f"report: {index}")
+        obj.progress(f"report: {index}")
     return _exit_from_json(results)
 
 
@@ -388,11 +417,8 @@ def _bundled_scenarios() -> Path:
     return Path.cwd() / "models" / "scenarios"
 
 
-def _load_for_graph(trace_path: str, store_path: str | None) -> tuple[Any, Store | None]:
-    store = _open_store(store_path)
-    known = store.has_id if store is not None else None
-    trace = load_trace(trace_path, known_ids=known)
-    return trace, _trace_store(trace, trace_path, store)
+def _load_for_graph(trace_path: str, store_path: str | None) -> tuple[Trace, Store | None]:
+    return _load(trace_path, read_input(trace_path), _open_store(store_path))
 
 
 @cli.command(name="why")

@@ -8,6 +8,7 @@ before any check runs.
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -105,9 +106,26 @@ def _too_deep(obj: Any, depth: int = 1) -> bool:
     return False
 
 
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"number {text} is out of range (it would read as {value})")
+    return value
+
+
 def _loads(text: str, ctx: _Ctx) -> Any:
     try:
-        obj = json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_reject_constant)
+        obj = json.loads(
+            text,
+            object_pairs_hook=_no_duplicates,
+            parse_constant=_reject_constant,
+            parse_float=_finite,
+        )
+    except json.JSONDecodeError as exc:
+        where = _Ctx(ctx.file, (ctx.line or 1) + exc.lineno - 1)
+        raise where.error(
+            f"malformed JSON: {exc.msg} (column {exc.colno})", fix="write one valid JSON value"
+        ) from None
     except RecursionError:
         raise ctx.error(
             f"JSON nests deeper than {MAX_JSON_DEPTH} levels", fix="flatten the input"
@@ -121,6 +139,14 @@ def _loads(text: str, ctx: _Ctx) -> Any:
         raise ctx.error(f"malformed JSON: {exc}", fix="write one valid JSON value") from None
     if _too_deep(obj):
         raise ctx.error(f"JSON nests deeper than {MAX_JSON_DEPTH} levels", fix="flatten the input")
+    if "\\u" in text:
+        try:
+            json.dumps(obj, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:
+            raise ctx.error(
+                "a string holds a lone surrogate escape (such as \\ud800), which is not Unicode",
+                fix="escape characters outside the BMP as a surrogate pair, or write them as is",
+            ) from None
     return obj
 
 
@@ -553,13 +579,17 @@ def check_references(
     file: str,
 ) -> None:
     """References from window files must name an item of either window or the store."""
+    lines: dict[str, int] | None = None
     for it in items:
         for rel, ref in it.citations:
             if ref not in defined and not known(ref):
+                if lines is None:
+                    lines = _id_lines(_decode(read_input(file), file))
                 raise InputError(
                     f"cites {rel} {ref!r}, which neither window defines"
                     " and the store does not hold",
                     file=file,
+                    line=lines.get(it.id),
                     item=it.id,
                     fix="add the item or drop the reference",
                 )

@@ -46,7 +46,7 @@ def _item_from_bytes(ref: str, body: bytes) -> Lookup:
     try:
         obj = json.loads(body.decode("utf-8"))
         item = item_from_json(obj)
-    except (ValueError, InputError):
+    except (ValueError, InputError, RecursionError, TypeError):
         return Lookup(ref, None, "unreadable")
     if item.raw.encode("utf-8") != body:  # hashes, but is not the item's canonical JSON
         return Lookup(ref, None, "unreadable")
@@ -194,7 +194,12 @@ class SqliteStore(Store):
 
     def _body(self, ref: str) -> bytes | None:
         row = self._db.execute("SELECT body FROM entries WHERE ref = ?", (ref,)).fetchone()
-        return None if row is None else bytes(row[0])
+        if row is None:
+            return None
+        body = row[0]
+        if isinstance(body, str):  # a row written as TEXT by another program
+            return body.encode("utf-8", "surrogatepass")
+        return bytes(body) if isinstance(body, bytes | memoryview) else str(body).encode()
 
     def _refs_for_id(self, item_id: str) -> list[str]:
         rows = self._db.execute("SELECT ref FROM entries WHERE id = ? ORDER BY seq", (item_id,))

@@ -102,8 +102,9 @@ def windows(tmp_path: Path) -> tuple[str, str]:
 def test_check_accepts_an_unchanged_window(windows: tuple[str, str]) -> None:
     before, _ = windows
     code, out, err = run("check", before, before)
-    assert (code, out) == (0, "")
-    assert "verdict accept" in err
+    assert (code, out, err) == (0, "", "")  # no finding, and no progress off a terminal
+    code, out, _ = run("check", before, before, "--format", "json")
+    assert json.loads(out)["rewrites"][0]["verdict"] == "accept"
 
 
 def test_check_reports_each_defect_on_its_line(windows: tuple[str, str]) -> None:
@@ -134,8 +135,9 @@ def test_repair_spills_first_then_writes_an_accepted_window(
 
 def test_repair_without_a_store_is_bad_usage(windows: tuple[str, str], tmp_path: Path) -> None:
     before, after = windows
-    code, _out, err = run("check", before, after, "--repair", str(tmp_path / "x.json"))
+    code, out, err = run("check", before, after, "--repair", str(tmp_path / "x.json"))
     assert code == 2 and "--store" in err
+    assert out == ""  # refused before anything was checked
     assert not (tmp_path / "x.json").exists()
 
 
@@ -292,3 +294,40 @@ def test_progress_goes_to_stderr_only_on_a_terminal() -> None:
     plain = io.StringIO()
     main(["audit", *traces, "--format", "json"], stdout=io.StringIO(), stderr=plain)
     assert "3/3" not in plain.getvalue()
+
+
+def test_claimed_id_that_no_window_defines_is_bad_input(windows: tuple[str, str]) -> None:
+    before, after = windows
+    code, out, err = run("check", before, after, "--claimed", "nosuch")
+    assert code == 2 and out == "" and "nosuch" in err
+
+
+def test_header_store_answers_references(tmp_path: Path) -> None:
+    obs = {"id": "o1", "kind": "observation", "shows": "x", "modality": "verified"}
+    from verifier.io import item_from_json
+
+    SqliteStore(tmp_path / "hs.sqlite").spill([item_from_json(obs)])
+    trace = tmp_path / "t.jsonl"
+    trace.write_text(
+        '{"event":"header","format":"ctxproof-trace/1","store":"hs.sqlite"}\n'
+        '{"event":"append","items":[{"id":"c","kind":"claim","formula":"x",'
+        '"witnesses":["o1"]}]}\n',
+        "utf-8",
+    )
+    code, _, err = run("audit", str(trace))
+    assert code == 1, err  # valid input: the claim's witness is only in the store (WR005)
+    assert "WR005" in run("audit", str(trace), "--format", "json")[1]
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        '{"event":"append","items":[{"id":"o","kind":"observation","text":"\\ud800"}]}',
+        '{"event":"rewrite","window":[],"pressure":1e999}',
+    ],
+)
+def test_unencodable_or_infinite_values_are_bad_input(tmp_path: Path, line: str) -> None:
+    trace = tmp_path / "t.jsonl"
+    trace.write_text('{"event":"header","format":"ctxproof-trace/1"}\n' + line + "\n", "utf-8")
+    code, out, err = run("audit", str(trace))
+    assert code == 2 and out == "" and "t.jsonl:2" in err

@@ -86,9 +86,13 @@ def check_commitments(ctx: RewriteContext) -> None:
 
 
 def _cf001_to_003(ctx: RewriteContext, merged: set[str]) -> None:
-    for old in ctx.before.items:
-        if old.kind == "stub" or not bound(ctx, old, ctx.before):
+    for entry in ctx.before.items:
+        # a stub stands for the item the store holds: that is the version to compare
+        old = ctx.before.resolve(entry.id)
+        if old is None or not bound(ctx, old, ctx.before):
             continue
+        if entry.id not in ctx.after and entry.kind == "stub":
+            continue  # the store holds it: a record exists
         if old.id not in ctx.after:
             if old.id in merged or ctx.store.has_id(old.id):
                 continue
@@ -198,8 +202,7 @@ def _cf006(ctx: RewriteContext) -> None:
         same = old is not None and (
             new.raw == old.raw
             or (
-                new.kind == "stub"
-                and ctx.after.resolve(cid) is not None
+                ctx.after.resolve(cid) is not None
                 and ctx.after.resolve(cid) == ctx.before.resolve(cid)
             )
         )

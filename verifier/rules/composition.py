@@ -117,6 +117,15 @@ def _knowledge(ctx: RewriteContext) -> list[Item]:
 
 
 def _cp003(ctx: RewriteContext, appended: tuple[Item, ...]) -> None:
+    knowledge = _knowledge(ctx)
+    formulas = [k.formula for k in knowledge]
+    premises = ctx.session.premises(formulas)
+    consistent = premises.consistent()
+    if consistent.unknown:
+        ctx.unknown("knowledge before the append", consistent)
+        return
+    if consistent.fails:
+        return  # nothing is reported while the knowledge itself is unsatisfiable
     for it in appended:
         if it.kind == "observation" and it.source is not None:
             old = ctx.history.evicted_failed_sources.get(it.source)
@@ -129,37 +138,28 @@ def _cp003(ctx: RewriteContext, appended: tuple[Item, ...]) -> None:
                 )
                 ctx.history.readopted.add(it.id)
     candidates = [it for it in appended if it.kind != "stub" and it.id not in ctx.history.readopted]
-    if not candidates:
+    if not candidates or not knowledge:
         return
-    knowledge = _knowledge(ctx)
-    if not knowledge:
-        return
-    formulas = [k.formula for k in knowledge]
-    # an item sharing no atom with the knowledge or the background cannot contradict it
+    # an item sharing no atom with the knowledge or the background contradicts it only
+    # if it is unsatisfiable by itself
     linked: set[str] = set(ctx.session.bg_atom_set)
     for f in formulas:
         linked |= atoms(f)
-    candidates = [it for it in candidates if atoms(it.formula) & linked]
-    if not candidates:
-        return
-    premises = ctx.session.premises(formulas)
-    consistent = premises.consistent()
-    if consistent.unknown:
-        ctx.unknown("knowledge before the append", consistent)
-        return
-    if consistent.fails:
-        return  # nothing is reported while the knowledge itself is unsatisfiable
+    candidates = [
+        it
+        for it in candidates
+        if atoms(it.formula) & linked or not ctx.session.satisfiable([it.formula]).holds
+    ]
     hits: list[Item] = []
     for it in candidates:
         res = premises.entails(Not(it.formula))
         if res.unknown:
             ctx.unknown(f"re-adoption by {it.id!r}", res)
-        elif res.holds and ctx.session.satisfiable([it.formula]).holds:
-            hits.append(it)  # contradicts the knowledge, not merely itself
+        elif res.holds:
+            hits.append(it)
     if not hits and len(candidates) > 1:
-        together = conj([it.formula for it in candidates])
-        joint = premises.entails(Not(together))
-        if joint.holds and ctx.session.satisfiable([together]).holds:
+        joint = premises.entails(Not(conj([it.formula for it in candidates])))
+        if joint.holds:
             hits = candidates
     for it in hits:
         against = _contradicted(ctx, knowledge, it)

@@ -24,8 +24,16 @@ def check_witnesses(ctx: RewriteContext) -> None:
         real = ctx.after.resolve(it.id)
         if it.kind == "stub":
             _wr006(ctx, it)
-        if real is not None and real.kind in ("commitment", "claim") and it.kind != "stub":
-            check_item_witnesses(ctx, real, ctx.after)
+        if real is None or real.kind not in ("commitment", "claim") or it.kind == "stub":
+            continue
+        old = ctx.before.resolve(it.id)
+        if old is not None and (old.formula, old.witnesses, old.modality) == (
+            real.formula,
+            real.witnesses,
+            real.modality,
+        ):
+            continue  # what it claims and cites is unchanged: any defect predates this event
+        check_item_witnesses(ctx, real, ctx.after)
     _wr007(ctx, changed)
     _wr008(ctx)
 
@@ -58,6 +66,8 @@ def _wr001_002(ctx: RewriteContext, changed_ids: set[str]) -> None:
             or ctx.negative(old, ctx.before)
             or ctx.negative(new, ctx.after)
         )
+        if old.modality == "verified" and new.modality in ("unwitnessed", "unverified"):
+            ctx.demoted.append(old.id)  # a demotion, permitted unless a rule below objects
         was = ctx.checkable(old, ctx.before, "before")
         if not was:
             continue
@@ -93,7 +103,7 @@ def _wr001_002(ctx: RewriteContext, changed_ids: set[str]) -> None:
                 f"{old.id!r} lost its witnesses but still says {new.modality!r}; tag it"
                 " 'unwitnessed' or keep a witness stub",
             )
-        elif old.modality in WITNESSED:
+        elif old.modality in WITNESSED and old.id not in ctx.demoted:
             ctx.demoted.append(old.id)
 
 
