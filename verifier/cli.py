@@ -154,7 +154,10 @@ def check(
     store = _open_store(store_path, writable=repair_out is not None)
     w_before = load_window(before)
     w_after = load_window(after)
-    known = (lambda i: store.has_id(i)) if store is not None else (lambda _i: False)
+
+    def known(item_id: str) -> bool:
+        return store is not None and store.has_id(item_id)
+
     defined = set(w_before.by_id()) | set(w_after.by_id())
     check_references(w_before.items, defined, known, before)
     check_references(w_after.items, defined, known, after)
