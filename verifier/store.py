@@ -236,11 +236,32 @@ class SqliteStore(Store):
 
 
 class LayeredStore(Store):
-    """A memory layer over a base store that is only read."""
+    """A memory layer over a base store that is only read.
+
+    The base does not change while the layer is in use, so its verified items
+    are read once; the layer's own items are added as they are spilled.
+    """
 
     def __init__(self, base: Store | None = None) -> None:
         self.base = base
         self.top = MemoryStore()
+        self._items: list[Item] | None = None
+
+    def items(self) -> Iterator[Item]:
+        if self._items is None:
+            self._items = list(super().items())
+        return iter(self._items)
+
+    def spill(self, items: Sequence[Item]) -> list[str]:
+        fresh = [it for it in items if self._body(it.ref) is None]
+        refs = super().spill(items)
+        if self._items is not None:
+            seen: set[str] = set()
+            for it in fresh:
+                if it.ref not in seen:
+                    seen.add(it.ref)
+                    self._items.append(it)
+        return refs
 
     def lookup(self, ref: str) -> Lookup:
         if ref in self.top._bodies:

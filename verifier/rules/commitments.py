@@ -170,11 +170,18 @@ def _cf005(ctx: RewriteContext) -> None:
     changed = [it for it in ctx.changed() if it.kind in ("commitment", "claim", "observation")]
     if not changed:
         return
-    premises = ctx.before.content() + [s.formula for s in ctx.store.items()]
-    known = ctx.session.premises(premises)
+    # entailment is monotone: most goals follow from the window alone, and only the
+    # others are asked again with the whole store added
+    window = ctx.session.premises(ctx.before.content())
+    everything = None
     for it in changed:
         goal = it.formula
-        res = known.entails(goal)
+        res = window.entails(goal)
+        if not res.holds:
+            if everything is None:
+                store = [s.formula for s in ctx.store.items()]
+                everything = ctx.session.premises(ctx.before.content() + store)
+            res = everything.entails(goal)
         if res.unknown:
             ctx.unknown(f"content of {it.id!r}", res)
         elif res.fails:

@@ -10,7 +10,7 @@ from collections.abc import Iterable
 
 import networkx as nx
 
-from verifier.formula import Not, atoms, conj
+from verifier.formula import FALSE, Atom, Const, Not, atoms, conj
 from verifier.rules.context import RewriteContext, cite, show
 from verifier.window import WITNESSED, Item
 
@@ -116,9 +116,38 @@ def _knowledge(ctx: RewriteContext) -> list[Item]:
     return list(out.values())
 
 
+def _satisfiable_alone(ctx: RewriteContext, item: Item) -> bool:
+    f = item.formula
+    if isinstance(f, Atom | Const) and f != FALSE:
+        return True
+    if isinstance(f, Not) and isinstance(f.arg, Atom):
+        return True
+    return ctx.session.satisfiable([f]).holds
+
+
 def _cp003(ctx: RewriteContext, appended: tuple[Item, ...]) -> None:
     knowledge = _knowledge(ctx)
     formulas = [k.formula for k in knowledge]
+    # an item sharing no atom with the knowledge or the background contradicts it only
+    # if it is unsatisfiable by itself
+    linked: set[str] = set(ctx.session.bg_atom_set)
+    for f in formulas:
+        linked |= atoms(f)
+    reruns = [
+        it
+        for it in appended
+        if it.kind == "observation" and it.source in ctx.history.evicted_failed_sources
+    ]
+    candidates = [
+        it
+        for it in appended
+        if it.kind != "stub"
+        and it not in reruns
+        and it.id not in ctx.history.readopted
+        and (atoms(it.formula) & linked or not _satisfiable_alone(ctx, it))
+    ]
+    if not reruns and not (candidates and knowledge):
+        return
     premises = ctx.session.premises(formulas)
     consistent = premises.consistent()
     if consistent.unknown:
@@ -126,9 +155,9 @@ def _cp003(ctx: RewriteContext, appended: tuple[Item, ...]) -> None:
         return
     if consistent.fails:
         return  # nothing is reported while the knowledge itself is unsatisfiable
-    for it in appended:
-        if it.kind == "observation" and it.source is not None:
-            old = ctx.history.evicted_failed_sources.get(it.source)
+    for it in reruns:
+        if it.source is not None:
+            old = ctx.history.evicted_failed_sources[it.source]
             if old is not None:
                 ctx.report(
                     "CP003",
@@ -137,19 +166,8 @@ def _cp003(ctx: RewriteContext, appended: tuple[Item, ...]) -> None:
                     " evicted without a stub; restore that record instead of trying again",
                 )
                 ctx.history.readopted.add(it.id)
-    candidates = [it for it in appended if it.kind != "stub" and it.id not in ctx.history.readopted]
     if not candidates or not knowledge:
         return
-    # an item sharing no atom with the knowledge or the background contradicts it only
-    # if it is unsatisfiable by itself
-    linked: set[str] = set(ctx.session.bg_atom_set)
-    for f in formulas:
-        linked |= atoms(f)
-    candidates = [
-        it
-        for it in candidates
-        if atoms(it.formula) & linked or not ctx.session.satisfiable([it.formula]).holds
-    ]
     hits: list[Item] = []
     for it in candidates:
         res = premises.entails(Not(it.formula))
