@@ -263,6 +263,14 @@ def _audit_one(args: tuple[str, bytes, str | None, str]) -> dict[str, Any]:
     return audit_trace(trace, store=store, mode=mode).to_json()
 
 
+def _audit_or_error(args: tuple[str, bytes, str | None, str]) -> dict[str, Any] | InputError:
+    """Worker: the JSON report, or the bad-input error (returned, so order is kept)."""
+    try:
+        return _audit_one(args)
+    except InputError as exc:
+        return exc
+
+
 def _header_store_name(data: bytes) -> str | None:
     """The ``store`` a trace's header names, read before the trace is validated."""
     for raw in data.split(b"\n"):
@@ -324,23 +332,25 @@ def audit(
     fmt: str,
 ) -> int:
     """Audit traces (JSONL), every event in order."""
-    store = _open_store(store_path)
-    datas: list[bytes] = []
-    for path in traces:  # validate everything before checking anything
-        data = read_input(path)
-        _load(path, data, store)
-        datas.append(data)
-    work = [(p, d, store_path, mode) for p, d in zip(traces, datas, strict=True)]
-    results: list[dict[str, Any]] = []
+    _open_store(store_path)
+    work = [(p, read_input(p), store_path, mode) for p in traces]
+    # every trace is validated where it is audited; nothing is printed until all are done,
+    # so bad input in any of them (the first, in input order) leaves no output at all
+    outcomes: list[dict[str, Any] | InputError] = []
     if jobs > 1 and len(work) > 1:
         with ProcessPoolExecutor(max_workers=jobs) as pool:
-            for i, res in enumerate(pool.map(_audit_one, work)):
-                results.append(res)
+            for i, res in enumerate(pool.map(_audit_or_error, work)):
+                outcomes.append(res)
                 _progress(obj, i + 1, len(work))
     else:
         for i, w in enumerate(work):
-            results.append(_audit_one(w))
+            outcomes.append(_audit_or_error(w))
             _progress(obj, i + 1, len(work))
+    results: list[dict[str, Any]] = []
+    for res in outcomes:
+        if isinstance(res, InputError):
+            raise res
+        results.append(res)
     for res in results:
         if fmt == "json":
             obj.line(json.dumps(res, ensure_ascii=False))

@@ -11,6 +11,7 @@ import hashlib
 import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, Literal
 
 from verifier.formula import TRUE, Atom, Formula, parse
@@ -49,6 +50,11 @@ def content_ref(text: str | bytes) -> str:
     return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
+@lru_cache(maxsize=1 << 17)
+def _ref_of_raw(raw: str) -> str:
+    return content_ref(raw)
+
+
 @dataclass(frozen=True, slots=True)
 class Item:
     """One item of a window. Fields not used by the item's kind stay at their defaults.
@@ -81,7 +87,7 @@ class Item:
     @property
     def ref(self) -> str:
         """``sha256:`` of this item's canonical JSON: its key in the durable store."""
-        return content_ref(self.raw)
+        return _ref_of_raw(self.raw)
 
     @property
     def formula(self) -> Formula:

@@ -331,3 +331,13 @@ def test_unencodable_or_infinite_values_are_bad_input(tmp_path: Path, line: str)
     trace.write_text('{"event":"header","format":"ctxproof-trace/1"}\n' + line + "\n", "utf-8")
     code, out, err = run("audit", str(trace))
     assert code == 2 and out == "" and "t.jsonl:2" in err
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_bad_input_in_one_trace_leaves_no_output(tmp_path: Path, jobs: str) -> None:
+    good = sorted(str(p) for p in SCENARIOS.glob("*.jsonl"))[:2]
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"event":"header","format":"ctxproof-trace/1"}\n{"event":"nope"}\n', "utf-8")
+    code, out, err = run("audit", good[0], str(bad), good[1], "--jobs", jobs)
+    assert code == 2 and out == ""
+    assert f"{bad}:2" in err

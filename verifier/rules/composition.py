@@ -105,14 +105,16 @@ def _cp001(ctx: RewriteContext, appended: tuple[Item, ...]) -> None:
 
 
 def _knowledge(ctx: RewriteContext) -> list[Item]:
+    """The window's commitments (stubs resolved) and every commitment version stored."""
     out: dict[str, Item] = {}
+    readopted = ctx.history.readopted
     for it in ctx.before.items:
         real = ctx.before.resolve(it.id)
-        if real is not None and real.kind == "commitment" and real.id not in ctx.history.readopted:
-            out[real.ref] = real
+        if real is not None and real.kind == "commitment" and real.id not in readopted:
+            out[real.raw] = real
     for real in ctx.store.items():
-        if real.kind == "commitment" and real.id not in ctx.history.readopted:
-            out[real.ref] = real
+        if real.kind == "commitment" and real.id not in readopted:
+            out[real.raw] = real
     return list(out.values())
 
 
