@@ -20,7 +20,8 @@ test: $(STAMP)
 	$(BIN)/pytest -q
 
 bench: $(STAMP)
-	$(BIN)/python benchmarks/bench_check.py
+	$(BIN)/python benchmarks/bench_check.py --write
+	$(BIN)/python benchmarks/bench_audit.py --write
 
 clean:
 	rm -rf $(VENV) build *.egg-info

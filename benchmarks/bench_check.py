@@ -722,6 +722,36 @@ def audit_table(a: Obj) -> str:
     )
 
 
+RESULTS_TITLE = "# Benchmark results"
+
+
+def write_section(path: Path, name: str, body: str) -> None:
+    """Put body between ``<!-- name -->`` and ``<!-- /name -->`` in path, the rest kept.
+
+    Each benchmark script owns one such section of RESULTS.md: an existing
+    section is replaced in place, a new one is appended at the end. A file
+    without any section (written whole by this script before sections existed)
+    becomes the ``bench_check`` section first.
+    """
+    start, end = f"<!-- {name} -->", f"<!-- /{name} -->"
+    block = f"{start}\n{body.strip()}\n{end}"
+    text = path.read_text(encoding="utf-8") if path.exists() else ""
+    if text.strip() and "<!-- /" not in text:
+        legacy = text.strip()
+        if legacy.startswith(RESULTS_TITLE):
+            legacy = legacy[len(RESULTS_TITLE) :].strip()
+        text = f"{RESULTS_TITLE}\n\n<!-- bench_check -->\n{legacy}\n<!-- /bench_check -->\n"
+    i = text.find(start)
+    j = text.find(end, i + len(start)) if i >= 0 else -1
+    if i >= 0 and j >= 0:
+        text = text[:i] + block + text[j + len(end) :]
+    elif text.strip():
+        text = text.rstrip("\n") + "\n\n" + block + "\n"
+    else:
+        text = f"{RESULTS_TITLE}\n\n{block}\n"
+    path.write_text(text, encoding="utf-8")
+
+
 def machine_info(fingerprint: str) -> list[str]:
     cpu = platform.processor() or "unknown CPU"
     try:
@@ -925,8 +955,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     fingerprint += ", audit " + (audit["sources"] if audit is not None else "—")
     if args.write:
         doc = [
-            "# Benchmark results",
-            "",
             *machine_info(fingerprint),
             f"- 1-minute load average: {load_start:.2f} at the start, {load_end:.2f} at the end",
             "",
@@ -938,8 +966,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             body,
             "",
         ]
-        RESULTS.write_text("\n".join(doc), encoding="utf-8")
-        log(f"wrote {RESULTS}")
+        write_section(RESULTS, "bench_check", "\n".join(doc).rstrip("\n"))
+        log(f"wrote the bench_check section of {RESULTS}")
     return 0
 
 
