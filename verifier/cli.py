@@ -454,6 +454,7 @@ def why_cmd(
     Exit 0 when a chain to a retained primitive exists, 1 when it does not.
     """
     from verifier.graph import JustificationGraph, why
+    from verifier.report import render_why
 
     loaded, store = _load_for_graph(trace, store_path)
     graph = JustificationGraph()
@@ -473,50 +474,6 @@ def why_cmd(
         for text in render_why(graph, answer):
             obj.line(text)
     return EXIT_OK if answer.chain is not None else EXIT_FINDINGS
-
-
-def render_why(graph: Any, answer: Any) -> list[str]:
-    """Text lines for a why answer."""
-
-    def describe(node: str) -> str:
-        a = graph.g.nodes[node]
-        parts = [f"{node} {a.get('kind')}"]
-        if a.get("modality"):
-            parts.append(a["modality"])
-        for key in ("formula", "shows", "source", "exit_code", "digest", "at"):
-            if a.get(key) is not None:
-                value = a[key]
-                parts.append(f"{key}={value!r}" if isinstance(value, str) else f"{key}={value}")
-        return " ".join(parts)
-
-    out: list[str] = []
-    if answer.chain is not None:
-        out.append(f"{answer.item}: known through {len(answer.chain) - 1} step(s)")
-        for i, node in enumerate(answer.chain):
-            rel = ""
-            if i > 0:
-                rel = graph.g.edges[answer.chain[i - 1], node].get("relation", "") + ": "
-            out.append("  " * (i + 1) + ("<- " if i else "") + rel + describe(node))
-        return out
-    out.append(f"{answer.item}: no path to a retained primitive")
-    if answer.node is not None:
-        out.append("  " + describe(answer.node))
-    for node in answer.reached:
-        a = graph.g.nodes[node]
-        lost = (
-            f"lost at pass {a['lost_at']} (policy {a.get('lost_by')!r})"
-            if a.get("lost_at") is not None
-            else "not retained"
-        )
-        out.append(f"    primitive {describe(node)}: {lost}")
-    if answer.cut_pass is not None:
-        out.append(
-            f"  the chain broke at pass {answer.cut_pass}, rewrite {answer.cut_policy!r}"
-            f" (line {answer.cut_line})"
-        )
-    elif not answer.reached:
-        out.append("  no primitive ever backed it")
-    return out
 
 
 @cli.command(name="graph")

@@ -13,9 +13,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from verifier.graph import JustificationGraph, why
+from verifier.graph import JustificationGraph, WhyAnswer, why
 
-__all__ = ["render_html", "svg_graph", "write_report"]
+__all__ = ["render_html", "render_why", "svg_graph", "write_report"]
 
 _FILL = {
     "verified": "#e8f5e9",
@@ -120,9 +120,51 @@ def svg_graph(graph: JustificationGraph) -> str:
     return "\n".join(parts)
 
 
-def _why_text(graph: JustificationGraph, item: str) -> str:
-    from verifier.cli import render_why
+def render_why(graph: JustificationGraph, answer: WhyAnswer) -> list[str]:
+    """Text lines for a why answer."""
 
+    def describe(node: str) -> str:
+        a = graph.g.nodes[node]
+        parts = [f"{node} {a.get('kind')}"]
+        if a.get("modality"):
+            parts.append(a["modality"])
+        for key in ("formula", "shows", "source", "exit_code", "digest", "at"):
+            if a.get(key) is not None:
+                value = a[key]
+                parts.append(f"{key}={value!r}" if isinstance(value, str) else f"{key}={value}")
+        return " ".join(parts)
+
+    out: list[str] = []
+    if answer.chain is not None:
+        out.append(f"{answer.item}: known through {len(answer.chain) - 1} step(s)")
+        for i, node in enumerate(answer.chain):
+            rel = ""
+            if i > 0:
+                rel = graph.g.edges[answer.chain[i - 1], node].get("relation", "") + ": "
+            out.append("  " * (i + 1) + ("<- " if i else "") + rel + describe(node))
+        return out
+    out.append(f"{answer.item}: no path to a retained primitive")
+    if answer.node is not None:
+        out.append("  " + describe(answer.node))
+    for node in answer.reached:
+        a = graph.g.nodes[node]
+        lost = (
+            f"lost at pass {a['lost_at']} (policy {a.get('lost_by')!r})"
+            if a.get("lost_at") is not None
+            else "not retained"
+        )
+        out.append(f"    primitive {describe(node)}: {lost}")
+    if answer.cut_pass is not None:
+        out.append(
+            f"  the chain broke at pass {answer.cut_pass}, rewrite {answer.cut_policy!r}"
+            f" (line {answer.cut_line})"
+        )
+    elif not answer.reached:
+        out.append("  no primitive ever backed it")
+    return out
+
+
+def _why_text(graph: JustificationGraph, item: str) -> str:
     try:
         return "\n".join(render_why(graph, why(graph, item)))
     except KeyError:
