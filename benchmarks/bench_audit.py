@@ -58,6 +58,7 @@ from bench_check import (
     ItemFactory,
     Obj,
     acceptable_change,
+    append_event,
     fmt_s,
     loaded_fingerprint,
     machine_info,
@@ -194,15 +195,7 @@ def build_steady_trace(
                 "pressure": 0.9,
             }
         )
-        new = [f.prose(), f.observation()]
-        new.append(f.witnessed_claim())
-        c = f.commitment()
-        if f.witnessed and rng.random() < 0.5:
-            c["rationale"] = [f.witnessed[-1]]
-        new.append(c)
-        for obj in new:
-            current[obj["id"]] = obj
-        lines.append({"event": "append", "items": new})
+        lines.append(append_event(f, rng, current))
     return "".join(json.dumps(ev, ensure_ascii=False) + "\n" for ev in lines)
 
 

@@ -313,6 +313,19 @@ def window_text(window: Obj) -> str:
     return head[:-1] + ', "items": [\n' + lines + "\n]}\n"
 
 
+def append_event(f: ItemFactory, rng: random.Random, current: dict[str, Obj]) -> Obj:
+    """The append after a pass: prose, an observation, a claim it witnesses, a commitment."""
+    new = [f.prose(), f.observation()]
+    new.append(f.witnessed_claim())
+    c = f.commitment()
+    if f.witnessed and rng.random() < 0.5:
+        c["rationale"] = [f.witnessed[-1]]
+    new.append(c)
+    for obj in new:
+        current[obj["id"]] = obj
+    return {"event": "append", "items": new}
+
+
 def build_trace(n_items: int, passes: int, seed: int) -> str:
     """A JSONL trace: appends build a ~n_items window, then ``passes`` diff rewrites.
 
@@ -361,15 +374,7 @@ def build_trace(n_items: int, passes: int, seed: int) -> str:
                 "pressure": 0.9,
             }
         )
-        new = [f.prose(), f.observation()]
-        new.append(f.witnessed_claim())
-        c = f.commitment()
-        if f.witnessed and rng.random() < 0.5:
-            c["rationale"] = [f.witnessed[-1]]
-        new.append(c)
-        for obj in new:
-            current[obj["id"]] = obj
-        lines.append({"event": "append", "items": new})
+        lines.append(append_event(f, rng, current))
     return "".join(json.dumps(ev, ensure_ascii=False) + "\n" for ev in lines)
 
 

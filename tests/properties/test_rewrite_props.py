@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+import pytest
 from hypothesis import assume, given, note, settings
 from hypothesis import strategies as st
 from test_formula_props import name_atoms
@@ -552,28 +553,13 @@ def _droppable(before: list[Obj]) -> list[Obj]:
     return [o for o in before if is_bound(o, before) and o["id"] not in covered]
 
 
+@pytest.mark.parametrize("kind", ["commitment", "claim"])
 @settings(max_examples=150, deadline=None)
 @given(windows(), st.data())
-def test_dropping_an_unrecorded_commitment_is_refused_with_cf001(
-    before: list[Obj], data: st.DataObject
+def test_dropping_an_unrecorded_bound_item_is_refused_with_cf001(
+    kind: str, before: list[Obj], data: st.DataObject
 ) -> None:
-    candidates = [o for o in _droppable(before) if o["kind"] == "commitment"]
-    assume(candidates)
-    gone = data.draw(st.sampled_from(candidates), label="dropped")
-    after = [o for o in before if o is not gone]
-    note(f"before: {json.dumps(before, ensure_ascii=False)}")
-    res = check_rewrite(items(before), items(after), store=MemoryStore())
-    assert res.verdict == "refuse"
-    cf001 = [f for f in res.findings if f.code == "CF001"]
-    assert [f.items for f in cf001] == [(gone["id"],)], res.findings
-
-
-@settings(max_examples=150, deadline=None)
-@given(windows(), st.data())
-def test_dropping_an_unrecorded_bound_claim_is_refused_with_cf001(
-    before: list[Obj], data: st.DataObject
-) -> None:
-    candidates = [o for o in _droppable(before) if o["kind"] == "claim"]
+    candidates = [o for o in _droppable(before) if o["kind"] == kind]
     assume(candidates)
     gone = data.draw(st.sampled_from(candidates), label="dropped")
     after = [o for o in before if o is not gone]
