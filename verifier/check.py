@@ -245,7 +245,8 @@ def _plan(
             r_old = before.resolve(rid)
             if r_old is not None:
                 spill.setdefault(r_old.ref, r_old)
-                put(before.get(rid) if before.is_stub(rid) else _stub_for(r_old))  # type: ignore[arg-type]
+                kept_stub = before.get(rid) if before.is_stub(rid) else None
+                put(kept_stub or _stub_for(r_old))
                 actions.append(f"spill rationale {rid!r} and leave a stub")
         elif f.code == "WR001" and real_old is not None:
             for wid in real_old.witnesses:
