@@ -542,7 +542,10 @@ def demo(obj: _Out, report_dir: str, fmt: str) -> int:
         if not res["findings"]:
             obj.line("  no findings")
     index = _report(report_dir, results, None)
-    obj.line(f"report written: {index}")
+    if fmt == "json":
+        obj.progress(f"report written: {index}")
+    else:
+        obj.line(f"report written: {index}")
     return EXIT_OK
 
 
