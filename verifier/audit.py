@@ -76,6 +76,9 @@ def audit_trace(
     ``until_pass``, the audit stops after that rewrite.
     """
     layered = LayeredStore(store)
+    graph = graph if graph is not None else JustificationGraph()
+    if store is not None:
+        graph.spill(list(store.items()), 0)  # entries that predate the trace
     session = Session([parse(b) for b in trace.header.background])
     history = History()
     window: tuple[Item, ...] = ()
@@ -97,6 +100,7 @@ def audit_trace(
                 line=ev.line,
                 mode=mode,
                 history=history,
+                graph=graph,
             )
             check_append(ctx, ev.items)
             findings.extend(ctx.findings)
@@ -105,8 +109,7 @@ def audit_trace(
                 if it.kind == "observation":
                     history.appended_obs.add(it.ref)
                 history.last_seen[it.id] = it
-            if graph is not None:
-                graph.append(ev.items, pass_no, ev.line)
+            graph.append(ev.items, pass_no, ev.line)
             window = after
         elif isinstance(ev, Rewrite):
             pass_no += 1
@@ -127,13 +130,11 @@ def audit_trace(
             rewrites.append(result)
             findings.extend(result.findings)
             _remember(history, window, after, pass_no, layered)
-            if graph is not None:
-                graph.rewrite(window, after, pass_no, policy=ev.policy, line=ev.line)
+            graph.rewrite(window, after, pass_no, policy=ev.policy, line=ev.line)
             window = after
         else:
             layered.spill(ev.items)
-            if graph is not None:
-                graph.spill(ev.items, pass_no, ev.line)
+            graph.spill(ev.items, pass_no, ev.line)
     return TraceReport(trace.name, tuple(rewrites), tuple(findings), tuple(undecided), window)
 
 

@@ -184,13 +184,24 @@ def _stub_for(item: Item) -> Item:
     return item_from_json({"id": item.id, "kind": "stub", "ref": item.ref})
 
 
-_REVERT = {"CF002", "CF005", "CF007", "WR003", "WR004", "WR005", "WR006", "WR007", "CP002"}
+_REVERT = {"CF002", "CF005", "CF007", "WR003", "WR004", "WR005", "WR006", "WR007"}
 
 
 def _plan(
-    ctx: RewriteContext, window: list[Item], spill: dict[str, Item], actions: list[str]
-) -> None:
-    """One round of repairs for the findings of ctx, applied to window and spill."""
+    ctx: RewriteContext,
+    window: list[Item],
+    spill: dict[str, Item],
+    actions: list[str],
+    *,
+    mend_only: bool,
+) -> int:
+    """One round of repairs for the findings of ctx, applied to window and spill.
+
+    With ``mend_only``, only what keeps the rewrite's own changes is done: spill,
+    stub, restore witnesses. Otherwise what cannot be mended is demoted, reverted
+    or removed. Returns how many actions were taken.
+    """
+    taken = len(actions)
     before = ctx.before
     pos = {it.id: i for i, it in enumerate(window)}
 
@@ -225,21 +236,23 @@ def _plan(
             if ev is not None and ev.ref not in ctx.store:
                 spill.setdefault(ev.ref, ev)
 
-    codes = {f.code for f in ctx.findings}
-    # demote only when nothing else is mended this round: a restored witness may
-    # make the demotion unnecessary (the least change wins)
-    demote_now = codes <= {"WR002", "CF006"}
+    def act(text: str) -> None:
+        if text not in actions:
+            actions.append(text)
+
     for f in ctx.findings:
         head = f.items[0]
         old = before.get(head)
         real_old = before.resolve(head)
+        if not mend_only and f.code in ("CF001", "WR008", "CF003", "CF004"):
+            continue  # mended in the first round, or beyond mending by spilling
         if f.code in ("CF001", "WR008") and real_old is not None and old is not None:
             spill_with_evidence(real_old)
             put(old if old.kind == "stub" else _stub_for(real_old))
-            actions.append(f"spill {head!r} and leave a stub")
+            act(f"spill {head!r} and leave a stub")
         elif f.code == "CF003" and real_old is not None:
             spill.setdefault(real_old.ref, real_old)
-            actions.append(f"spill the original of {head!r}")
+            act(f"spill the original of {head!r}")
         elif f.code == "CF004":
             rid = f.items[1]
             r_old = before.resolve(rid)
@@ -247,34 +260,38 @@ def _plan(
                 spill.setdefault(r_old.ref, r_old)
                 kept_stub = before.get(rid) if before.is_stub(rid) else None
                 put(kept_stub or _stub_for(r_old))
-                actions.append(f"spill rationale {rid!r} and leave a stub")
-        elif f.code == "WR001" and real_old is not None:
+                act(f"spill rationale {rid!r} and leave a stub")
+        elif f.code in ("WR001", "WR002") and real_old is not None and mend_only:
+            if ctx.after.is_stub(head):
+                # a spilled item is checked as the store holds it: its evidence goes there
+                for wid in real_old.witnesses:
+                    w_real = before.resolve(wid)
+                    if w_real is not None and w_real.ref not in ctx.store:
+                        spill.setdefault(w_real.ref, w_real)
+                        act(f"spill witness {wid!r} of {head!r} with it")
+                continue
             for wid in real_old.witnesses:
                 w_item = before.get(wid)
                 w_real = before.resolve(wid)
-                if w_real is None or w_item is None:
+                if w_real is None or w_item is None or w_real.kind != "observation":
                     continue
-                if ctx.after.retained(wid):
+                kept = ctx.after.resolve(wid)
+                if kept is not None and kept.ref == w_real.ref:
                     continue
                 spill.setdefault(w_real.ref, w_real)
                 put(w_item if w_item.kind == "stub" else _stub_for(w_real))
-                actions.append(f"keep witness {wid!r} of {head!r} as a stub")
-            if ctx.after.get(head) is not None and ctx.after.get(head) != old and old is not None:
+                act(f"keep witness {wid!r} of {head!r} as a stub")
+        elif f.code == "WR001" and not mend_only and old is not None:
+            cur_it = ctx.after.get(head)
+            if cur_it is not None and cur_it.raw != old.raw:
                 put(old)
-                actions.append(f"revert {head!r}")
-        elif f.code in ("WR001", "WR002") and ctx.after.is_stub(head) and real_old is not None:
-            # a spilled item is checked as the store holds it: its evidence goes there too
-            for wid in real_old.witnesses:
-                w_real = before.resolve(wid)
-                if w_real is not None and w_real.ref not in ctx.store:
-                    spill.setdefault(w_real.ref, w_real)
-                    actions.append(f"spill witness {wid!r} of {head!r} with it")
-        elif f.code == "WR002" and demote_now:
+                act(f"revert {head!r}")
+        elif f.code == "WR002" and not mend_only:
             cur = window[pos[head]] if head in pos else None
             if cur is not None and cur.kind != "stub":
                 put(demote(cur))
-                actions.append(f"demote {head!r} to unwitnessed")
-        elif f.code in _REVERT:
+                act(f"demote {head!r} to unwitnessed")
+        elif f.code in _REVERT and not mend_only:
             for iid in f.items if f.code in ("CF007", "CP002") else (head,):
                 prev = before.get(iid)
                 cur_it = ctx.after.get(iid)
@@ -282,10 +299,11 @@ def _plan(
                     continue
                 if prev is not None:
                     put(prev)
-                    actions.append(f"revert {iid!r}")
+                    act(f"revert {iid!r}")
                 else:
                     remove(iid)
-                    actions.append(f"remove new item {iid!r}")
+                    act(f"remove new item {iid!r}")
+    return len(actions) - taken
 
 
 def repair_rewrite(
@@ -305,7 +323,12 @@ def repair_rewrite(
     ctx = first
     verdict = verdict_of(ctx)
     for _ in range(MAX_REPAIR_ROUNDS):
-        _plan(ctx, window, spill, actions)
+        # mend first (spill, stub, restore witnesses); demote, revert or remove only what
+        # mending cannot fix: the least change keeps what the rewrite did legitimately
+        if not _plan(ctx, window, spill, actions, mend_only=True) and not _plan(
+            ctx, window, spill, actions, mend_only=False
+        ):
+            break  # nothing more to try
         trial = LayeredStore(store)
         trial.spill(list(spill.values()))
         view_b, view_a = WindowView(before, trial), WindowView(window, trial)

@@ -34,7 +34,7 @@ from verifier.io import (
     window_to_json,
 )
 from verifier.store import SqliteStore, Store
-from verifier.window import Trace
+from verifier.window import Item, Rewrite, Trace
 
 __all__ = ["entry", "main"]
 
@@ -194,7 +194,7 @@ def check(
             obj.line(_format_finding(after, f))
     obj.progress(f"{after}: verdict {result.verdict}, {len(result.findings)} finding(s)")
     if repair_out is not None:
-        _write_repair(obj, result, repair_out, store, background)
+        _write_repair(obj, result, repair_out, store, background, w_after.items)
     code = exit_code_for([TraceReport(after, (result,), result.findings)])
     return code
 
@@ -224,11 +224,18 @@ def _with_lines(result: RewriteResult, path: str) -> RewriteResult:
 
 
 def _write_repair(
-    obj: _Out, result: RewriteResult, out: str, store: Store | None, background: Sequence[str]
+    obj: _Out,
+    result: RewriteResult,
+    out: str,
+    store: Store | None,
+    background: Sequence[str],
+    after_items: Sequence[Item],
 ) -> None:
     repair = result.repair
     if repair is None:
-        obj.note(f"{out}: nothing to repair; the rewrite is accepted as it is")
+        # nothing to repair: OUT is the window the rewrite produced, as it is
+        _write_window(out, after_items, background)
+        obj.note(f"{out}: nothing to repair; the rewritten window is written as it is")
         return
     if repair.spill:
         if store is None:
@@ -238,14 +245,18 @@ def _write_repair(
                 fix="add --store DB",
             )
         store.spill(list(repair.spill))  # commits before returning
-    payload = window_to_json(repair.window, background)
-    tmp = Path(out).with_name(Path(out).name + ".tmp")
-    tmp.write_text(json.dumps(payload, ensure_ascii=False, indent=2) + "\n", "utf-8")
-    os.replace(tmp, out)
+    _write_window(out, repair.window, background)
     obj.note(
         f"{out}: repaired window written ({len(repair.spill)} item(s) spilled;"
         f" repaired rewrite: {repair.verdict})"
     )
+
+
+def _write_window(out: str, items: Sequence[Item], background: Sequence[str]) -> None:
+    payload = window_to_json(items, background)
+    tmp = Path(out).with_name(Path(out).name + ".tmp")
+    tmp.write_text(json.dumps(payload, ensure_ascii=False, indent=2) + "\n", "utf-8")
+    os.replace(tmp, out)
 
 
 def _report_json(
@@ -371,15 +382,32 @@ def audit(
 def _report(report_dir: str, results: Sequence[dict[str, Any]], store_path: str | None) -> Path:
     """Write the HTML report; graphs are rebuilt per trace in this process."""
     from verifier.graph import JustificationGraph
-    from verifier.report import write_report
+    from verifier.report import why_texts, write_report
 
     graphs = []
+    whys = []
     for res in results:
         loaded, store = _load_for_graph(res["trace"], store_path)
         graph = JustificationGraph()
         audit_trace(loaded, store=store, graph=graph)
         graphs.append(graph)
-    return write_report(report_dir, results, graphs)
+        at_pass: dict[int, JustificationGraph] = {}
+
+        def graph_at(
+            pass_no: int,
+            loaded: Trace = loaded,
+            store: Store | None = store,
+            at_pass: dict[int, JustificationGraph] = at_pass,
+        ) -> JustificationGraph:
+            # the chain as it stood when the finding was made, not at the end of the trace
+            if pass_no not in at_pass:
+                g = JustificationGraph()
+                audit_trace(loaded, store=store, graph=g, until_pass=pass_no)
+                at_pass[pass_no] = g
+            return at_pass[pass_no]
+
+        whys.append(why_texts(res, graph_at))
+    return write_report(report_dir, results, graphs, whys)
 
 
 def _exit_from_json(results: Sequence[dict[str, Any]]) -> int:
@@ -457,6 +485,13 @@ def why_cmd(
     from verifier.report import render_why
 
     loaded, store = _load_for_graph(trace, store_path)
+    passes = sum(1 for ev in loaded.events if isinstance(ev, Rewrite))
+    if pass_no is not None and pass_no > passes:
+        raise InputError(
+            f"--pass {pass_no}: the trace has {passes} pass(es)",
+            file=trace,
+            fix=f"give a pass from 0 to {passes}",
+        )
     graph = JustificationGraph()
     audit_trace(loaded, store=store, graph=graph, until_pass=pass_no)
     try:

@@ -90,6 +90,7 @@ class JustificationGraph:
             self.g.add_edge(u, v, relation=relation)
 
     def _add_version(self, item: Item, pass_no: int, line: int | None) -> str:
+        """Add the node of a new version (its citations are linked by _link_citations)."""
         node = f"{item.id}@{pass_no}"
         k = 1
         while node in self.g:  # the same id changed twice at one pass count
@@ -101,6 +102,11 @@ class JustificationGraph:
             self._link(prev, node, "carried")
             if self.current.get(item.id) == prev:
                 self.g.nodes[prev]["retained"] = False
+        self.current[item.id] = node
+        self.last[item.id] = node
+        return node
+
+    def _link_citations(self, item: Item, node: str) -> None:
         for relation, ids in (
             ("witness", item.witnesses),
             ("derived_from", item.derived_from),
@@ -114,13 +120,15 @@ class JustificationGraph:
             entry = f"store:{item.stub_ref}"
             if entry in self.g:
                 self._link(node, entry, "stub")
-        self.current[item.id] = node
-        self.last[item.id] = node
-        return node
+
+    def _add_versions(self, items: Iterable[Item], pass_no: int, line: int | None) -> None:
+        """New versions first, then their citations: an item may cite one listed after it."""
+        added = [(it, self._add_version(it, pass_no, line)) for it in items]
+        for it, node in added:
+            self._link_citations(it, node)
 
     def append(self, items: Iterable[Item], pass_no: int, line: int | None = None) -> None:
-        for it in items:
-            self._add_version(it, pass_no, line)
+        self._add_versions(items, pass_no, line)
 
     def spill(self, items: Iterable[Item], pass_no: int, line: int | None = None) -> None:
         for it in items:
@@ -148,11 +156,13 @@ class JustificationGraph:
         self.lines[pass_no] = line
         old = {it.id: it for it in before}
         new_ids = set()
+        changed = []
         for it in after:
             new_ids.add(it.id)
             prev = old.get(it.id)
             if prev is None or prev.raw != it.raw:
-                self._add_version(it, pass_no, line)
+                changed.append(it)
+        self._add_versions(changed, pass_no, line)
         for iid in old.keys() - new_ids:
             node = self.current.pop(iid, None)
             if node is not None:
@@ -162,9 +172,14 @@ class JustificationGraph:
                 attrs["lost_by"] = policy
 
     # -- queries ------------------------------------------------------------------------------
-    def retained_id(self, item_id: str) -> bool:
-        """Is this id kept: in the window (item or stub) or in the store?"""
-        return item_id in self.current or item_id in self.stored_ids
+    def retained(self, node: str) -> bool:
+        """Is this exact version kept: in the window, or in the store (directly or by stub)?"""
+        attrs = self.g.nodes[node]
+        if attrs.get("kind") == "store":
+            return True
+        if f"store:{attrs.get('version')}" in self.g:
+            return True
+        return self.current.get(attrs["id"]) == node
 
     def node_for(self, item_id: str) -> str | None:
         return self.last.get(item_id) or self.stored_ids.get(item_id)
@@ -200,18 +215,8 @@ class WhyAnswer:
         }
 
 
-def why(graph: JustificationGraph, item_id: str) -> WhyAnswer:
-    """The shortest chain from the item's latest version to a retained observation.
-
-    Follows ``witness``, ``derived_from``, ``rationale`` and ``stub`` edges, and
-    ``carried`` edges forward (a cited item may have been rewritten since).
-
-    Raises:
-        KeyError: when the item never appeared in the trace.
-    """
-    start = graph.node_for(item_id)
-    if start is None:
-        raise KeyError(item_id)
+def _search(graph: JustificationGraph, start: str) -> tuple[list[str] | None, list[str]]:
+    """Breadth-first from start: a chain to a retained observation, and the observations met."""
     g = graph.g
     parent: dict[str, str | None] = {start: None}
     queue = deque([start])
@@ -225,19 +230,58 @@ def why(graph: JustificationGraph, item_id: str) -> WhyAnswer:
         )
         if is_obs:
             reached.append(node)
-            if graph.retained_id(attrs["id"]):
+            if graph.retained(node):
                 chain = [node]
                 while (p := parent[chain[-1]]) is not None:
                     chain.append(p)
-                return WhyAnswer(item_id, start, list(reversed(chain)), reached, None, None, None)
+                return list(reversed(chain)), reached
         for _, nxt, data in g.out_edges(node, data=True):
             rels = set(str(data.get("relation", "")).split(","))
-            follow = bool(rels & {*_JUSTIFY, "stub", "carried"}) or ("spilled" in rels and is_obs)
+            if is_obs:
+                # an observation is never rewritten: a later one with its id is another one
+                rels.discard("carried")
+            # forward along justification, to the store entry a stub or spill points at,
+            # and to the newer version of a cited item
+            follow = bool(rels & {*_JUSTIFY, "stub", "spilled", "carried"})
             if follow and nxt not in parent:
                 parent[nxt] = node
                 queue.append(nxt)
+    return None, reached
+
+
+def why(graph: JustificationGraph, item_id: str) -> WhyAnswer:
+    """The shortest chain from the item's latest version to a retained observation.
+
+    A retained observation is the exact version that was cited (or a newer
+    version of it) still in the window, or in the store. When there is none,
+    the answer lists the observations the item once rested on and names the
+    rewrite that cut the last path: the one that lost the last of them, or the
+    one that replaced the item by a version citing none.
+
+    Raises:
+        KeyError: when the item never appeared in the trace.
+    """
+    start = graph.node_for(item_id)
+    if start is None:
+        raise KeyError(item_id)
+    chain, reached = _search(graph, start)
+    if chain is not None:
+        return WhyAnswer(item_id, start, chain, reached, None, None, None)
+    g = graph.g
+    cut: int | None = None
     lost = [g.nodes[n]["lost_at"] for n in reached if g.nodes[n].get("lost_at") is not None]
-    cut = max(lost) if lost else None
+    if lost:
+        cut = max(lost)
+    elif not reached:
+        # the current version cites nothing that leads to a primitive: look at older ones
+        newer, node = start, _older(graph, start)
+        while node is not None:
+            _, old_reached = _search(graph, node)
+            if old_reached:
+                reached = old_reached
+                cut = int(g.nodes[newer]["pass"])
+                break
+            newer, node = node, _older(graph, node)
     return WhyAnswer(
         item_id,
         start,
@@ -247,6 +291,13 @@ def why(graph: JustificationGraph, item_id: str) -> WhyAnswer:
         graph.policies.get(cut) if cut is not None else None,
         graph.lines.get(cut) if cut is not None else None,
     )
+
+
+def _older(graph: JustificationGraph, node: str) -> str | None:
+    for prev, _, data in graph.g.in_edges(node, data=True):
+        if "carried" in str(data.get("relation", "")).split(","):
+            return str(prev)
+    return None
 
 
 def _scalar(value: Any) -> str:
@@ -308,7 +359,7 @@ def to_dot(graph: JustificationGraph) -> str:
     for node, attrs in graph.g.nodes(data=True):
         color = _COLORS.get(attrs.get("modality"), "#455a64")
         style = "solid" if attrs.get("retained", True) else "dashed"
-        label = f"{node}\\n{attrs.get('kind')}"
+        label = f"{node}\n{attrs.get('kind')}"
         lines.append(
             f"  {_scalar(node)} [label={_scalar(label)}, color={_scalar(color)}, style={style}];"
         )

@@ -9,7 +9,7 @@ from __future__ import annotations
 import html
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -175,14 +175,31 @@ def _finding_label(f: dict[str, Any]) -> str:
     return _e(f"{f['code']} {f['name']} {','.join(f['items'])}")
 
 
-def _trace_section(result: dict[str, Any], graph: JustificationGraph | None) -> str:
+WhyTexts = dict[tuple[int, str], str]
+"""(pass, item) -> the why text of the item as of that pass."""
+
+
+def why_texts(result: dict[str, Any], graph_at: Callable[[int], JustificationGraph]) -> WhyTexts:
+    """The why chain of each finding's first item, as of the finding's own pass."""
+    out: WhyTexts = {}
+    for f in result["findings"]:
+        if f["items"]:
+            key = (int(f["pass"]), str(f["items"][0]))
+            if key not in out:
+                out[key] = _why_text(graph_at(key[0]), key[1])
+    return out
+
+
+def _trace_section(
+    result: dict[str, Any], graph: JustificationGraph | None, whys: WhyTexts | None = None
+) -> str:
     rows = []
     findings = result["findings"]
     for r in result["rewrites"]:
         here = [f for f in findings if f["pass"] == r["pass"] and f["line"] == r["line"]]
         color = _VERDICT.get(r["verdict"], "#455a64")
         rows.append(
-            f"<tr><td>{r['pass']}</td><td>{r['line']}</td><td>{_e(r['policy'])}</td>"
+            f"<tr><td>{r['pass']}</td><td>{r['line']}</td><td>{_e(r['policy'] or '—')}</td>"
             f'<td><span class="badge" style="background:{color}">{_e(r["verdict"])}</span></td>'
             f"<td>{'<br>'.join(_finding_label(f) for f in here) or '—'}</td></tr>"
         )
@@ -199,7 +216,11 @@ def _trace_section(result: dict[str, Any], graph: JustificationGraph | None) -> 
             "<th>items</th><th>message</th><th>how do you know?</th></tr>"
         )
         for f in findings:
-            chain = _why_text(graph, f["items"][0]) if graph is not None and f["items"] else ""
+            chain = ""
+            if whys is not None and f["items"]:
+                chain = whys.get((int(f["pass"]), str(f["items"][0])), "")
+            elif graph is not None and f["items"]:
+                chain = _why_text(graph, f["items"][0])
             cex = f.get("counterexample")
             msg = _e(f["message"]) + (f"<br><code>{_e(json.dumps(cex))}</code>" if cex else "")
             out.append(
@@ -225,10 +246,15 @@ def _trace_section(result: dict[str, Any], graph: JustificationGraph | None) -> 
 
 
 def render_html(
-    results: Sequence[dict[str, Any]], graphs: Sequence[JustificationGraph | None]
+    results: Sequence[dict[str, Any]],
+    graphs: Sequence[JustificationGraph | None],
+    whys: Sequence[WhyTexts | None] | None = None,
 ) -> str:
     total = sum(len(r["findings"]) for r in results)
-    sections = "\n".join(_trace_section(r, g) for r, g in zip(results, graphs, strict=True))
+    per_trace = list(whys) if whys is not None else [None] * len(results)
+    sections = "\n".join(
+        _trace_section(r, g, w) for r, g, w in zip(results, graphs, per_trace, strict=True)
+    )
     return (
         "<!doctype html><html lang=en><head><meta charset=utf-8>"
         "<title>ctxproof audit report</title>"
@@ -247,6 +273,7 @@ def write_report(
     folder: str | Path,
     results: Sequence[dict[str, Any]],
     graphs: Sequence[JustificationGraph | None] | None = None,
+    whys: Sequence[WhyTexts | None] | None = None,
 ) -> Path:
     """Write ``index.html`` and ``report.json`` into folder; return the HTML path."""
     out = Path(folder)
@@ -256,5 +283,5 @@ def write_report(
         json.dumps({"traces": list(results)}, indent=2, ensure_ascii=False) + "\n",
     )
     index = out / "index.html"
-    _write(index, render_html(results, list(graphs) if graphs else [None] * len(results)))
+    _write(index, render_html(results, list(graphs) if graphs else [None] * len(results), whys))
     return index

@@ -11,10 +11,11 @@ from collections.abc import Iterable
 import networkx as nx
 
 from verifier.formula import FALSE, Atom, Const, Not, atoms, conj
+from verifier.graph import why
 from verifier.rules.context import RewriteContext, cite, show
 from verifier.window import WITNESSED, Item
 
-__all__ = ["check_append", "check_cycles", "justification_path"]
+__all__ = ["check_append", "check_cycles"]
 
 
 def check_append(ctx: RewriteContext, appended: tuple[Item, ...]) -> None:
@@ -43,42 +44,10 @@ def _version(ctx: RewriteContext, item_id: str) -> Item | None:
     return it
 
 
-def _retained(ctx: RewriteContext, obs_id: str) -> bool:
-    return ctx.after.retained(obs_id) or ctx.store.has_id(obs_id)
-
-
-def justification_path(ctx: RewriteContext, start: str) -> tuple[list[str] | None, list[str]]:
-    """A chain from start to a retained primitive, and the primitives reached.
-
-    Follows witness, derived_from and rationale citations through the latest
-    known version of each id, dropped items included.
-    """
-    parent: dict[str, str | None] = {start: None}
-    queue = [start]
-    reached: list[str] = []
-    while queue:
-        cur = queue.pop(0)
-        it = _version(ctx, cur)
-        if it is None:
-            continue
-        if it.kind == "observation":
-            reached.append(cur)
-            if _retained(ctx, cur):
-                chain = [cur]
-                while parent[chain[-1]] is not None:
-                    prev = parent[chain[-1]]
-                    assert prev is not None
-                    chain.append(prev)
-                return list(reversed(chain)), reached
-            continue
-        for nxt in (*it.witnesses, *it.derived_from, *it.rationale):
-            if nxt not in parent:
-                parent[nxt] = cur
-                queue.append(nxt)
-    return None, reached
-
-
 def _cp001(ctx: RewriteContext, appended: tuple[Item, ...]) -> None:
+    graph = ctx.graph
+    if graph is None:
+        return  # composition needs the session's graph: only audits have one
     new_ids = {it.id for it in appended}
     for it in appended:
         for used_id in (*it.rationale, *it.witnesses, *it.derived_from):
@@ -87,12 +56,14 @@ def _cp001(ctx: RewriteContext, appended: tuple[Item, ...]) -> None:
             used = _version(ctx, used_id)
             if used is None or used.modality not in WITNESSED:
                 continue
-            chain, reached = justification_path(ctx, used_id)
-            if chain is not None:
+            try:
+                answer = why(graph, used_id)
+            except KeyError:
+                continue  # known only to an external store the graph was not given
+            if answer.chain is not None:
                 continue
-            cut = [ctx.history.evicted_at[o] for o in reached if o in ctx.history.evicted_at]
-            if cut:
-                where = f"the rewrite at pass {max(cut)} cut its last path to a primitive"
+            if answer.cut_pass is not None:
+                where = f"the rewrite at pass {answer.cut_pass} cut its last path to a primitive"
             else:
                 where = "no primitive ever backed it"
             ctx.report(

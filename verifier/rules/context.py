@@ -13,6 +13,7 @@ from typing import Any
 
 from verifier.findings import Finding
 from verifier.formula import Formula, render
+from verifier.graph import JustificationGraph
 from verifier.io import item_from_json
 from verifier.solver import Result, Session
 from verifier.store import Store
@@ -119,6 +120,8 @@ class RewriteContext:
     mode: str = MODE_SUPPORT
     claimed_preserved: tuple[str, ...] | None = None
     history: History = field(default_factory=History)
+    graph: JustificationGraph | None = None
+    """The justification graph so far (audits keep one; CP001 asks it)."""
     findings: list[Finding] = field(default_factory=list)
     undecided: list[str] = field(default_factory=list)
     demoted: list[str] = field(default_factory=list)

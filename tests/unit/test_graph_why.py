@@ -1,0 +1,139 @@
+"""why and the graph on the cases that are easy to get wrong."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from verifier.audit import audit_trace
+from verifier.check import check_rewrite
+from verifier.graph import JustificationGraph, to_dot, why
+from verifier.io import item_from_json, parse_trace_text
+from verifier.store import MemoryStore, SqliteStore
+from verifier.strategies import ref_of
+
+O1 = {
+    "id": "o1",
+    "kind": "observation",
+    "shows": "t.pass",
+    "modality": "verified",
+    "source": "make test",
+    "exit_code": 0,
+}
+D1 = {
+    "id": "d1",
+    "kind": "claim",
+    "formula": "t.pass",
+    "witnesses": ["o1"],
+    "modality": "verified",
+    "load_bearing": True,
+}
+HEADER = {"event": "header", "format": "ctxproof-trace/1"}
+
+
+def graph_of(*events: dict[str, Any], store: Any = None) -> tuple[JustificationGraph, Any]:
+    text = "\n".join(json.dumps(e) for e in (HEADER, *events))
+    known = store.has_id if store is not None else None
+    graph = JustificationGraph()
+    report = audit_trace(parse_trace_text(text, known_ids=known), store=store, graph=graph)
+    return graph, report
+
+
+def test_a_stub_that_does_not_resolve_keeps_no_evidence() -> None:
+    stub = {"id": "o1", "kind": "stub", "ref": ref_of(O1)}
+    graph, report = graph_of(
+        {"event": "append", "items": [O1, D1]},
+        {"event": "rewrite", "window": [stub, D1]},
+    )
+    assert "WR006" in {f.code for f in report.findings}
+    assert why(graph, "d1").chain is None
+
+
+def test_a_spilled_witness_behind_a_stub_still_answers() -> None:
+    stub = {"id": "o1", "kind": "stub", "ref": ref_of(O1)}
+    graph, report = graph_of(
+        {"event": "append", "items": [O1, D1]},
+        {"event": "spill", "items": [O1]},
+        {"event": "rewrite", "window": [stub, D1]},
+    )
+    assert report.findings == ()
+    chain = why(graph, "d1").chain
+    assert chain == ["d1@0", "o1@0"]  # the cited version itself: it is in the store
+    assert graph.current["o1"] != "o1@0" and graph.retained("o1@0")
+
+
+def test_another_observation_reusing_the_id_is_not_the_evidence() -> None:
+    other = {**O1, "shows": "!t.pass", "modality": "failed", "exit_code": 1}
+    user = {"id": "c8", "kind": "commitment", "type": "decision", "rationale": ["d1"]}
+    graph, report = graph_of(
+        {"event": "append", "items": [O1, D1]},
+        {"event": "rewrite", "window": [D1]},
+        {"event": "append", "items": [other]},
+        {"event": "append", "items": [user]},
+    )
+    answer = why(graph, "d1")
+    assert answer.chain is None and answer.cut_pass == 1
+    assert ("CP001", ("d1", "c8")) in {(f.code, f.items) for f in report.findings}
+
+
+def test_a_rewrite_that_drops_the_citations_is_named_as_the_cut() -> None:
+    bare = {k: v for k, v in D1.items() if k != "witnesses"}
+    graph, _ = graph_of(
+        {"event": "append", "items": [O1, D1]},
+        {"event": "rewrite", "policy": "strip", "window": [O1, bare]},
+    )
+    answer = why(graph, "d1")
+    assert answer.chain is None
+    assert (answer.cut_pass, answer.cut_policy) == (1, "strip")
+    assert [graph.g.nodes[n]["id"] for n in answer.reached] == ["o1"]
+
+
+def test_an_item_may_cite_one_listed_after_it_in_the_same_append() -> None:
+    graph, _ = graph_of({"event": "append", "items": [D1, O1]})
+    assert graph.g.has_edge("d1@0", "o1@0")
+    assert why(graph, "d1").chain == ["d1@0", "o1@0"]
+
+
+def test_entries_of_an_external_store_are_in_the_graph(tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path / "s.sqlite")
+    store.spill([item_from_json(O1)])
+    stub = {"id": "o1", "kind": "stub", "ref": ref_of(O1)}
+    graph, report = graph_of({"event": "append", "items": [stub, D1]}, store=store)
+    assert report.findings == ()
+    chain = why(graph, "d1").chain
+    assert chain is not None and chain[-1] == f"store:{ref_of(O1)}"
+
+
+def test_dot_labels_break_lines_the_dot_way() -> None:
+    graph, _ = graph_of({"event": "append", "items": [O1]})
+    assert 'label="o1@0\\nobservation"' in to_dot(graph)
+
+
+def test_the_repair_keeps_a_valid_new_summary() -> None:
+    summary = {
+        "id": "s1",
+        "kind": "claim",
+        "formula": "t.pass",
+        "witnesses": ["o1"],
+        "modality": "verified",
+    }
+    before = [item_from_json(x) for x in (O1, D1)]
+    after = [item_from_json(x) for x in (D1, summary)]
+    result = check_rewrite(before, after, store=MemoryStore())
+    assert result.verdict == "refuse" and result.repair is not None
+    ids = [it.id for it in result.repair.window]
+    assert "s1" in ids and result.repair.verdict == "accept"
+    assert next(it for it in result.repair.window if it.id == "o1").kind == "stub"
+
+
+def test_the_repair_keeps_a_legitimate_stub_and_spills_its_evidence() -> None:
+    store = MemoryStore()
+    store.spill([item_from_json(D1)])
+    stub = {"id": "d1", "kind": "stub", "ref": ref_of(D1)}
+    before = [item_from_json(x) for x in (O1, D1)]
+    after = [item_from_json(stub)]
+    result = check_rewrite(before, after, store=store)
+    assert result.repair is not None and result.repair.verdict == "accept"
+    assert [it.kind for it in result.repair.window] == ["stub"]
+    assert [it.id for it in result.repair.spill] == ["o1"]
