@@ -162,7 +162,15 @@ class JustificationGraph:
             prev = old.get(it.id)
             if prev is None or prev.raw != it.raw:
                 changed.append(it)
+        superseded = {it.id: self.current.get(it.id) for it in changed}
         self._add_versions(changed, pass_no, line)
+        for it in changed:
+            gone = superseded[it.id]
+            if gone is not None and not self.retained(gone):
+                # replaced by a version that does not keep it (an unresolvable stub, a
+                # different item): this rewrite is where it was lost
+                self.g.nodes[gone]["lost_at"] = pass_no
+                self.g.nodes[gone]["lost_by"] = policy
         for iid in old.keys() - new_ids:
             node = self.current.pop(iid, None)
             if node is not None:

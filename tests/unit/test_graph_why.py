@@ -137,3 +137,13 @@ def test_the_repair_keeps_a_legitimate_stub_and_spills_its_evidence() -> None:
     assert result.repair is not None and result.repair.verdict == "accept"
     assert [it.kind for it in result.repair.window] == ["stub"]
     assert [it.id for it in result.repair.spill] == ["o1"]
+
+
+def test_the_rewrite_that_put_an_unresolvable_stub_is_named() -> None:
+    stub = {"id": "o1", "kind": "stub", "ref": ref_of(O1)}
+    graph, _ = graph_of(
+        {"event": "append", "items": [O1, D1]},
+        {"event": "rewrite", "policy": "bad-stub", "window": [stub, D1]},
+    )
+    answer = why(graph, "d1")
+    assert (answer.cut_pass, answer.cut_policy) == (1, "bad-stub")
