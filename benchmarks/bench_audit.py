@@ -59,6 +59,7 @@ from bench_check import (
     Obj,
     acceptable_change,
     append_event,
+    opening_events,
     fmt_s,
     loaded_fingerprint,
     machine_info,
@@ -145,20 +146,7 @@ def build_steady_trace(
     """
     rng = random.Random(seed)
     f = ItemFactory(rng)
-    lines: list[Obj] = [
-        {"event": "header", "format": "ctxproof-trace/1", "background": BACKGROUND, "budget": 0}
-    ]
-    current: dict[str, Obj] = {}  # in window order, oldest first
-    chunk: list[Obj] = []
-    for _ in range(n_items):
-        obj = f.any_item()
-        chunk.append(obj)
-        current[obj["id"]] = obj
-        if len(chunk) == 100:
-            lines.append({"event": "append", "items": chunk})
-            chunk = []
-    if chunk:
-        lines.append({"event": "append", "items": chunk})
+    lines, current = opening_events(f, n_items)
     for p in range(1, passes + 1):
         ids = [i for i, o in current.items() if o["kind"] != "stub"]
         targets = rng.sample(ids, min(changes, len(ids)))

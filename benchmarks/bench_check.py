@@ -313,6 +313,25 @@ def window_text(window: Obj) -> str:
     return head[:-1] + ', "items": [\n' + lines + "\n]}\n"
 
 
+def opening_events(f: ItemFactory, n_items: int) -> tuple[list[Obj], dict[str, Obj]]:
+    """The header and the appends (100 items each) that fill the first window."""
+    lines: list[Obj] = [
+        {"event": "header", "format": "ctxproof-trace/1", "background": BACKGROUND, "budget": 0}
+    ]
+    current: dict[str, Obj] = {}  # in window order, oldest first
+    chunk: list[Obj] = []
+    for _ in range(n_items):
+        obj = f.any_item()
+        chunk.append(obj)
+        current[obj["id"]] = obj
+        if len(chunk) == 100:
+            lines.append({"event": "append", "items": chunk})
+            chunk = []
+    if chunk:
+        lines.append({"event": "append", "items": chunk})
+    return lines, current
+
+
 def append_event(f: ItemFactory, rng: random.Random, current: dict[str, Obj]) -> Obj:
     """The append after a pass: prose, an observation, a claim it witnesses, a commitment."""
     new = [f.prose(), f.observation()]
@@ -334,20 +353,7 @@ def build_trace(n_items: int, passes: int, seed: int) -> str:
     """
     rng = random.Random(seed)
     f = ItemFactory(rng)
-    lines: list[Obj] = [
-        {"event": "header", "format": "ctxproof-trace/1", "background": BACKGROUND, "budget": 0}
-    ]
-    current: dict[str, Obj] = {}
-    chunk: list[Obj] = []
-    for _ in range(n_items):
-        obj = f.any_item()
-        chunk.append(obj)
-        current[obj["id"]] = obj
-        if len(chunk) == 100:
-            lines.append({"event": "append", "items": chunk})
-            chunk = []
-    if chunk:
-        lines.append({"event": "append", "items": chunk})
+    lines, current = opening_events(f, n_items)
     for p in range(1, passes + 1):
         ids = [i for i, o in current.items() if o["kind"] != "stub"]
         put: list[Obj] = []
