@@ -52,17 +52,16 @@ from typing import Any
 from unittest import mock
 
 from bench_check import (
-    BACKGROUND,
     RESULTS,
     SEED,
     ItemFactory,
     Obj,
     acceptable_change,
     append_event,
-    opening_events,
     fmt_s,
     loaded_fingerprint,
     machine_info,
+    opening_events,
     write_section,
 )
 
