@@ -16,7 +16,14 @@ from verifier.findings import Finding
 from verifier.formula import parse
 from verifier.rules.commitments import check_commitments
 from verifier.rules.composition import check_cycles
-from verifier.rules.context import MODE_SUPPORT, History, RewriteContext, WindowView, demote
+from verifier.rules.context import (
+    MODE_SUPPORT,
+    History,
+    RewriteContext,
+    WindowView,
+    demote,
+    preserved,
+)
 from verifier.rules.witnesses import check_witnesses
 from verifier.solver import Session
 from verifier.store import LayeredStore, MemoryStore, Store
@@ -166,16 +173,7 @@ def _copy_history(h: History) -> History:
 
 
 def _preserved(before: WindowView, after: WindowView) -> tuple[str, ...]:
-    out = []
-    for it in after.items:
-        old = before.get(it.id)
-        if old is None:
-            continue
-        if old.raw == it.raw or (
-            after.resolve(it.id) is not None and after.resolve(it.id) == before.resolve(it.id)
-        ):
-            out.append(it.id)
-    return tuple(out)
+    return tuple(it.id for it in after.items if preserved(before, after, it.id))
 
 
 def _stub_for(item: Item) -> Item:

@@ -8,7 +8,7 @@ findings there.
 from __future__ import annotations
 
 from verifier.formula import Formula
-from verifier.rules.context import RewriteContext, WindowView, cite, show
+from verifier.rules.context import RewriteContext, WindowView, cite, preserved, show
 from verifier.solver import Result
 from verifier.window import Item
 
@@ -206,14 +206,7 @@ def _cf006(ctx: RewriteContext) -> None:
                 " correct claimed_preserved or keep the item",
             )
             continue
-        same = old is not None and (
-            new.raw == old.raw
-            or (
-                ctx.after.resolve(cid) is not None
-                and ctx.after.resolve(cid) == ctx.before.resolve(cid)
-            )
-        )
-        if not same:
+        if not preserved(ctx.before, ctx.after, cid):
             what = "is new" if old is None else "was altered"
             ctx.report(
                 "CF006",

@@ -224,6 +224,17 @@ class RewriteContext:
         return out
 
 
+def preserved(before: WindowView, after: WindowView, item_id: str) -> bool:
+    """Is the id in after unchanged: the same item, or one that resolves to the same?"""
+    old, new = before.get(item_id), after.get(item_id)
+    if old is None or new is None:
+        return False
+    if old.raw == new.raw:
+        return True
+    kept = after.resolve(item_id)
+    return kept is not None and kept == before.resolve(item_id)
+
+
 def demote(item: Item) -> Item:
     """The same item tagged ``unwitnessed``."""
     obj: dict[str, Any] = json.loads(item.raw)
