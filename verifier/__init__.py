@@ -13,7 +13,15 @@ from verifier.audit import TraceReport, audit_trace
 from verifier.check import Guarded, Repair, RewriteResult, check_rewrite, guard
 from verifier.errors import CtxproofError, FormulaError, InputError, InternalError, StoreError
 from verifier.findings import RULES, Finding
-from verifier.io import load_trace, load_window, parse_trace_text, parse_window_text
+from verifier.io import (
+    item_from_json,
+    load_trace,
+    load_window,
+    parse_trace_text,
+    parse_window_text,
+    ref_of,
+    stub_for,
+)
 from verifier.store import MemoryStore, SqliteStore, Store
 from verifier.window import Item, Trace, Window
 
@@ -38,8 +46,11 @@ __all__ = [
     "audit_trace",
     "check_rewrite",
     "guard",
+    "item_from_json",
     "load_trace",
     "load_window",
     "parse_trace_text",
     "parse_window_text",
+    "ref_of",
+    "stub_for",
 ]

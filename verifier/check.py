@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from verifier.findings import Finding
 from verifier.formula import parse
+from verifier.io import stub_for
 from verifier.rules.commitments import check_commitments
 from verifier.rules.composition import check_cycles
 from verifier.rules.context import (
@@ -176,12 +177,6 @@ def _preserved(before: WindowView, after: WindowView) -> tuple[str, ...]:
     return tuple(it.id for it in after.items if preserved(before, after, it.id))
 
 
-def _stub_for(item: Item) -> Item:
-    from verifier.io import item_from_json
-
-    return item_from_json({"id": item.id, "kind": "stub", "ref": item.ref})
-
-
 _REVERT = {"CF002", "CF005", "CF007", "WR003", "WR004", "WR005", "WR006", "WR007"}
 
 
@@ -246,7 +241,7 @@ def _plan(
             continue  # mended in the first round, or beyond mending by spilling
         if f.code in ("CF001", "WR008") and real_old is not None and old is not None:
             spill_with_evidence(real_old)
-            put(old if old.kind == "stub" else _stub_for(real_old))
+            put(old if old.kind == "stub" else stub_for(real_old))
             act(f"spill {head!r} and leave a stub")
         elif f.code == "CF003" and real_old is not None:
             spill.setdefault(real_old.ref, real_old)
@@ -257,7 +252,7 @@ def _plan(
             if r_old is not None:
                 spill.setdefault(r_old.ref, r_old)
                 kept_stub = before.get(rid) if before.is_stub(rid) else None
-                put(kept_stub or _stub_for(r_old))
+                put(kept_stub or stub_for(r_old))
                 act(f"spill rationale {rid!r} and leave a stub")
         elif f.code in ("WR001", "WR002") and real_old is not None and mend_only:
             if ctx.after.is_stub(head):
@@ -277,7 +272,7 @@ def _plan(
                 if kept is not None and kept.ref == w_real.ref:
                     continue
                 spill.setdefault(w_real.ref, w_real)
-                put(w_item if w_item.kind == "stub" else _stub_for(w_real))
+                put(w_item if w_item.kind == "stub" else stub_for(w_real))
                 act(f"keep witness {wid!r} of {head!r} as a stub")
         elif f.code == "WR001" and not mend_only and old is not None:
             cur_it = ctx.after.get(head)

@@ -42,6 +42,8 @@ __all__ = [
     "load_window",
     "parse_trace_text",
     "parse_window_text",
+    "ref_of",
+    "stub_for",
     "window_to_json",
 ]
 
@@ -52,14 +54,15 @@ MAX_INPUT_BYTES = 1024 * 1024 * 1024
 MAX_JSON_DEPTH = 64
 MAX_ID_LENGTH = 256
 
-_COMMON = {"id", "kind", "text", "tokens"}
+_COMMON = {"id", "kind", "text", "tokens", "score"}
 _FIELDS: dict[str, set[str]] = {
     "commitment": _COMMON
     | {"type", "formula", "rationale", "witnesses", "modality", "load_bearing", "covers"},
-    "claim": _COMMON | {"formula", "modality", "witnesses", "derived_from", "load_bearing"},
+    "claim": _COMMON
+    | {"formula", "modality", "witnesses", "derived_from", "load_bearing", "covers"},
     "observation": _COMMON
-    | {"shows", "modality", "digest", "content", "source", "exit_code", "at"},
-    "prose": set(_COMMON),
+    | {"shows", "modality", "digest", "content", "source", "exit_code", "at", "call"},
+    "prose": _COMMON | {"call"},
     "stub": _COMMON | {"ref"},
 }
 _EVENT_FIELDS: dict[str, set[str]] = {
@@ -214,6 +217,11 @@ def item_from_json(obj: Any, ctx: _Ctx | None = None) -> Item:
         isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 0
     ):
         raise ctx.error("'tokens' must be an integer >= 0", item=iid)
+    score = obj.get("score")
+    if score is not None and (
+        isinstance(score, bool) or not isinstance(score, int) or not 0 <= score <= 100
+    ):
+        raise ctx.error("'score' must be an integer from 0 to 100", item=iid)
     modality = obj.get("modality", "unverified")
     if modality not in MODALITIES:
         raise ctx.error(
@@ -228,6 +236,7 @@ def item_from_json(obj: Any, ctx: _Ctx | None = None) -> Item:
         "raw": canonical_json(obj),
         "text": text,
         "tokens": tokens,
+        "score": score,
     }
     if kind in ("commitment", "claim", "observation"):
         fields["modality"] = modality
@@ -243,8 +252,8 @@ def item_from_json(obj: Any, ctx: _Ctx | None = None) -> Item:
             )
         fields["type"] = ctype
         fields["rationale"] = _str_list(obj.get("rationale", []), "rationale", ctx, iid)
-        fields["covers"] = _str_list(obj.get("covers", []), "covers", ctx, iid)
     if kind in ("commitment", "claim"):
+        fields["covers"] = _str_list(obj.get("covers", []), "covers", ctx, iid)
         if "formula" in obj:
             fields["formula_text"] = _formula_field(obj["formula"], "formula", ctx, iid)
         fields["witnesses"] = _str_list(obj.get("witnesses", []), "witnesses", ctx, iid)
@@ -285,6 +294,15 @@ def item_from_json(obj: Any, ctx: _Ctx | None = None) -> Item:
         if at is not None and (isinstance(at, bool) or not isinstance(at, str | int | float)):
             raise ctx.error("'at' must be a turn number, a time or a commit string", item=iid)
         fields["at"] = at
+    if kind in ("observation", "prose") and "call" in obj:
+        call = obj["call"]
+        if not isinstance(call, str) or not 1 <= len(call) <= MAX_ID_LENGTH:
+            raise ctx.error(
+                f"'call' must be the id of the item that requested this output"
+                f" (a string of 1 to {MAX_ID_LENGTH} characters)",
+                item=iid,
+            )
+        fields["call"] = call
     if kind == "stub":
         ref = obj.get("ref")
         if not isinstance(ref, str) or not _REF_RE.fullmatch(ref):
@@ -294,6 +312,36 @@ def item_from_json(obj: Any, ctx: _Ctx | None = None) -> Item:
             )
         fields["stub_ref"] = ref
     return Item(**fields)
+
+
+def ref_of(item: Item | Mapping[str, Any]) -> str:
+    """The store key of an item: ``sha256:`` of its canonical JSON.
+
+    Canonical JSON is the item object with keys sorted, no whitespace
+    (separators ``,`` and ``:``), non-ASCII characters written as UTF-8 (not
+    escaped). A stub's ``ref`` must be exactly this.
+
+    >>> ref_of({"id": "c1", "kind": "commitment", "type": "decision"})[:15]
+    'sha256:d1d35408'
+    """
+    if isinstance(item, Item):
+        return item.ref
+    return content_ref(canonical_json(item))
+
+
+def stub_for(item: Item | Mapping[str, Any]) -> Any:
+    """The stub that stands for item once it is spilled: same id, ``ref`` of the item.
+
+    Takes and returns a plain dict (as policies see items) or an :class:`Item`.
+
+    >>> stub_for({"id": "c1", "kind": "commitment", "type": "decision"})["kind"]
+    'stub'
+    """
+    if isinstance(item, Item):
+        return item_from_json({"id": item.id, "kind": "stub", "ref": item.ref})
+    if not isinstance(item, Mapping) or not isinstance(item.get("id"), str):
+        raise InputError("stub_for needs an item with an 'id'", fix="pass one item object")
+    return {"id": item["id"], "kind": "stub", "ref": ref_of(item)}
 
 
 def _items(value: Any, ctx: _Ctx, where: str, *, unique: bool = True) -> tuple[Item, ...]:

@@ -55,6 +55,18 @@ def _ref_of_raw(raw: str) -> str:
     return content_ref(raw)
 
 
+UNREAD_FIELDS = frozenset({"text", "score", "tokens"})
+"""Fields no rule reads: a rewrite that changes only these changes nothing."""
+
+
+@lru_cache(maxsize=1 << 17)
+def _key_of_raw(raw: str) -> str:
+    obj = json.loads(raw)
+    if not UNREAD_FIELDS.intersection(obj):
+        return raw
+    return canonical_json({k: v for k, v in obj.items() if k not in UNREAD_FIELDS})
+
+
 @dataclass(frozen=True, slots=True)
 class Item:
     """One item of a window. Fields not used by the item's kind stay at their defaults.
@@ -68,6 +80,7 @@ class Item:
     raw: str = field(repr=False)
     text: str | None = None
     tokens: int | None = None
+    score: int | None = None
     type: str | None = None
     formula_text: str | None = None
     rationale: tuple[str, ...] = ()
@@ -82,12 +95,27 @@ class Item:
     source: str | None = None
     exit_code: int | None = None
     at: str | int | float | None = None
+    call: str | None = None
     stub_ref: str | None = None
 
     @property
     def ref(self) -> str:
         """``sha256:`` of this item's canonical JSON: its key in the durable store."""
         return _ref_of_raw(self.raw)
+
+    @property
+    def key(self) -> str:
+        """What the rules read of this item: its canonical JSON without text, score, tokens.
+
+        Two items with the same key are the same version of an item.
+        """
+        return _key_of_raw(self.raw)
+
+    def same_version(self, other: Item | None) -> bool:
+        """Same id and the same fields the rules read (text, score, tokens aside)."""
+        if other is None:
+            return False
+        return other is self or other.raw == self.raw or other.key == self.key
 
     @property
     def formula(self) -> Formula:
@@ -116,12 +144,14 @@ class Item:
 
     @property
     def citations(self) -> tuple[tuple[str, str], ...]:
-        """Every (relation, id) this item cites: rationale, witness, derived_from, covers."""
+        """Every (relation, id) this item cites: rationale, witness, derived_from, covers, call."""
         out: list[tuple[str, str]] = []
         out.extend(("rationale", r) for r in self.rationale)
         out.extend(("witness", w) for w in self.witnesses)
         out.extend(("derived_from", d) for d in self.derived_from)
         out.extend(("covers", c) for c in self.covers)
+        if self.call is not None:
+            out.append(("call", self.call))
         return tuple(out)
 
     def as_json(self) -> dict[str, Any]:
