@@ -27,6 +27,7 @@ from verifier.check import RewriteResult, check_rewrite
 from verifier.errors import CtxproofError, InputError, StoreError
 from verifier.findings import Finding
 from verifier.io import (
+    check_background,
     check_references,
     load_window,
     parse_trace_text,
@@ -169,6 +170,7 @@ def check(
                 fix="claim only ids of the windows",
             )
     background = tuple(dict.fromkeys((*w_before.background, *w_after.background)))
+    check_background(background, f"{before} + {after}")
     result = check_rewrite(
         w_before,
         w_after,

@@ -369,7 +369,21 @@ def _background(value: Any, ctx: _Ctx) -> tuple[str, ...]:
             raise ctx.error(
                 f"background[{i}]: {exc.message}", fix=exc.fix or "fix the formula"
             ) from None
+    check_background(value, ctx.file, ctx.line)
     return tuple(value)
+
+
+def check_background(texts: Iterable[str], file: str, line: int | None = 1) -> None:
+    """A background that is unsatisfiable on its own is bad input."""
+    formulas = [parse(t) for t in texts]
+    if not formulas:
+        return
+    from verifier.solver import Session
+
+    try:
+        Session(formulas)
+    except InputError as exc:
+        raise exc.located(file=file, line=line) from None
 
 
 def _check_fields(obj: dict[str, Any], allowed: set[str], ctx: _Ctx, what: str) -> None:

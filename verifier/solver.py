@@ -13,7 +13,10 @@ each goal is asked in a frame on top.
 
 Results are values, never bools: ``Verdict.HOLDS``, ``Verdict.FAILS`` (with a
 counterexample re-evaluated in plain Python) or ``Verdict.UNKNOWN`` (with the
-solver's reason). Unknown is never read as holds.
+solver's reason). Unknown is never read as holds. When the premises of an
+entailment are themselves unsatisfiable, every entailment from them holds
+vacuously: that answer is ``UNKNOWN`` too, with a reason naming a minimal
+unsatisfiable core of the premises (:meth:`Session.minimal_core`).
 """
 
 from __future__ import annotations
@@ -26,10 +29,10 @@ from typing import Any
 import z3
 
 from verifier.encoding import Encoder
-from verifier.errors import InternalError
+from verifier.errors import InputError, InternalError
 from verifier.formula import TRUE, And, Atom, Formula, Not, Or, atoms, evaluate
 
-__all__ = ["DEFAULT_RLIMIT", "PremiseSet", "Result", "Session", "Verdict"]
+__all__ = ["DEFAULT_RLIMIT", "Core", "PremiseSet", "Result", "Session", "Verdict"]
 
 DEFAULT_RLIMIT = 20_000_000
 """Resource budget of one solver query (deterministic, unlike a wall clock)."""
@@ -55,6 +58,8 @@ class Result:
     reason: str | None = None
     focus: frozenset[str] | None = None
     """The atoms of the counterexample that bear on the question (None: all of them)."""
+    vacuous: bool = False
+    """Unknown because the premises are unsatisfiable (the reason names a core)."""
 
     @property
     def holds(self) -> bool:
@@ -76,6 +81,23 @@ class Result:
 
 
 HOLDS = Result(Verdict.HOLDS)
+
+
+@dataclass(frozen=True, slots=True)
+class Core:
+    """A minimal unsatisfiable core: the labels of the formulas in it, in the order given.
+
+    ``status`` is ``"unsat"`` (``labels`` is the core), ``"sat"`` (there is no
+    core: the formulas have a model) or ``"unknown"`` (with the solver's reason).
+    """
+
+    status: str
+    labels: tuple[str, ...] = ()
+    reason: str | None = None
+
+
+def describe_core(labels: Sequence[str]) -> str:
+    return ", ".join(repr(label) for label in labels) if labels else "the background"
 
 
 def _literal(f: Formula) -> tuple[str, bool] | None:
@@ -122,6 +144,20 @@ class Session:
         self.bg_atom_set: frozenset[str] = frozenset().union(*self._bg_atoms)
         self._solver = self.new_solver(())
         self._bg_model: Result | None = None
+        self._consistency: dict[frozenset[Formula], Result] = {}
+        if self.background:
+            self._reject_unsatisfiable_background()
+
+    def _reject_unsatisfiable_background(self) -> None:
+        """An unsatisfiable background is bad input: every entailment would be vacuous."""
+        if not self.satisfiable(()).fails:
+            return
+        core = self.background_core()
+        raise InputError(
+            "the background is unsatisfiable on its own, so every check would hold vacuously"
+            f" (a minimal core: {describe_core(core.labels)})",
+            fix="remove or correct one of these background formulas",
+        )
 
     def new_solver(self, premises: Iterable[Formula]) -> Any:
         """A solver holding the background and the given premises."""
@@ -133,15 +169,21 @@ class Session:
         return solver
 
     # -- the one place that calls check() -------------------------------------------------
-    def _check(self, solver: Any, names: Iterable[str]) -> tuple[str, Any]:
-        """Check the solver; on sat, return the values of the named atoms."""
+    def _check(
+        self, solver: Any, names: Iterable[str], assumptions: Sequence[Any] = ()
+    ) -> tuple[str, Any]:
+        """Check the solver; on sat, return the values of the named atoms.
+
+        With assumptions, an unsat answer returns the assumptions of z3's
+        (not necessarily minimal) unsat core.
+        """
         self.queries += 1
         try:
-            answer = solver.check()
+            answer = solver.check(*assumptions)
         except z3.Z3Exception as exc:  # pragma: no cover - z3 refuses the query
             return "unknown", str(exc)
         if answer == z3.unsat:
-            return "unsat", None
+            return "unsat", (list(solver.unsat_core()) if assumptions else None)
         if answer == z3.sat:
             return "sat", self.enc.assignment(solver.model(), names)
         return "unknown", solver.reason_unknown()
@@ -188,12 +230,74 @@ class Session:
             raise InternalError("the solver returned a model that does not re-evaluate")
 
     # -- public questions -------------------------------------------------------------------
-    def premises(self, formulas: Iterable[Formula]) -> PremiseSet:
-        return PremiseSet(self, formulas)
+    def premises(
+        self, formulas: Iterable[Formula], labels: Iterable[str] | None = None
+    ) -> PremiseSet:
+        """A premise set; labels (one per formula) name the premises in a vacuity reason."""
+        return PremiseSet(self, formulas, labels)
 
-    def entails(self, premises: Iterable[Formula], goal: Formula) -> Result:
-        """Does background ∧ premises ⊨ goal?"""
-        return self.premises(premises).entails(goal)
+    def entails(
+        self, premises: Iterable[Formula], goal: Formula, labels: Iterable[str] | None = None
+    ) -> Result:
+        """Does background ∧ premises ⊨ goal? (Unknown, vacuous, if the premises are unsat.)"""
+        return self.premises(premises, labels).entails(goal)
+
+    def background_core(self) -> Core:
+        """A minimal unsatisfiable core of the background, or status "sat"."""
+        labeled = [(f"background[{i}]", f) for i, f in enumerate(self.background)]
+        solver = z3.SolverFor("QF_FD", ctx=self.enc.ctx)
+        solver.set("random_seed", SEED)
+        solver.set("rlimit", self.rlimit)
+        return self._deletion_core(solver, labeled)
+
+    def minimal_core(
+        self, labeled: Sequence[tuple[str, Formula]], fixed: Sequence[Formula] = ()
+    ) -> Core:
+        """A minimal subset of labeled that, with the background and fixed, is unsatisfiable.
+
+        Found by deletion in the order given: each formula is dropped in turn when
+        the rest (with the background and fixed) stays unsatisfiable. z3's unsat
+        cores only skip queries whose answer they already prove, so the result is
+        the one plain deletion gives.
+        """
+        return self._deletion_core(self.new_solver(fixed), labeled)
+
+    def _deletion_core(self, solver: Any, labeled: Sequence[tuple[str, Formula]]) -> Core:
+        ctx = self.enc.ctx
+        lits = [z3.Bool(f"core!{i}", ctx) for i in range(len(labeled))]
+        for lit, (_, f) in zip(lits, labeled, strict=True):
+            solver.add(z3.Implies(lit, self.enc.convert(f)))
+        index = {lit.get_id(): i for i, lit in enumerate(lits)}
+        alive = list(range(len(labeled)))
+        status, core = self._check(solver, (), [lits[i] for i in alive] or [z3.BoolVal(True, ctx)])
+        if status == "sat":
+            return Core("sat")
+        if status == "unknown":
+            return Core("unknown", reason=str(core))
+        known = {index[c.get_id()] for c in core if c.get_id() in index}
+        for i in list(alive):
+            rest = [j for j in alive if j != i]
+            if known <= set(rest):
+                alive = rest  # the known core is still there: the rest stays unsat
+                continue
+            status, core = self._check(
+                solver, (), [lits[j] for j in rest] or [z3.BoolVal(True, ctx)]
+            )
+            if status == "unsat":
+                alive = rest
+                known = {index[c.get_id()] for c in core if c.get_id() in index}
+            elif status == "unknown":
+                return Core("unknown", reason=str(core))
+        return Core("unsat", tuple(labeled[i][0] for i in alive))
+
+    def consistency(self, formulas: Iterable[Formula]) -> Result:
+        """HOLDS (with a model) when background ∧ formulas is satisfiable; cached."""
+        given = list(formulas)
+        key = frozenset(given)
+        hit = self._consistency.get(key)
+        if hit is None:
+            hit = self._consistency[key] = _consistent(self, given)
+        return hit
 
     def valid(self, goal: Formula) -> Result:
         """Does the background alone entail goal?"""
@@ -233,15 +337,24 @@ class PremiseSet:
     some other component is inconsistent.
     """
 
-    def __init__(self, session: Session, formulas: Iterable[Formula]) -> None:
+    def __init__(
+        self,
+        session: Session,
+        formulas: Iterable[Formula],
+        labels: Iterable[str] | None = None,
+    ) -> None:
         self.session = session
         seen: set[Formula] = set()
         self.formulas: list[Formula] = []
-        for f in formulas:
+        self.labels: list[str] = []
+        given = list(formulas)
+        names = list(labels) if labels is not None else [f"premise {i}" for i in range(len(given))]
+        for f, name in zip(given, names, strict=True):
             if f in seen or f == TRUE:
                 continue
             seen.add(f)
             self.formulas.append(f)
+            self.labels.append(name)
         uf = self._uf = _UnionFind()
         atom_lists = [sorted(atoms(f)) for f in self.formulas]
         for names in atom_lists:
@@ -257,6 +370,7 @@ class PremiseSet:
                 self._constants.append(f)
         self._members = seen
         self._global: Result | None = None
+        self._vacuous: Result | None = None
         self._big_solvers: dict[frozenset[str], Any] = {}
 
     def _roots(self, goal: Formula) -> set[str]:
@@ -274,7 +388,16 @@ class PremiseSet:
         return False
 
     def entails(self, goal: Formula) -> Result:
-        """Does background ∧ premises ⊨ goal?"""
+        """Does background ∧ premises ⊨ goal?
+
+        Unknown (``vacuous``) when the premises are unsatisfiable: every goal
+        would follow from them.
+        """
+        every = self.consistent()
+        if every.unknown:
+            return every
+        if every.fails:
+            return self.vacuous()
         if self._obviously_entailed(goal):
             return HOLDS
         roots = self._roots(goal)
@@ -288,16 +411,25 @@ class PremiseSet:
             return first
         return self._complete(first, goal, roots)
 
+    def vacuous(self) -> Result:
+        """The answer to every goal when the premises are unsatisfiable: unknown, with a core."""
+        if self._vacuous is None:
+            core = self.session.minimal_core(list(zip(self.labels, self.formulas, strict=True)))
+            if core.status == "unknown":
+                reason = f"the premises may be unsatisfiable ({core.reason})"
+            else:
+                reason = (
+                    "the premises are unsatisfiable, so every entailment from them holds"
+                    f" vacuously (a minimal core: {describe_core(core.labels)})"
+                )
+            self._vacuous = Result(Verdict.UNKNOWN, reason=reason, vacuous=True)
+        return self._vacuous
+
     def _complete(self, first: Result, goal: Formula, roots: set[str]) -> Result:
-        """A model of the goal's slice refutes the goal unless another slice is inconsistent."""
+        """A model of the goal's slice, with the other slices' values from a global model."""
         assert first.counterexample is not None
         every = self.consistent()
-        if every.fails:
-            # the goal's components have a model, so another component is inconsistent
-            return HOLDS
-        if every.unknown:
-            return every
-        assert every.counterexample is not None
+        assert every.holds and every.counterexample is not None
         # components share no atom: the goal's values from the first model (which also
         # satisfies every background formula), the other components' from the global one
         cex = dict(first.counterexample)
@@ -329,29 +461,34 @@ class PremiseSet:
     def consistent(self) -> Result:
         """HOLDS (with a model) when background ∧ all premises is satisfiable."""
         if self._global is None:
-            self._global = self._consistent()
+            self._global = self.session.consistency(self.formulas)
         return self._global
 
-    def _consistent(self) -> Result:
-        bg_atoms = self.session.bg_atom_set
-        polarity: dict[str, bool] = {}
-        hard: list[Formula] = []
-        for f in self.formulas:
-            lit = _literal(f)
-            if lit is None or lit[0] in bg_atoms:
-                hard.append(f)
-                continue
-            name, value = lit
-            if polarity.setdefault(name, value) is not value:
-                return Result(Verdict.FAILS)
-        hard_atoms: set[str] = set()
-        for h in hard:
-            hard_atoms |= atoms(h)
-        model = {name: value for name, value in polarity.items() if name not in hard_atoms}
-        hard += [Atom(n) if v else Not(Atom(n)) for n, v in polarity.items() if n in hard_atoms]
-        if not hard:
-            return Result(Verdict.HOLDS, counterexample=model)
-        sat = self.session.satisfiable(hard)
-        if not sat.holds:
-            return sat
-        return Result(Verdict.HOLDS, counterexample={**model, **(sat.counterexample or {})})
+
+def _consistent(session: Session, formulas: Sequence[Formula]) -> Result:
+    """HOLDS (with a model) when background ∧ formulas is satisfiable.
+
+    Literals over atoms the background does not mention are settled in Python.
+    """
+    bg_atoms = session.bg_atom_set
+    polarity: dict[str, bool] = {}
+    hard: list[Formula] = []
+    for f in formulas:
+        lit = _literal(f)
+        if lit is None or lit[0] in bg_atoms:
+            hard.append(f)
+            continue
+        name, value = lit
+        if polarity.setdefault(name, value) is not value:
+            return Result(Verdict.FAILS)
+    hard_atoms: set[str] = set()
+    for h in hard:
+        hard_atoms |= atoms(h)
+    model = {name: value for name, value in polarity.items() if name not in hard_atoms}
+    hard += [Atom(n) if v else Not(Atom(n)) for n, v in polarity.items() if n in hard_atoms]
+    if not hard:
+        return Result(Verdict.HOLDS, counterexample=model)
+    sat = session.satisfiable(hard)
+    if not sat.holds:
+        return sat
+    return Result(Verdict.HOLDS, counterexample={**model, **(sat.counterexample or {})})

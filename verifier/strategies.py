@@ -16,15 +16,25 @@ always valid input.
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Sequence
 from typing import Any
 
 from hypothesis import strategies as st
 
+from verifier.formula import atoms, evaluate, parse
 from verifier.window import canonical_json, content_ref
 
-__all__ = ["ATOMS", "formula_texts", "item_dicts", "rewrite_of", "traces", "windows"]
+__all__ = [
+    "ATOMS",
+    "background_texts",
+    "formula_texts",
+    "item_dicts",
+    "rewrite_of",
+    "traces",
+    "windows",
+]
 
 ATOMS: tuple[str, ...] = ("p.a", "p.b", "p.c", "p.d", "p.e")
 """The atoms generated formulas use (ids are a separate namespace)."""
@@ -46,6 +56,23 @@ def formula_texts(atoms: Sequence[str] = ATOMS, max_depth: int = 2) -> st.Search
             lambda t: f"({t[0]}) {t[2]} ({t[1]})"
         ),
     )
+
+
+def _satisfiable_text(text: str) -> bool:
+    """Has the formula a model? (Truth tables: generated formulas have few atoms.)"""
+    formula = parse(text)
+    names = sorted(atoms(formula))
+    return any(
+        evaluate(formula, dict(zip(names, values, strict=True)))
+        for values in itertools.product((False, True), repeat=len(names))
+    )
+
+
+def background_texts(
+    atoms: Sequence[str] = ATOMS, max_depth: int = 2
+) -> st.SearchStrategy[str]:
+    """A satisfiable formula text: an unsatisfiable background is bad input."""
+    return formula_texts(atoms, max_depth).filter(_satisfiable_text)
 
 
 @st.composite
@@ -162,7 +189,7 @@ def rewrite_of(
 @st.composite
 def traces(draw: st.DrawFn, max_events: int = 6, background: bool = True) -> str:
     """A valid JSONL trace: appends, spills and rewrites of a random session."""
-    bg = draw(st.lists(formula_texts(max_depth=1), max_size=1)) if background else []
+    bg = draw(st.lists(background_texts(max_depth=1), max_size=1)) if background else []
     lines: list[Obj] = [{"event": "header", "format": "ctxproof-trace/1", "background": bg}]
     window: list[Obj] = []
     counter = 0

@@ -10,9 +10,11 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterator, Sequence
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from verifier.errors import InputError
 from verifier.formula import (
     FALSE,
     TRUE,
@@ -173,8 +175,13 @@ def brute_satisfiable(fs: Sequence[Formula]) -> bool:
 
 
 def background_for(names: Sequence[str]) -> st.SearchStrategy[list[Formula]]:
-    """No background, or one or two background formulas over the same atoms."""
-    return st.one_of(st.just([]), st.lists(formulas(names, 3), min_size=1, max_size=2))
+    """No background, or one or two satisfiable background formulas over the same atoms.
+
+    (An unsatisfiable background is bad input: see test_unsatisfiable_background_is_refused.)
+    """
+    return st.one_of(
+        st.just([]), st.lists(formulas(names, 3), min_size=1, max_size=2).filter(brute_satisfiable)
+    )
 
 
 # -- the parser and the printer -------------------------------------------------------------
@@ -215,9 +222,11 @@ def test_entails_single_premise_matches_truth_table(data: st.DataObject) -> None
     p = data.draw(formulas(names), label="premise")
     q = data.draw(formulas(names), label="goal")
     res = Session(bg).entails([p], q)
-    assert not res.unknown
-    assert res.holds == brute_entails(bg, [p], q), (render(p), render(q))
-    assert res.holds != res.fails
+    # unsatisfiable premises make every entailment vacuous: unknown, never holds
+    assert res.unknown == res.vacuous == (not brute_satisfiable([*bg, p]))
+    if not res.unknown:
+        assert res.holds == brute_entails(bg, [p], q), (render(p), render(q))
+        assert res.holds != res.fails
 
 
 @settings(max_examples=150, deadline=None)
@@ -228,8 +237,9 @@ def test_entails_premise_list_matches_truth_table(data: st.DataObject) -> None:
     ps = data.draw(st.lists(formulas(names, 3), min_size=0, max_size=4), label="premises")
     q = data.draw(formulas(names), label="goal")
     res = Session(bg).entails(ps, q)
-    assert not res.unknown
-    assert res.holds == brute_entails(bg, ps, q), ([render(p) for p in ps], render(q))
+    assert res.unknown == res.vacuous == (not brute_satisfiable([*bg, *ps]))
+    if not res.unknown:
+        assert res.holds == brute_entails(bg, ps, q), ([render(p) for p in ps], render(q))
 
 
 @settings(max_examples=200, deadline=None)
@@ -242,7 +252,7 @@ def test_entails_counterexample_satisfies_premises_and_falsifies_goal(
     ps = data.draw(st.lists(formulas(names, 3), min_size=1, max_size=3), label="premises")
     q = data.draw(formulas(names), label="goal")
     res = Session(bg).entails(ps, q)
-    assert not res.unknown
+    assert res.unknown == (not brute_satisfiable([*bg, *ps]))
     if res.fails:
         cex = res.counterexample
         assert cex is not None
@@ -293,7 +303,10 @@ def test_equivalent_matches_truth_table_and_its_counterexample_separates(
     p = data.draw(formulas(names), label="left")
     q = data.draw(formulas(names), label="right")
     res = Session(bg).equivalent(p, q)
-    assert not res.unknown
+    if res.unknown:  # one side is unsatisfiable with the background: vacuous
+        assert res.vacuous
+        assert not brute_satisfiable([*bg, p]) or not brute_satisfiable([*bg, q])
+        return
     same = brute_entails(bg, [p], q) and brute_entails(bg, [q], p)
     assert res.holds == same, (render(p), render(q))
     if res.fails:  # the counterexample tells the two apart
@@ -321,5 +334,42 @@ def test_one_session_answers_many_questions_consistently(data: st.DataObject) ->
     )
     for ps, q in questions:
         res = session.entails(ps, q)
-        assert not res.unknown
-        assert res.holds == brute_entails(bg, ps, q), ([render(p) for p in ps], render(q))
+        assert res.unknown == (not brute_satisfiable([*bg, *ps]))
+        if not res.unknown:
+            assert res.holds == brute_entails(bg, ps, q), ([render(p) for p in ps], render(q))
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.data())
+def test_minimal_core_is_unsatisfiable_and_minimal(data: st.DataObject) -> None:
+    """Deletion in order gives a core that is unsat, and unsat no more without any member."""
+    names = data.draw(vocabularies)
+    bg = data.draw(background_for(names))
+    fs = data.draw(st.lists(formulas(names, 2), min_size=1, max_size=5), label="formulas")
+    core = Session(bg).minimal_core([(f"f{i}", f) for i, f in enumerate(fs)])
+    if brute_satisfiable([*bg, *fs]):
+        assert core.status == "sat"
+        return
+    assert core.status == "unsat"
+    members = [fs[int(label[1:])] for label in core.labels]
+    assert not brute_satisfiable([*bg, *members])
+    for i in range(len(members)):
+        assert brute_satisfiable([*bg, *members[:i], *members[i + 1 :]])
+    # deletion in the given order: a member's index order is kept
+    assert list(core.labels) == sorted(core.labels, key=lambda label: int(label[1:]))
+
+
+def test_minimal_core_follows_the_deletion_order() -> None:
+    a, b, c = parse("a"), parse("!a"), parse("a -> false")
+    # {a, !a} and {a, a -> false} are both cores: deletion drops 'a' first only if the
+    # rest stays unsat — it does not ({!a, a->false} is sat), so 'a' stays; then '!a' goes
+    core = Session().minimal_core([("a", a), ("not a", b), ("a false", c)])
+    assert core.labels == ("a", "a false")
+    core = Session().minimal_core([("not a", b), ("a false", c), ("a", a)])
+    assert core.labels == ("a false", "a")
+
+
+def test_unsatisfiable_background_is_refused() -> None:
+    with pytest.raises(InputError, match=r"background is unsatisfiable.*'background\[0\]'"):
+        Session([parse("a"), parse("b"), parse("!a")])
+    Session([parse("a"), parse("a -> b")])  # satisfiable: accepted

@@ -18,33 +18,40 @@ from verifier.io import item_from_json, parse_trace_text
 from verifier.rules.context import History, RewriteContext, WindowView
 from verifier.solver import Session
 from verifier.store import MemoryStore, SqliteStore
-from verifier.strategies import formula_texts, ref_of, rewrite_of, windows
+from verifier.strategies import background_texts, formula_texts, ref_of, rewrite_of, windows
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
-def _brute_supports(shows: list[str], goal: str, background: list[str]) -> bool:
+def _brute_supports(shows: list[str], goal: str, background: list[str]) -> bool | None:
+    """Support by truth tables; None when the witnesses contradict each other (vacuous)."""
     fs = [parse(t) for t in shows]
     g = parse(goal)
     bg = [parse(b) for b in background]
     names = sorted(set().union(atoms(g), *(atoms(f) for f in fs + bg)))
-    entailed, valid = True, True
+    entailed, valid, consistent = True, True, False
     for values in itertools.product([False, True], repeat=len(names)):
         env = dict(zip(names, values, strict=True))
         if not all(evaluate(b, env) for b in bg):
             continue
+        if all(evaluate(f, env) for f in fs):
+            consistent = True
         if not evaluate(g, env):
             valid = False
             if all(evaluate(f, env) for f in fs):
                 entailed = False
-    return entailed and not valid
+    if valid:
+        return False
+    if not consistent:
+        return None
+    return entailed
 
 
 @SETTINGS
 @given(
     st.lists(formula_texts(max_depth=2), max_size=3),
     formula_texts(max_depth=2),
-    st.lists(formula_texts(max_depth=1), max_size=1),
+    st.lists(background_texts(max_depth=1), max_size=1),
 )
 def test_witness_support_agrees_with_truth_tables(
     shows: list[str], goal: str, background: list[str]
