@@ -48,6 +48,7 @@ class TraceReport:
                 for r in self.rewrites
             ],
             "findings": [f.to_json() for f in self.findings],
+            **({"undecided": list(self.undecided)} if self.undecided else {}),
             "exit": self.exit_code,
         }
 
@@ -77,10 +78,12 @@ def audit_trace(
     """
     layered = LayeredStore(store)
     graph = graph if graph is not None else JustificationGraph()
-    if store is not None:
-        graph.spill(list(store.items()), 0)  # entries that predate the trace
     session = Session([parse(b) for b in trace.header.background])
     history = History()
+    if store is not None:
+        entries = list(store.items())
+        graph.spill(entries, 0)  # entries that predate the trace
+        _stored(history, entries)
     window: tuple[Item, ...] = ()
     pass_no = 0
     rewrites: list[RewriteResult] = []
@@ -91,6 +94,8 @@ def audit_trace(
             break
         if isinstance(ev, Append):
             after = (*window, *ev.items)
+            # the append's items are in the graph when their uses are checked (CP001)
+            graph.append(ev.items, pass_no, ev.line)
             ctx = RewriteContext(
                 session=session,
                 store=layered,
@@ -104,12 +109,15 @@ def audit_trace(
             )
             check_append(ctx, ev.items)
             findings.extend(ctx.findings)
-            undecided.extend(ctx.undecided)
-            for it in ev.items:
-                if it.kind == "observation":
-                    history.appended_obs.add(it.ref)
-                history.last_seen[it.id] = it
-            graph.append(ev.items, pass_no, ev.line)
+            undecided.extend(f"line {ev.line}: {u}" for u in ctx.undecided)
+            _appended(history, ev.items, ctx.newly_excluded)
+            for item_id in dict.fromkeys(ctx.newly_excluded):
+                code = next(
+                    f.code
+                    for f in ctx.findings
+                    if f.code in ("CP003", "CP004") and item_id in f.items
+                )
+                graph.exclude(item_id, f"{code} at line {ev.line}")
             window = after
         elif isinstance(ev, Rewrite):
             pass_no += 1
@@ -135,13 +143,35 @@ def audit_trace(
         else:
             layered.spill(ev.items)
             graph.spill(ev.items, pass_no, ev.line)
+            _stored(history, ev.items)
     return TraceReport(trace.name, tuple(rewrites), tuple(findings), tuple(undecided), window)
+
+
+def _appended(history: History, items: Iterable[Item], excluded: Iterable[str]) -> None:
+    """Carry an append's effects: exclusions, superseded runs, the versions it created."""
+    history.excluded.update(excluded)
+    for it in items:
+        if it.kind == "observation":
+            history.appended_obs.add(it.key)
+            if it.source is not None:
+                # a later run of a source supersedes every earlier one: no part of content
+                earlier = history.by_source.get(it.source, set())
+                history.superseded.update(k for k in earlier if k != it.key)
+        history.saw(it)
+        history.last_seen[it.id] = it
+
+
+def _stored(history: History, items: Iterable[Item]) -> None:
+    """Observations in the store are earlier runs of their source too."""
+    for it in items:
+        if it.kind == "observation" and it.source is not None:
+            history.by_source.setdefault(it.source, set()).add(it.key)
 
 
 def _remember(
     history: History, before: tuple[Item, ...], after: tuple[Item, ...], pass_no: int, store: Store
 ) -> None:
-    """Carry what later rules need across a rewrite: evictions and last versions."""
+    """Carry what later rules need across a rewrite: evictions and versions seen."""
     view = WindowView(after, store)
     after_ids = {it.id for it in after}
     for it in before:
@@ -157,7 +187,13 @@ def _remember(
         if it.id not in after_ids or not view.retained(it.id):
             history.evicted_at[it.id] = pass_no
             if real.modality == "failed" and real.source is not None and it.id not in after_ids:
-                history.evicted_failed_sources.setdefault(real.source, real.id)
+                evicted = history.evicted_failed.setdefault(real.source, [])
+                if real.id not in evicted:
+                    evicted.append(real.id)
+    for ids in history.evicted_failed.values():
+        # a failed record a rewrite put back (item or stub) is in sight again
+        ids[:] = [i for i in ids if i not in after_ids]
     for it in after:
         if it.kind != "stub":
             history.last_seen[it.id] = it
+        history.saw(it)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from verifier.findings import Finding
+from verifier.findings import REFUSING, Finding
 from verifier.formula import parse
 from verifier.io import stub_for
 from verifier.rules.commitments import check_commitments
@@ -25,6 +25,7 @@ from verifier.rules.context import (
     demote,
     preserved,
 )
+from verifier.rules.pairing import check_pairing
 from verifier.rules.witnesses import check_witnesses
 from verifier.solver import Session
 from verifier.store import LayeredStore, MemoryStore, Store
@@ -94,13 +95,14 @@ def run_rules(
     )
     check_commitments(ctx)
     check_witnesses(ctx)
+    check_pairing(ctx)
     check_cycles(ctx, ctx.changed())
     return ctx
 
 
 def verdict_of(ctx: RewriteContext) -> str:
-    """refuse on any CF or WR finding; undecided on a solver unknown; else accept."""
-    if any(f.code.startswith(("CF", "WR")) for f in ctx.findings):
+    """refuse on any CF, WR or TP finding; undecided on a solver unknown; else accept."""
+    if any(f.code.startswith(REFUSING) for f in ctx.findings):
         return "refuse"
     if ctx.undecided:
         return "undecided"
@@ -159,17 +161,6 @@ def check_rewrite(
         tuple(ctx.undecided),
         tuple(ctx.demoted),
         repair,
-    )
-
-
-def _copy_history(h: History) -> History:
-    return History(
-        set(h.appended_obs),
-        dict(h.last_seen),
-        dict(h.evicted_failed_sources),
-        dict(h.evicted_at),
-        set(h.readopted),
-        set(h.cycles),
     )
 
 
@@ -276,9 +267,29 @@ def _plan(
                 act(f"keep witness {wid!r} of {head!r} as a stub")
         elif f.code == "WR001" and not mend_only and old is not None:
             cur_it = ctx.after.get(head)
-            if cur_it is not None and cur_it.raw != old.raw:
+            if cur_it is not None and not cur_it.same_version(old):
                 put(old)
                 act(f"revert {head!r}")
+        elif f.code == "TP001":
+            # restore the call when the window before had it, else drop the orphan
+            result_id, call_id = f.items[0], f.items[1]
+            call_before = before.get(call_id)
+            if mend_only and call_before is not None:
+                put(call_before)
+                act(f"restore call {call_id!r} of result {result_id!r}")
+            elif not mend_only and call_before is None and result_id in pos:
+                remove(result_id)
+                act(f"remove orphaned result {result_id!r}")
+        elif f.code == "TP002":
+            call_id, left = f.items[0], f.items[1:]
+            partners = [p for r in left if (p := before.get(r)) is not None]
+            if mend_only and partners:
+                for partner in partners:
+                    put(partner)
+                act(f"restore the result(s) of call {call_id!r}")
+            elif not mend_only and not partners and call_id in pos:
+                remove(call_id)
+                act(f"remove orphaned call {call_id!r}")
         elif f.code == "WR002" and not mend_only:
             cur = window[pos[head]] if head in pos else None
             if cur is not None and cur.kind != "stub":
@@ -288,7 +299,7 @@ def _plan(
             for iid in f.items if f.code in ("CF007", "CP002") else (head,):
                 prev = before.get(iid)
                 cur_it = ctx.after.get(iid)
-                if cur_it is None or (prev is not None and prev.raw == cur_it.raw):
+                if cur_it is None or (prev is not None and prev.same_version(cur_it)):
                     continue
                 if prev is not None:
                     put(prev)
@@ -335,7 +346,7 @@ def repair_rewrite(
             line=first.line,
             mode=mode,
             claimed_preserved=claimed,
-            history=_copy_history(history),
+            history=history.copy(),
         )
         verdict = verdict_of(ctx)
         if verdict != "refuse":
@@ -351,7 +362,7 @@ def repair_rewrite(
         line=first.line,
         mode=mode,
         claimed_preserved=[it.id for it in before],
-        history=_copy_history(history),
+        history=history.copy(),
     )
     return Repair(
         (),

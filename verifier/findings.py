@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["RULES", "VERDICTS", "Finding"]
+__all__ = ["REFUSING", "RULES", "SUMMARIES", "VERDICTS", "Finding"]
 
 RULES: dict[str, str] = {
     "CF001": "commitment-dropped",
@@ -26,8 +26,39 @@ RULES: dict[str, str] = {
     "CP001": "unwitnessed-at-use",
     "CP002": "circular-justification",
     "CP003": "re-adoption",
+    "CP004": "inconsistent-append",
+    "TP001": "orphaned-tool-result",
+    "TP002": "orphaned-tool-call",
 }
-"""Every rule code and its stable name (SPEC §4)."""
+"""Every rule code and its stable name (docs/rules.md)."""
+
+SUMMARIES: dict[str, str] = {
+    "CF001": "a commitment (or a load-bearing or negative-result claim) is gone with no record",
+    "CF002": "the rewrite asserts more than the item did",
+    "CF003": "the item was weakened and its exact original is not in the store",
+    "CF004": "a kept commitment's rationale is neither in the window nor in the store",
+    "CF005": "a new or changed item is not entailed by what was there (window, store, background)",
+    "CF006": "the rewriter claims to have preserved an item it dropped or altered",
+    "CF007": "a merge (covers) is not equivalent to what it covers, or covers another kind",
+    "WR001": "a load-bearing or negative-result item can no longer be checked by its witnesses",
+    "WR002": "an item lost its support and still says verified/failed",
+    "WR003": "modality rose without a new witness that supports it",
+    "WR004": "a failed result was laundered: its modality changed or its formula softened",
+    "WR005": "the retained witnesses do not entail the item, or could never refute it",
+    "WR006": "a stub's ref is not in the store, or the stored bytes do not hash to it",
+    "WR007": "a rewrite put in an observation that no append created",
+    "WR008": "a failed observation left the window with no store record",
+    "CP001": "an append uses a verified/failed item with no path to a retained primitive",
+    "CP002": "items justify each other in a cycle with no observation under it",
+    "CP003": "an append contradicts a kept commitment, or re-runs an evicted failure",
+    "CP004": "an append makes the window's content unsatisfiable",
+    "TP001": "a tool result is kept while the call that requested it is not",
+    "TP002": "a tool call is kept while none of its results is",
+}
+"""What each rule catches, in one line (the report's legend; docs/rules.md has the detail)."""
+
+REFUSING = ("CF", "WR", "TP")
+"""Rule families whose findings refuse a rewrite; CP findings are reported, never repaired."""
 
 VERDICTS = ("accept", "accept-demoted", "refuse", "undecided")
 

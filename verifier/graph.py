@@ -80,6 +80,12 @@ class JustificationGraph:
     """id -> node of its latest store entry."""
     policies: dict[int, str | None] = field(default_factory=dict)
     lines: dict[int, int | None] = field(default_factory=dict)
+    node_key: dict[str, str] = field(default_factory=dict)
+    """node -> the version it is (Item.key: what the rules read of the item)."""
+    key_node: dict[str, str] = field(default_factory=dict)
+    """version -> its latest node in a window."""
+    stored_keys: set[str] = field(default_factory=set)
+    """Versions the store holds."""
 
     def _link(self, u: str, v: str, relation: str) -> None:
         """Add an edge; a second relation between the same pair joins the first ("a,b")."""
@@ -97,11 +103,31 @@ class JustificationGraph:
             k += 1
             node = f"{item.id}@{pass_no}.{k}"
         self.g.add_node(node, **_node_attrs(item, pass_no, line))
+        self.node_key[node] = item.key
+        if item.kind != "stub":
+            self.key_node[item.key] = node
         prev = self.last.get(item.id)
         if prev is not None:
             self._link(prev, node, "carried")
             if self.current.get(item.id) == prev:
                 self.g.nodes[prev]["retained"] = False
+        self.current[item.id] = node
+        self.last[item.id] = node
+        return node
+
+    def _restore(self, item: Item, pass_no: int, policy: str | None) -> str | None:
+        """Put back a version a window held earlier: its node is current again."""
+        node = self.key_node.get(item.key)
+        if node is None or self.g.nodes[node].get("id") != item.id:
+            return None
+        gone = self.current.get(item.id)
+        if gone is not None and gone != node:
+            self.g.nodes[gone]["retained"] = False
+            if not self.retained(gone):
+                self.g.nodes[gone]["lost_at"] = pass_no
+                self.g.nodes[gone]["lost_by"] = policy
+        attrs = self.g.nodes[node]
+        attrs.update(retained=True, lost_at=None, lost_by=None)
         self.current[item.id] = node
         self.last[item.id] = node
         return node
@@ -131,6 +157,8 @@ class JustificationGraph:
         self._add_versions(items, pass_no, line)
 
     def spill(self, items: Iterable[Item], pass_no: int, line: int | None = None) -> None:
+        """Add store entries; an entry keeps the citations of the version it holds."""
+        fresh: list[tuple[Item, str]] = []
         for it in items:
             entry = f"store:{it.ref}"
             if entry not in self.g:
@@ -138,10 +166,15 @@ class JustificationGraph:
                     entry,
                     **{**_node_attrs(it, pass_no, line), "kind": "store", "stored_kind": it.kind},
                 )
+                self.node_key[entry] = it.key
+                fresh.append((it, entry))
+            self.stored_keys.add(it.key)
             src = self.last.get(it.id)
             if src is not None and self.g.nodes[src].get("kind") != "store":
                 self._link(src, entry, "spilled")
             self.stored_ids[it.id] = entry
+        for it, entry in fresh:
+            self._link_citations(it, entry)
 
     def rewrite(
         self,
@@ -159,8 +192,7 @@ class JustificationGraph:
         changed = []
         for it in after:
             new_ids.add(it.id)
-            prev = old.get(it.id)
-            if prev is None or prev.raw != it.raw:
+            if not it.same_version(old.get(it.id)) and self._restore(it, pass_no, policy) is None:
                 changed.append(it)
         superseded = {it.id: self.current.get(it.id) for it in changed}
         self._add_versions(changed, pass_no, line)
@@ -179,13 +211,19 @@ class JustificationGraph:
                 attrs["lost_at"] = pass_no
                 attrs["lost_by"] = policy
 
+    def exclude(self, item_id: str, reason: str) -> None:
+        """Mark the current version of an id as excluded from the premises of later checks."""
+        node = self.current.get(item_id) or self.last.get(item_id)
+        if node is not None:
+            self.g.nodes[node]["excluded"] = reason
+
     # -- queries ------------------------------------------------------------------------------
     def retained(self, node: str) -> bool:
         """Is this exact version kept: in the window, or in the store (directly or by stub)?"""
         attrs = self.g.nodes[node]
         if attrs.get("kind") == "store":
             return True
-        if f"store:{attrs.get('version')}" in self.g:
+        if f"store:{attrs.get('version')}" in self.g or self.node_key.get(node) in self.stored_keys:
             return True
         return self.current.get(attrs["id"]) == node
 

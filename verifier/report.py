@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from verifier.findings import RULES, SUMMARIES
 from verifier.graph import JustificationGraph, WhyAnswer, why
 
 __all__ = ["render_html", "render_why", "svg_graph", "write_report"]
@@ -135,6 +136,11 @@ def render_why(graph: JustificationGraph, answer: WhyAnswer) -> list[str]:
         return " ".join(parts)
 
     out: list[str] = []
+    excluded = graph.g.nodes[answer.node].get("excluded") if answer.node is not None else None
+    if excluded is not None:
+        out.append(
+            f"{answer.item}: reported by {excluded}; no premise of any later check"
+        )
     if answer.chain is not None:
         out.append(f"{answer.item}: known through {len(answer.chain) - 1} step(s)")
         for i, node in enumerate(answer.chain):
@@ -231,6 +237,12 @@ def _trace_section(
         out.append("</table>")
     else:
         out.append("<p>No findings.</p>")
+    if result.get("undecided"):
+        out.append(
+            "<h3>Undecided at appends</h3><ul>"
+            + "".join(f"<li>{_e(u)}</li>" for u in result["undecided"])
+            + "</ul>"
+        )
     if graph is not None:
         legend = "".join(
             f'<span><svg width="14" height="10"><rect width="14" height="10" fill="{_FILL[m]}" '
@@ -251,6 +263,18 @@ def render_html(
     whys: Sequence[WhyTexts | None] | None = None,
 ) -> str:
     total = sum(len(r["findings"]) for r in results)
+    codes = sorted({f["code"] for r in results for f in r["findings"]})
+    legend = (
+        "<h2>Rules found</h2><table><tr><th>rule</th><th>name</th><th>what it means</th></tr>"
+        + "".join(
+            f"<tr><td><b>{c}</b></td><td>{_e(RULES.get(c, ''))}</td>"
+            f"<td>{_e(SUMMARIES.get(c, ''))}</td></tr>"
+            for c in codes
+        )
+        + "</table>"
+        if codes
+        else ""
+    )
     per_trace = list(whys) if whys is not None else [None] * len(results)
     sections = "\n".join(
         _trace_section(r, g, w) for r, g, w in zip(results, graphs, per_trace, strict=True)
@@ -259,7 +283,7 @@ def render_html(
         "<!doctype html><html lang=en><head><meta charset=utf-8>"
         "<title>ctxproof audit report</title>"
         f"<style>{_CSS}</style></head><body><h1>ctxproof audit report</h1>"
-        f"<p>{len(results)} trace(s), {total} finding(s).</p>{sections}</body></html>\n"
+        f"<p>{len(results)} trace(s), {total} finding(s).</p>{legend}{sections}</body></html>\n"
     )
 
 

@@ -32,7 +32,7 @@ from verifier.encoding import Encoder
 from verifier.errors import InputError, InternalError
 from verifier.formula import TRUE, And, Atom, Formula, Not, Or, atoms, evaluate
 
-__all__ = ["DEFAULT_RLIMIT", "Core", "PremiseSet", "Result", "Session", "Verdict"]
+__all__ = ["DEFAULT_RLIMIT", "Core", "PremiseSet", "Result", "Session", "UnionFind", "Verdict"]
 
 DEFAULT_RLIMIT = 20_000_000
 """Resource budget of one solver query (deterministic, unlike a wall clock)."""
@@ -109,7 +109,9 @@ def _literal(f: Formula) -> tuple[str, bool] | None:
     return None
 
 
-class _UnionFind:
+class UnionFind:
+    """Disjoint sets of atom names."""
+
     def __init__(self) -> None:
         self.parent: dict[str, str] = {}
 
@@ -355,7 +357,7 @@ class PremiseSet:
             seen.add(f)
             self.formulas.append(f)
             self.labels.append(name)
-        uf = self._uf = _UnionFind()
+        uf = self._uf = UnionFind()
         atom_lists = [sorted(atoms(f)) for f in self.formulas]
         for names in atom_lists:
             uf.union_all(names)

@@ -20,13 +20,21 @@ EXPECTED.json maps a file name (corpus files by bare name, scenarios as
 Bad-input files only carry ``{"exit": 2, "why": ...}``.
 
 ``must_fire`` lists every finding expected (compare as a multiset);
-``must_not_fire`` lists every other rule code; a rewrite with any CF/WR
-finding is ``refuse``; exit 1 whenever any finding is expected.
+``must_not_fire`` lists every other rule code; a rewrite with any CF/WR/TP
+finding is ``refuse``; exit 1 whenever any finding is expected, else 3 when
+a rewrite (or an append's entailment) is undecided, else 0.
 
 Conventions: lines are 1-based JSONL lines; the pass of a finding at a
 rewrite is that rewrite's number (from 1), at an append it is the number of
-rewrites before it.  Item id lists are sorted except CP001, whose items are
-``[used, user]`` (SPEC §4 fine print).
+rewrites before it.  Item id lists are written in the order the
+specification gives them (item concerned first: CP001 ``[used, user]``,
+CF004 ``[commitment, rationale]``, CP003 ``[appended, contradicted...]`` or
+``[appended, evicted failed observations...]``, WR001 ``[item, witnesses
+that left...]``, TP001 ``[result, call]``, TP002 ``[call, results...]``,
+CP004 ``[appended in append order, others in window order]``); the ids of
+other codes are sorted.  Where the specification leaves the order of the
+trailing ids open, the traces are built so that window order and sorted
+order agree.
 
 Stub ``ref`` values are ``sha256:`` + hex sha256 of the spilled item's
 canonical JSON (sort_keys, separators ``,`` ``:``, ensure_ascii=False, UTF-8),
@@ -36,7 +44,11 @@ computed here from exactly the object written in the spill event.  Observation
 The script also runs a structural self-check on every non-bad trace (header
 first, allowed fields per kind, commitments typed, ids unique, appends of new
 ids only, references defined somewhere, digests and stub refs consistent,
-formulas parse) so a typo cannot turn a rule case into a bad-input case.
+formulas parse, ``score`` in 0..100, ``call`` and ``covers`` naming
+defined ids) so a typo cannot turn a rule case into a bad-input case.  The
+small truth-table helpers ``sat``/``assert_core`` check, next to the cases
+that depend on them, that the formulas behind a CP003/CP004/undecided
+expectation really are (minimally) unsatisfiable.
 """
 from __future__ import annotations
 
@@ -54,8 +66,12 @@ SCEN_DIR = ROOT / "models" / "scenarios"
 ALL_CODES = [
     "CF001", "CF002", "CF003", "CF004", "CF005", "CF006", "CF007",
     "WR001", "WR002", "WR003", "WR004", "WR005", "WR006", "WR007", "WR008",
-    "CP001", "CP002", "CP003",
+    "CP001", "CP002", "CP003", "CP004",
+    "TP001", "TP002",
 ]
+
+# codes whose items the specification orders (item concerned first)
+ORDERED = {"CP001", "CF004", "CP003", "CP004", "WR001", "TP001", "TP002"}
 
 # ----------------------------------------------------------------- helpers
 
@@ -128,8 +144,10 @@ def obs(id, content=None, with_digest=True, **kw):
     return it
 
 
-def prose(id, text):
-    return {"id": id, "kind": "prose", "text": text}
+def prose(id, text, **kw):
+    it = {"id": id, "kind": "prose", "text": text}
+    it.update(kw)
+    return it
 
 
 def stub(item: dict):
@@ -153,6 +171,18 @@ def changed(item: dict, **kw):
 CORPUS: dict[str, tuple[list, dict]] = {}
 SCENARIOS: dict[str, tuple[list, dict]] = {}
 BAD: dict[str, tuple[bytes, str]] = {}
+# (trace, "core" | "sat", background, formulas): checked by main()
+SEMANTIC: list[tuple[str, str, tuple, tuple]] = []
+
+
+def core(name, bg, *formulas):
+    """Record that background + formulas is a minimal unsatisfiable core."""
+    SEMANTIC.append((name, "core", tuple(bg), formulas))
+
+
+def consistent(name, bg, *formulas):
+    """Record that background + formulas is satisfiable."""
+    SEMANTIC.append((name, "sat", tuple(bg), formulas))
 
 
 def case(name, events, *, fires=(), verdicts=(), why, mode="support",
@@ -166,23 +196,30 @@ def case(name, events, *, fires=(), verdicts=(), why, mode="support",
         assert code in ALL_CODES, (name, code)
         ev = events[line - 1]
         assert ev["event"] in ("rewrite", "append"), (name, line, ev["event"])
-        if code.startswith(("CF", "WR")) and code not in ("WR005",):
-            # CF/WR findings other than WR005 belong to rewrites
+        if code.startswith(("CF", "WR", "TP")) and code not in ("WR005",):
+            # CF/WR/TP findings other than WR005 belong to rewrites
             assert ev["event"] == "rewrite", (name, code, line)
-        if code in ("CP001", "CP003"):
+        if code.startswith("CP"):
             assert ev["event"] == "append", (name, code, line)
         p = sum(1 for r in rewrite_lines if r <= line)
-        ids = list(ids) if code == "CP001" else sorted(ids)
+        ids = list(ids) if code in ORDERED else sorted(ids)
+        assert len(ids) == len(set(ids)), (name, code, ids)
         must.append([code, p, line, ids])
     fired = {m[0] for m in must}
     if not_fire is None:
         not_fire = [c for c in ALL_CODES if c not in fired]
     assert not (set(not_fire) & fired), name
     if exit is None:
-        exit = 1 if must else 0
-        if any(v == "refuse" for v in verdicts):
+        if must or any(v == "refuse" for v in verdicts):
             exit = 1
+        elif "undecided" in verdicts:
+            exit = 3
+        else:
+            exit = 0
+    assert exit in (0, 1, 3), (name, exit)
+    assert (exit == 1) == bool(must), (name, exit)
     for n, v in zip(rewrite_lines, verdicts, strict=True):
+        assert v in ("accept", "accept-demoted", "refuse", "undecided"), v
         has_rw_finding = any(m[2] == n for m in must)
         assert (v == "refuse") == has_rw_finding, (name, n, v)
     target[name] = (events, {
@@ -340,11 +377,28 @@ case("cf003_quiet.jsonl", [
 case("cf003_wrong_version_fires.jsonl", [
     header(),
     append(c_pg14),
-    spill(changed(c_pg14, text="database: Postgres 14 (draft)")),
+    spill(changed(c_pg14, formula="db.postgres & pg.v15",
+                  text="database: Postgres 15 (draft)")),
     rewrite("summarize-v2", [c_pg14_weak]),
 ], fires=[("CF003", 4, ["c1"])], verdicts=["refuse"],
     why="§4 fine print: CF003's original is the exact before item; the store "
-        "holds a different version of c1 (other text, other hash).")
+        "holds a different version of c1 (another formula). Trace changed "
+        "by the second reading: the stored copy used to differ only in "
+        "text, but 'A rewrite that changes only an item's text, score or "
+        "tokens changes nothing the rules read', so it now differs in a "
+        "field the rules read (see cf003_text_only_store_quiet).")
+
+case("cf003_text_only_store_quiet.jsonl", [
+    header(),
+    append(c_pg14),
+    spill(changed(c_pg14, text="database: Postgres 14 (draft)", score=40)),
+    rewrite("summarize-v2", [c_pg14_weak]),
+], verdicts=["accept"],
+    why="Fine print, second reading: 'A rewrite that changes only an item's "
+        "text, score or tokens changes nothing the rules read.' The store "
+        "holds c1 with other text and a score only, which is the same "
+        "version as far as any rule reads, so CF003's original is in the "
+        "store and the weakening is recorded.")
 
 # ================================================================ CF004
 
@@ -499,9 +553,10 @@ case("wr001_fires.jsonl", [
     append(o_health),
     append(i_health),
     rewrite("summarize-v2", [i_health]),
-], fires=[("WR001", 4, ["i1"])], verdicts=["refuse"],
+], fires=[("WR001", 4, ["i1", "o1"])], verdicts=["refuse"],
     why="§4 WR001: load-bearing commitment i1 was supported by o1; after the "
-        "rewrite it has no surviving witness.")
+        "rewrite it has no surviving witness. Items changed by the second "
+        "reading: 'WR001 [item, witnesses that left...]' names o1 too.")
 
 case("wr001_stub_quiet.jsonl", [
     header(),
@@ -519,9 +574,11 @@ case("wr001_count_fires.jsonl", [
     append(o_health, o_health2),
     append(i_health2),
     rewrite("summarize-v2", [o_health, i_health2]),
-], mode="count", fires=[("WR001", 4, ["i1"])], verdicts=["refuse"],
+], mode="count", fires=[("WR001", 4, ["i1", "o2"])], verdicts=["refuse"],
     why="§4 WR001 mode count: witness o2 of load-bearing i1 left the "
-        "surviving set, even though o1 alone still supports i1.")
+        "surviving set, even though o1 alone still supports i1. Items "
+        "changed by the second reading: 'WR001 [item, witnesses that "
+        "left...]' names o2 (the one that left), not o1.")
 
 case("wr001_support_quiet.jsonl", [
     header(),
@@ -550,10 +607,12 @@ case("wr001_spilled_no_stub_fires.jsonl", [
     append(r_fixa),
     spill(o_fixa),
     rewrite("summarize-v2", [r_fixa]),
-], fires=[("WR001", 5, ["r1"])], verdicts=["refuse"],
+], fires=[("WR001", 5, ["r1", "o1"])], verdicts=["refuse"],
     why="§4 surviving witnesses: the pointer must stay in the window beside "
         "the item; o1 is in the store (WR008 quiet) but no stub is left, so "
-        "negative-result r1 lost its witness.")
+        "negative-result r1 lost its witness. Items changed by the second "
+        "reading: 'WR001 [item, witnesses that left...]' gives [r1, o1] "
+        "(item first, not sorted).")
 
 case("wr001_negative_stub_quiet.jsonl", [
     header(),
@@ -575,9 +634,11 @@ case("wr001_negative_lb_false_fires.jsonl", [
     append(o_fixa_k),
     spill(o_fixa),
     rewrite("summarize-v2", [o_fixa_k]),
-], fires=[("WR001", 5, ["k1"])], verdicts=["refuse"],
+], fires=[("WR001", 5, ["k1", "o1"])], verdicts=["refuse"],
     why="§2 negative results are load-bearing whatever their load_bearing "
-        "field says, so failed k1 losing its witness is WR001, not WR002.")
+        "field says, so failed k1 losing its witness is WR001, not WR002. "
+        "Items changed by the second reading: 'WR001 [item, witnesses that "
+        "left...]'.")
 
 p_note = prose("p1", "turn 18: deploy window agreed for 14:00 UTC")
 case("wr001_once_fires.jsonl", [
@@ -586,9 +647,11 @@ case("wr001_once_fires.jsonl", [
     append(i_health),
     rewrite("summarize-v2", [p_note, i_health]),
     rewrite("summarize-v2", [i_health]),
-], fires=[("WR001", 4, ["i1"])], verdicts=["refuse", "accept"],
+], fires=[("WR001", 4, ["i1", "o1"])], verdicts=["refuse", "accept"],
     why="§4 'each defect is reported once, at the event that introduces it': "
-        "i1 lost its witness at pass 1 and is unchanged at pass 2.")
+        "i1 lost its witness at pass 1 and is unchanged at pass 2. Items "
+        "changed by the second reading: 'WR001 [item, witnesses that "
+        "left...]'.")
 
 # ================================================================ WR002
 
@@ -921,9 +984,11 @@ case("cp003_fires.jsonl", [
     header(BG_DB),
     append(d_pg),
     append(a_mysql),
-], fires=[("CP003", 3, ["a1"])], verdicts=[],
+], fires=[("CP003", 3, ["a1", "d1"])], verdicts=[],
     why="§4 CP003: background ∧ d1 ∧ a1 is unsatisfiable (db.postgres -> "
-        "!db.mysql).")
+        "!db.mysql). Items changed by the second reading: 'CP003 "
+        "[appended, contradicted commitments...]' names d1 too; CP004 stays "
+        "quiet because CP003 already names the inconsistency (§8).")
 
 case("cp003_quiet.jsonl", [
     header(BG_DB),
@@ -942,9 +1007,11 @@ case("cp003_store_fires.jsonl", [
     spill(rej_mysql),
     rewrite("summarize-v2", [p_note]),
     append(a_mysql),
-], fires=[("CP003", 5, ["a1"])], verdicts=["accept"],
+], fires=[("CP003", 5, ["a1", "rj1"])], verdicts=["accept"],
     why="§4 fine print CP003: knowledge includes every commitment version in "
-        "the store; rejection rj1 was spilled and still contradicts a1.")
+        "the store; rejection rj1 was spilled and still contradicts a1. "
+        "Items changed by the second reading: 'CP003 [appended, contradicted "
+        "commitments...]' names the stored rj1.")
 
 case("cp003_dropped_quiet.jsonl", [
     header(),
@@ -961,9 +1028,12 @@ case("cp003_once_fires.jsonl", [
     append(a_mysql),
     append(commitment("a2", "rejection", "!db.mysql",
                       text="MySQL rejected again after review")),
-], fires=[("CP003", 3, ["a1"])], verdicts=[],
+], fires=[("CP003", 3, ["a1", "d1"])], verdicts=[],
     why="§4 fine print CP003: a1, already reported as a re-adoption, is not "
-        "knowledge, so a2 (consistent with d1) is not reported.")
+        "knowledge, so a2 (consistent with d1) is not reported; nor is it "
+        "CP004, since 'Items excluded by a finding are, by id, no premise "
+        "of ... CP004's content'. Items changed by the second reading: "
+        "'CP003 [appended, contradicted commitments...]'.")
 
 o_mig_fail = obs("o1", "psql: error: connection to server at \"db.staging\" "
                  "(10.0.3.7), port 5432 failed: FATAL:  role \"app\" does "
@@ -984,10 +1054,12 @@ case("cp003_rerun_fires.jsonl", [
     spill(o_mig_fail),
     rewrite("relevance-topk", [p_work]),
     append(o_mig_again),
-], fires=[("CP003", 5, ["o2"])], verdicts=["accept"],
+], fires=[("CP003", 5, ["o2", "o1"])], verdicts=["accept"],
     why="§4 CP003: the append re-runs source 'make migrate' whose failed "
         "observation o1 a rewrite evicted without leaving a stub (spilled, "
-        "so WR008 is quiet).")
+        "so WR008 is quiet). Items changed by the second reading: 'CP003 "
+        "... (a re-run: [appended, evicted failed observations...])' gives "
+        "[o2, o1].")
 
 case("cp003_rerun_quiet.jsonl", [
     header(),
@@ -998,6 +1070,852 @@ case("cp003_rerun_quiet.jsonl", [
 ], verdicts=["accept"],
     why="§4 CP003: o1 was evicted but left a stub, so re-running its source "
         "is not a re-adoption.")
+
+# ====================================================== second reading
+# The cases below test "Fine print, second reading" (SPEC §4) and the rules
+# of SPEC §8; each `why` quotes the sentence it tests.
+
+SR = "Fine print, second reading: "
+
+# ------------------------------------------------------------ items order
+
+m_sqs = prose("m1", "turn 12 meeting: the team already runs SQS in "
+              "production; no new broker to operate")
+q_sqs = commitment("q1", "decision", "queue.sqs", rationale=["m1"],
+                   text="job queue: SQS")
+
+case("cf004_order_fires.jsonl", [
+    header(),
+    append(m_sqs, q_sqs, p_fill),
+    rewrite("summarize-v2", [q_sqs, p_fill]),
+], fires=[("CF004", 3, ["q1", "m1"])], verdicts=["refuse"],
+    why=SR + "'A finding's items list first the item it concerns, then the "
+        "others it names: ... CF004 [commitment, rationale]'. Commitment q1 "
+        "comes first although its rationale m1 sorts before it.")
+
+o_migrated = obs("o2", "0007_orders ... applied\n0008_refunds ... "
+                 "applied\n", source="make migrate-status", exit_code=0,
+                 at="2026-11-12T09:14:20Z", modality="verified",
+                 shows="db.migrated", text="migration status on staging")
+i_both = commitment("i1", "invariant", "staging.healthy & db.migrated",
+                    modality="verified", witnesses=["o1", "o2"],
+                    text="staging stays healthy and migrated until the "
+                         "deploy")
+
+case("wr001_left_only_fires.jsonl", [
+    header(),
+    append(o_health, o_migrated),
+    append(i_both),
+    rewrite("summarize-v2", [o_health, i_both]),
+], fires=[("WR001", 4, ["i1", "o2"])], verdicts=["refuse"],
+    why=SR + "'WR001 [item, witnesses that left...]': o1 stays and o2 "
+        "left, so the items are [i1, o2]; o1 alone does not support "
+        "staging.healthy & db.migrated.")
+
+# ------------------------------------------------------------------ CP001
+
+case("cp001_same_append_fires.jsonl", [
+    header(),
+    append(o_tests, p_work),
+    rewrite("relevance-topk", [p_work]),
+    append(k_tests_v, d_skip),
+], fires=[("CP001", 4, ["o1", "k1"]), ("CP001", 4, ["k1", "c1"])],
+    verdicts=["accept"],
+    why=SR + "'CP001's uses include items of the same append: the append's "
+        "own items are in the graph when its uses are checked.' c1 uses "
+        "k1, appended with it; k1's only primitive o1 was dropped at pass 1 "
+        "with no record, so k1's use of o1 and c1's use of k1 are both "
+        "reported. No WR005 for k1: 'At an append, a witness that CP001 "
+        "already names is not reported again under WR005.'")
+
+case("cp001_same_append_quiet.jsonl", [
+    header(),
+    append(o_tests, k_tests_v, d_skip),
+], verdicts=[],
+    why=SR + "'CP001's uses include items of the same append: the append's "
+        "own items are in the graph when its uses are checked.' c1 uses k1 "
+        "and k1 cites o1, all three in one append: the path to a retained "
+        "primitive exists.")
+
+case("cp001_once_fires.jsonl", [
+    header(),
+    append(o_tests, p_work),
+    rewrite("relevance-topk", [p_work]),
+    append(k_tests_v),
+], fires=[("CP001", 4, ["o1", "k1"])], verdicts=["accept"],
+    why=SR + "'A use is reported once per (used, user) pair, however many "
+        "fields cite it.' k1 cites the dropped o1 as witness and as "
+        "derived_from: one CP001 [o1, k1]. And 'At an append, a witness "
+        "that CP001 already names is not reported again under WR005.'")
+
+# ------------------------------------------------------------------ WR005
+
+case("wr005_store_quiet.jsonl", [
+    header(),
+    append(o_tests, p_work),
+    spill(o_tests),
+    rewrite("relevance-topk", [p_work]),
+    append(k_tests_v),
+], verdicts=["accept"],
+    why=SR + "'WR005 reads the witnesses an item cites that are retained at "
+        "that event: an observation in the window, a stub there that the "
+        "store resolves, or a store entry.' o1 is held only in the store: "
+        "it supports k1 (no WR005) and is a retained primitive (no CP001, "
+        "the quiet twin of cp001_once_fires).")
+
+d_digest = claim("d1", "tests.passed", modality="verified", witnesses=["o1"],
+                 derived_from=["o1"], load_bearing=True,
+                 text="digest: pytest passed (142 tests)")
+
+case("wr005_digest_fires.jsonl", [
+    header(),
+    append(o_tests, p_work),
+    rewrite("summarize-v2", [p_work, d_digest]),
+], fires=[("WR005", 3, ["d1"])], verdicts=["refuse"],
+    why=SR + "'A cited witness retained nowhere does not count (a digest "
+        "put in by a rewrite whose evidence is gone fires WR005).' The "
+        "rewrite drops o1 with no record and puts in digest d1 citing it. "
+        "d1 is new, so WR001 (items checkable before) does not concern "
+        "it; CF005 is quiet since before's content entails tests.passed.")
+
+case("wr005_digest_quiet.jsonl", [
+    header(),
+    append(o_tests, p_work),
+    spill(o_tests),
+    rewrite("summarize-v2", [stub(o_tests), p_work, d_digest]),
+], verdicts=["accept"],
+    why=SR + "'WR005 reads the witnesses an item cites that are retained at "
+        "that event: ... a stub there that the store resolves'. The digest's "
+        "evidence o1 was spilled and stubbed beside it.")
+
+case("wr005_cp001_named_quiet.jsonl", [
+    header(),
+    append(o_health, p_note),
+    rewrite("summarize-v2", [p_note]),
+    append(i_health),
+], fires=[("CP001", 4, ["o1", "i1"])], verdicts=["accept"],
+    why=SR + "'At an append, a witness that CP001 already names is not "
+        "reported again under WR005.' Invariant i1 cites health check o1, "
+        "which a rewrite dropped with no record: CP001 [o1, i1] ('CP001 "
+        "[used, user]'), and no WR005 for the same lost witness.")
+
+case("wr005_unwitnessed_quiet.jsonl", [
+    header(),
+    append(o_tests, k_tests_v, p_work),
+    rewrite("summarize-v2", [changed(k_tests_v, modality="unwitnessed"),
+                             p_work]),
+], verdicts=["accept-demoted"],
+    why=SR + "'An item tagged unwitnessed is exempt from WR005's first two "
+        "conditions.' k1 is demoted and still cites o1, which the rewrite "
+        "dropped (retained nowhere): exempt from WR005, and tagged, so "
+        "WR002 is quiet.")
+
+case("wr005_unverified_fires.jsonl", [
+    header(),
+    append(o_tests, k_tests_v, p_work),
+    rewrite("summarize-v2", [changed(k_tests_v, modality="unverified"),
+                             p_work]),
+], fires=[("WR005", 3, ["k1"])], verdicts=["refuse"],
+    why=SR + "'An item tagged unwitnessed is exempt from WR005's first two "
+        "conditions' -- only unwitnessed: k1, demoted to unverified, still "
+        "cites o1, which is retained nowhere ('A cited witness retained "
+        "nowhere does not count'), so its cited witnesses do not entail it. "
+        "It no longer says verified, so WR002 is quiet.")
+
+# ------------------------------------------------------- retention by version
+
+case("retention_stub_backed_quiet.jsonl", [
+    header(),
+    append(o_tests, k_tests_v, p_work),
+    spill(k_tests_v),
+    rewrite("spill-then-stub", [o_tests, stub(k_tests_v), p_work]),
+    append(d_skip),
+], verdicts=["accept"],
+    why=SR + "'Retention is by version: a stub keeps the spilled version's "
+        "own citations (a claim spilled and stubbed whose witness stays "
+        "retained is still backed)'. c1 uses k1, now a stub; the spilled "
+        "k1 cites o1, still in the window: no CP001.")
+
+o_tests_later = obs("o1", "141 passed, 1 skipped in 8.02s\n",
+                    source="pytest -q", exit_code=0,
+                    at="2026-11-12T15:20:45Z", modality="verified",
+                    shows="tests.passed", text="pytest run after the merge")
+
+case("retention_reused_id_fires.jsonl", [
+    header(),
+    append(o_tests, k_tests_v, p_work),
+    rewrite("relevance-topk", [p_work]),
+    append(o_tests_later),
+    append(d_skip),
+], fires=[("CP001", 5, ["k1", "c1"])], verdicts=["accept"],
+    why=SR + "'an observation re-appended under a reused id ... does not "
+        "retain the path of items that cited the earlier version.' k1 "
+        "cited the first o1, dropped at pass 1 with no record; a new run "
+        "appended as o1 does not back k1, so c1's use of k1 is CP001.")
+
+o_make_pass = obs("o2", "142 passed in 8.40s\n", source="make test",
+                  exit_code=0, at="2026-11-12T09:52:00Z",
+                  modality="verified", shows="tests.passed",
+                  text="make test output")
+
+case("retention_later_version_quiet.jsonl", [
+    header(),
+    append(o_tests, k_tests_v, p_work),
+    append(o_make_pass),
+    rewrite("summarize-v2", [p_work, o_make_pass,
+                             changed(k_tests_v, witnesses=["o2"],
+                                     derived_from=["o2"])]),
+    rewrite("summarize-v2", [p_work, o_make_pass]),
+    append(d_skip),
+], verdicts=["accept", "accept"],
+    why=SR + "'a claim or commitment is backed through its later versions' "
+        "(and §4: 'the path may run through dropped items' last "
+        "versions'). k1 was re-based on o2 at pass 1 (o1 dropped), then "
+        "dropped at pass 2; c1's use of k1 follows k1's last version to "
+        "o2, still in the window: no CP001.")
+
+# ------------------------------------------------ text-only edits, restores
+
+case("textonly_quiet.jsonl", [
+    header(BG_DB),
+    append(o_mt, k_mt, changed(c_pg, score=70)),
+    rewrite("summarize-v2", [
+        changed(o_mt, text="make test: 1 failure (refund rounding)",
+                score=35, tokens=40),
+        changed(k_mt, text="tests are red", score=90),
+        changed(c_pg, text="DB: Postgres", score=10, tokens=6),
+    ], claimed_preserved=["o1", "k1", "c1"]),
+], verdicts=["accept"],
+    why=SR + "'A rewrite that changes only an item's text, score or tokens "
+        "changes nothing the rules read.' Failed observation o1 gets new "
+        "text, score and tokens (not a forged primitive, WR007; not "
+        "evicted, WR008), failed claim k1 new text and score (not "
+        "laundered, WR004), commitment c1 new text, score and tokens (no "
+        "CF002/CF003), and claiming all three preserved is true (no CF006).")
+
+case("textonly_read_field_fires.jsonl", [
+    header(),
+    append(o_tests, p_work),
+    rewrite("summarize-v2", [changed(o_tests, at="2026-11-12T12:00:00Z",
+                                     text="pytest run (latest)"), p_work]),
+], fires=[("WR007", 3, ["o1"])], verdicts=["refuse"],
+    why=SR + "'A rewrite that changes only an item's text, score or tokens "
+        "changes nothing the rules read' -- at is not among them: o1 with "
+        "a new at is a version no append created (§4 WR007).")
+
+n_replicas = claim("n1", "db.replicas3", text="three read replicas")
+n_replicas_v2 = changed(n_replicas, formula="db.replicas3 | db.replicas2",
+                        text="two or three read replicas")
+
+case("restore_claim_quiet.jsonl", [
+    header(BG_DB),
+    append(d_pg, n_replicas),
+    rewrite("summarize-v2", [d_pg, n_replicas_v2]),
+    rewrite("rehydrate", [d_pg, n_replicas]),
+    rewrite("summarize-v2", [d_pg]),
+    rewrite("rehydrate", [d_pg, n_replicas]),
+], verdicts=["accept", "accept", "accept", "accept"],
+    why=SR + "'A rewrite that puts an item back unchanged restores that "
+        "version, which is not new (CF005, WR007 are not asked of it ...); "
+        "a version a window held earlier is restored whether the item was "
+        "absent or held another version'. n1 (db.replicas3) comes back at "
+        "pass 2 over its weaker version and at pass 4 after being absent; "
+        "neither time do before's premises entail it, and neither time is "
+        "CF005 asked.")
+
+case("restore_new_version_fires.jsonl", [
+    header(BG_DB),
+    append(d_pg, n_replicas),
+    rewrite("summarize-v2", [d_pg]),
+    rewrite("rehydrate", [d_pg, changed(
+        n_replicas, formula="db.replicas3 & db.replicas_sync",
+        text="three synchronous read replicas")]),
+], fires=[("CF005", 4, ["n1"])], verdicts=["accept", "refuse"],
+    why=SR + "'a version a window held earlier is restored' -- only such a "
+        "version: n1 comes back in a version the window never held, which "
+        "is new, and d1 does not entail it (§4 CF005).")
+
+k_tests_lb = changed(k_tests_v, load_bearing=True)
+
+case("restore_wr005_fires.jsonl", [
+    header(),
+    append(o_tests, p_work),
+    append(k_tests_lb),
+    spill(k_tests_lb),
+    rewrite("relevance-topk", [p_work]),
+    rewrite("rehydrate", [p_work, k_tests_lb]),
+], fires=[("WR005", 6, ["k1"])], verdicts=["accept", "refuse"],
+    why=SR + "'A rewrite that puts an item back unchanged restores that "
+        "version, which is not new (CF005, WR007 are not asked of it; CF007 "
+        "and WR005 still are: they read the evidence retained now)'. k1 "
+        "was spilled (CF001 quiet) and its witness o1 dropped with no "
+        "record at pass 1; restored unchanged at pass 2, k1 cites o1, "
+        "retained nowhere: WR005.")
+
+case("restore_wr005_quiet.jsonl", [
+    header(),
+    append(o_tests, p_work),
+    append(k_tests_lb),
+    spill(o_tests, k_tests_lb),
+    rewrite("relevance-topk", [p_work]),
+    rewrite("rehydrate", [p_work, k_tests_lb]),
+], verdicts=["accept", "accept"],
+    why=SR + "'CF007 and WR005 still are [asked]: they read the evidence "
+        "retained now'. The restored k1 cites o1, which is retained in the "
+        "store ('or a store entry'), so it is supported.")
+
+case("restore_forged_once_fires.jsonl", [
+    header(),
+    append(p_work),
+    rewrite("summarize-v2", [p_work, o_forged]),
+    rewrite("summarize-v2", [p_work]),
+    rewrite("rehydrate", [p_work, o_forged]),
+], fires=[("WR007", 3, ["o9"])], verdicts=["refuse", "accept", "accept"],
+    why=SR + "'A rewrite that puts an item back unchanged restores that "
+        "version, which is not new (CF005, WR007 are not asked of it ...)' "
+        "and §4 'Each defect is reported once, at the event that introduces "
+        "it': forged o9 is reported when first put in; put back unchanged "
+        "at pass 3 it is a restored version.")
+
+# ------------------------------------------------------------ supersession
+
+o_mt_fail = obs("o1", "FAILED tests/test_orders.py::test_refund_rounding - "
+                "AssertionError: 10.01 != 10.00\n1 failed, 141 passed in "
+                "8.77s\n", source="make test", exit_code=1,
+                at="2026-11-12T10:41:07Z", modality="failed",
+                shows="!tests.passed", text="make test before the fix")
+o_mt_pass = obs("o2", "142 passed in 8.52s\n", source="make test",
+                exit_code=0, at="2026-11-12T11:03:40Z", modality="verified",
+                shows="tests.passed", text="make test after the rounding fix")
+
+case("cp004_supersede_quiet.jsonl", [
+    header(),
+    append(o_mt_fail, p_work),
+    append(o_mt_pass),
+], verdicts=[],
+    why=SR + "'A later appended observation supersedes every earlier "
+        "observation with the same source, wherever it is (a test that "
+        "failed, then passed after a fix): ... is no part of content from "
+        "then on, so the two never contradict.' o2 (make test passed) "
+        "follows o1 (make test failed): no CP004.")
+core("cp004_supersede_quiet.jsonl", [], "!tests.passed", "tests.passed")
+
+case("supersede_wr008_fires.jsonl", [
+    header(),
+    append(o_mt_fail, p_work),
+    append(o_mt_pass),
+    rewrite("relevance-topk", [o_mt_pass, p_work]),
+], fires=[("WR008", 4, ["o1"])], verdicts=["refuse"],
+    why=SR + "'the earlier one stays a witness of what it showed then "
+        "(WR008, CP003 re-runs, support of items citing it, why)': the "
+        "superseded failure o1 is still negative evidence; evicting it "
+        "with no store record is WR008.")
+
+o_fixa_run = obs("o1", "FAILED tests/test_migrations.py::"
+                 "test_concurrent_migrate - TimeoutError: lock wait exceeded "
+                 "(lock_timeout=30s)\n1 failed, 141 passed in 9.02s\n",
+                 source="make test", exit_code=1, at="2026-11-12T11:20:31Z",
+                 modality="failed", shows="!fix_a.works",
+                 text="make test with fix A (lock_timeout=30s)")
+o_fixb_run = obs("o2", "142 passed in 9.40s\n", source="make test",
+                 exit_code=0, at="2026-11-12T11:48:02Z", modality="verified",
+                 shows="fix_b.works",
+                 text="make test with fix B (retry on lock)")
+r_fixa_late = commitment("r1", "rejection", "!fix_a.works",
+                         modality="failed", witnesses=["o1"],
+                         text="fix A (raise lock_timeout) does not fix the "
+                              "flaky migration test")
+
+case("supersede_witness_quiet.jsonl", [
+    header(),
+    append(o_fixa_run),
+    append(o_fixb_run),
+    append(r_fixa_late),
+], verdicts=[],
+    why=SR + "'the earlier one stays a witness of what it showed then "
+        "(... support of items citing it ...)': r1, appended after o2 "
+        "superseded o1, cites o1, which still supports !fix_a.works: no "
+        "WR005 (and no CP001: o1 is in the window).")
+
+# ------------------------------------------------------------------ CP003
+
+rep_mysql = commitment("a1", "decision", "reporting.replica -> db.mysql",
+                       text="any reporting replica must be MySQL (the BI "
+                            "tool speaks MySQL)")
+rep_on = commitment("a2", "decision", "reporting.replica",
+                    text="add a reporting replica for the nightly BI export")
+n_rep_restated = claim("n1", "reporting.replica -> db.mysql",
+                       text="reporting replicas are MySQL")
+
+case("cp003_joint_fires.jsonl", [
+    header(BG_DB),
+    append(d_pg),
+    append(rep_mysql, rep_on),
+    rewrite("summarize-v2", [d_pg, rep_mysql, rep_on, n_rep_restated]),
+], fires=[("CP003", 3, ["a2", "a1", "d1"]), ("CF005", 4, ["n1"])],
+    verdicts=["refuse"],
+    why=SR + "'CP003's \"new\" is everything the append asserts, in order: "
+        "when the append contradicts the knowledge only jointly, the "
+        "finding names the appended items and commitments of a minimal "
+        "unsatisfiable core.' a1 and a2 each agree with d1; a2 completes "
+        "the contradiction, so it comes first ('CP003's items: the appended "
+        "item, then ... if none a minimal core's'), then the core's other "
+        "members a1, d1. 'CP003 excludes every appended item it names': at "
+        "pass 1 the premises are d1 and the background only, so n1 "
+        "(restating a1 as a claim) is not entailed: CF005, not a vacuous "
+        "accept and not undecided.")
+core("cp003_joint_fires.jsonl", BG_DB, "db.postgres",
+     "reporting.replica -> db.mysql", "reporting.replica")
+
+k_pg_claim = claim("k1", "db.postgres",
+                   text="staging runs Postgres 14 (from the deploy notes)")
+
+case("cp003_joint_claim_quiet.jsonl", [
+    header(BG_DB),
+    append(k_pg_claim),
+    append(rep_mysql, rep_on),
+], fires=[("CP004", 3, ["a1", "a2", "k1"])], verdicts=[],
+    why="§4 fine print: CP003's knowledge is the window's commitments; here "
+        "db.postgres is only a claim, so the joint contradiction is no "
+        "re-adoption (CP003 quiet) but §8 CP004 ('it contradicts a claim "
+        "or an observation'). " + SR + "'CP004's items: the core's "
+        "appended items in append order, then its other items in window "
+        "order' gives [a1, a2, k1].")
+core("cp003_joint_claim_quiet.jsonl", BG_DB, "db.postgres",
+     "reporting.replica -> db.mysql", "reporting.replica")
+
+case("cp003_two_commitments_fires.jsonl", [
+    header(BG_DB),
+    append(d_pg, rej_mysql),
+    append(a_mysql),
+], fires=[("CP003", 3, ["a1", "d1", "rj1"])], verdicts=[],
+    why=SR + "'CP003's items: the appended item, then every commitment it "
+        "contradicts on its own': a1 (db.mysql) contradicts d1 under the "
+        "background and rj1 (!db.mysql) directly; both are named (in "
+        "window order, which is also sorted order).")
+
+o_mig3 = obs("o3", "psql: error: connection to server at \"db.staging\" "
+             "(10.0.3.7), port 5432 failed: FATAL:  role \"app\" does "
+             "not exist\nmake: *** [Makefile:41: migrate] Error 2\n",
+             source="make migrate", exit_code=2, at="2026-11-12T11:05:02Z",
+             modality="failed", text="make migrate against staging, third "
+                                     "try")
+
+case("cp003_rerun_two_fires.jsonl", [
+    header(),
+    append(o_mig_fail, p_work),
+    append(o_mig_again),
+    spill(o_mig_fail, o_mig_again),
+    rewrite("relevance-topk", [p_work]),
+    append(o_mig3),
+], fires=[("CP003", 6, ["o3", "o1", "o2"])], verdicts=["accept"],
+    why=SR + "'(a re-run: [appended, evicted failed observations...])' and "
+        "'the earlier one stays a witness of what it showed then (WR008, "
+        "CP003 re-runs, ...)': o2 superseded o1 while o1 was still in the "
+        "window (no re-run then); both were evicted without stubs, and o3 "
+        "re-runs make migrate: CP003 names both evicted failures.")
+
+case("cp003_same_id_quiet.jsonl", [
+    header(),
+    append(o_mig_fail, p_work),
+    spill(o_mig_fail),
+    rewrite("relevance-topk", [p_work]),
+    append(changed(o_mig_again, id="o1")),
+], verdicts=["accept"],
+    why=SR + "'An appended observation with the id of an evicted failed "
+        "observation is no re-run, whatever it shows.' Same as "
+        "cp003_rerun_fires, except that the new result reuses the id o1 "
+        "of the evicted failure.")
+
+o_mig_fail_s = changed(o_mig_fail, shows="!migrate.ok")
+o_mig_again_s = changed(o_mig_again, shows="!migrate.ok")
+k_migrated = claim("k1", "migrate.ok",
+                   text="migrations are applied on staging")
+
+case("cp003_rerun_premise_fires.jsonl", [
+    header(),
+    append(o_mig_fail_s, p_work),
+    spill(o_mig_fail_s),
+    rewrite("relevance-topk", [p_work]),
+    append(o_mig_again_s),
+    append(k_migrated),
+], fires=[("CP003", 5, ["o2", "o1"]), ("CP004", 6, ["k1", "o2"])],
+    verdicts=["accept"],
+    why=SR + "'CP003 excludes every appended item it names (a re-run it "
+        "reports stays a premise).' The re-run o2 (!migrate.ok) stays in "
+        "the content, so the later claim k1 (migrate.ok) contradicts it: "
+        "CP004 [k1, o2].")
+
+# ------------------------------------------------------------------ CP004
+
+x_both = commitment("x1", "decision", "db.postgres & db.mysql",
+                    text="run both Postgres and MySQL as the primary "
+                         "database")
+
+case("cp004_self_fires.jsonl", [
+    header(BG_DB),
+    append(d_pg),
+    append(x_both),
+    append(a_mysql),
+], fires=[("CP004", 3, ["x1"]), ("CP003", 4, ["a1", "d1"])], verdicts=[],
+    why=SR + "'An appended item that is unsatisfiable with the background "
+        "alone contradicts no commitment: it is CP004, reported once, and "
+        "never knowledge.' x1 is unsatisfiable under db.postgres -> "
+        "!db.mysql (a p & !p): CP004 [x1], not CP003 although it clashes "
+        "with d1. Being no knowledge, it does not make the knowledge "
+        "unsatisfiable, so the later re-adoption a1 is still CP003.")
+core("cp004_self_fires.jsonl", BG_DB, "db.postgres & db.mysql")
+
+k_warm = claim("k1", "cache.warm", text="the cache was warmed at deploy")
+p_cache = prose("p1", "turn 60: investigating slow first requests after "
+                "the deploy")
+o_dbsize = obs("o1", "(integer) 0\n", source="redis-cli DBSIZE",
+               exit_code=0, at="2026-11-12T14:02:10Z", modality="verified",
+               shows="!cache.warm", text="redis DBSIZE after the deploy")
+
+case("cp004_claim_fires.jsonl", [
+    header(),
+    append(k_warm, p_cache),
+    append(o_dbsize),
+], fires=[("CP004", 3, ["o1", "k1"])], verdicts=[],
+    why="§8 CP004: the append makes background ∧ window content "
+        "unsatisfiable and CP003 does not name it ('it contradicts a "
+        "claim'). " + SR + "'CP004's items: the core's appended items in "
+        "append order, then its other items in window order' gives "
+        "[o1, k1].")
+core("cp004_claim_fires.jsonl", [], "cache.warm", "!cache.warm")
+
+case("cf005_after_inconsistency_fires.jsonl", [
+    header(),
+    append(k_warm, p_cache),
+    append(o_dbsize),
+    rewrite("summarize-v2", [k_warm, o_dbsize,
+                             claim("n1", "cache.ttl_1h",
+                                   text="cache entries live one hour")]),
+], fires=[("CP004", 3, ["o1", "k1"]), ("CF005", 4, ["n1"])],
+    verdicts=["refuse"],
+    why=SR + "'Items excluded by a finding are, by id, no premise of any "
+        "later entailment (CF005, ...)' and 'CP004 excludes the claims of "
+        "its core when it has any'. k1 is stale; the rewrite's premises are "
+        "o1 alone (satisfiable), which do not entail n1: CF005, neither a "
+        "vacuous accept nor undecided. k1 is kept unchanged, so CF005 is "
+        "not asked of it.")
+
+o_isready = obs("o1", "db:5432 - accepting connections\n",
+                source="pg_isready -h db", exit_code=0,
+                at="2026-11-12T14:00:01Z", modality="verified",
+                shows="db.accepting", text="pg_isready")
+o_psql_refused = obs("o2", "psql: error: connection to server at \"db\" "
+                     "(10.0.3.7), port 5432 failed: Connection refused\n",
+                     source="psql -h db -c 'select 1'", exit_code=2,
+                     at="2026-11-12T14:00:03Z", modality="failed",
+                     shows="!db.accepting", text="psql smoke query")
+n_accepting = claim("n1", "db.accepting",
+                    text="the database accepts connections")
+
+case("cp004_observation_fires.jsonl", [
+    header(),
+    append(o_isready),
+    append(o_psql_refused),
+    rewrite("summarize-v2", [o_isready, o_psql_refused, n_accepting]),
+], fires=[("CP004", 3, ["o2", "o1"])], verdicts=["accept"],
+    why="§8 CP004: o2 contradicts the appended observation o1 of another "
+        "source (no supersession, no commitment involved). " + SR + "'CP004 "
+        "excludes the claims of its core when it has any ..., else the "
+        "appended items it names': the core {o2, o1} holds no claim, so o2 "
+        "is excluded; at pass 1 the premises are o1, which entails n1: "
+        "accept (undecided if o2 stayed a premise; CF005 if o1 were "
+        "excluded instead).")
+
+k_red = claim("k1", "!tests.passed", modality="failed", witnesses=["o1"],
+              derived_from=["o1"], text="make test fails (refund rounding)")
+n_green = claim("n1", "tests.passed", text="the suite is green again")
+
+case("cp004_stale_claim_fires.jsonl", [
+    header(),
+    append(o_mt_fail, k_red, p_work),
+    append(o_mt_pass),
+    rewrite("summarize-v2", [o_mt_fail, k_red, o_mt_pass, p_work, n_green]),
+], fires=[("CP004", 3, ["o2", "k1"])], verdicts=["accept"],
+    why=SR + "'CP004 excludes the claims of its core when it has any (a "
+        "claim that a primitive contradicts is stale: a passing run after a "
+        "failing one makes the claim derived from the failure stale)'. o2 "
+        "supersedes o1, so the core is {o2, k1}: k1 is excluded and o2 "
+        "stays, so at pass 1 n1 (tests.passed) is entailed: accept.")
+
+o_info = obs("o1", "# Keyspace\ndb0:keys=18234,expires=18234\n",
+             source="redis-cli INFO keyspace", exit_code=0,
+             at="2026-11-12T13:58:00Z", modality="verified",
+             shows="cache.warm", text="redis keyspace before the deploy")
+k_warm_from = claim("k1", "cache.warm", derived_from=["o1"],
+                    text="the cache is warm")
+o_dbsize2 = changed(o_dbsize, id="o2")
+
+case("cp004_still_unsat_fires.jsonl", [
+    header(),
+    append(o_info, k_warm_from, p_cache),
+    append(o_dbsize2),
+    rewrite("summarize-v2", [o_info, k_warm_from, o_dbsize2, p_cache,
+                             claim("n1", "cache.warm",
+                                   text="the cache was warm before the "
+                                        "deploy")]),
+], fires=[("CP004", 3, ["o2", "k1"])], verdicts=["accept"],
+    why=SR + "'A minimal unsatisfiable core is found by deletion in a fixed "
+        "order: the append's earlier items, then window items in window "
+        "order': o1 is deleted first, leaving the core {o2, k1}. 'CP004 "
+        "excludes the claims of its core ...; and when the content is still "
+        "unsatisfiable, the appended items it names as well': without k1, "
+        "o1 and o2 still clash, so o2 is excluded too; at pass 1 the "
+        "premises are o1 alone, which entails n1: accept.")
+core("cp004_still_unsat_fires.jsonl", [], "cache.warm", "!cache.warm")
+
+# ------------------------------------------------------------- exclusions
+
+case("cf005_after_readoption_fires.jsonl", [
+    header(BG_DB),
+    append(d_pg),
+    append(a_mysql),
+    rewrite("summarize-v2", [d_pg, a_mysql, n_replicas]),
+], fires=[("CP003", 3, ["a1", "d1"]), ("CF005", 4, ["n1"])],
+    verdicts=["refuse"],
+    why=SR + "'Items excluded by a finding are, by id, no premise of any "
+        "later entailment (CF005, ...)'; §8 'An item reported by CP003 or "
+        "CP004 is not a premise of later checks.' CP003 excludes a1, so the "
+        "rewrite's premises are d1 and the background (satisfiable), which "
+        "do not entail n1 (db.replicas3): CF005, neither a vacuous accept "
+        "nor undecided. a1 is kept unchanged, so CF005 is not asked of it.")
+core("cf005_after_readoption_fires.jsonl", BG_DB, "db.postgres", "db.mysql")
+
+case("exclusion_cf002_quiet.jsonl", [
+    header(BG_DB),
+    append(d_pg),
+    append(a_mysql),
+    rewrite("summarize-v2", [d_pg, changed(
+        a_mysql, formula="db.postgres",
+        text="reporting reads the Postgres primary")]),
+], fires=[("CP003", 3, ["a1", "d1"])], verdicts=["accept"],
+    why=SR + "'CF002/CF003 are not asked of them, nor CF005 unless their "
+        "formula changes'. a1 was excluded by CP003; its new formula "
+        "db.postgres does not follow from db.mysql (CF002 on any other "
+        "kept commitment), but CF002 is not asked; CF005 is asked (the "
+        "formula changed) and d1 entails it.")
+
+case("exclusion_reparse_quiet.jsonl", [
+    header(BG_DB),
+    append(d_pg),
+    append(a_mysql),
+    rewrite("summarize-v2", [d_pg, changed(a_mysql, formula="(db.mysql)")]),
+], fires=[("CP003", 3, ["a1", "d1"])], verdicts=["accept"],
+    why=SR + "'... nor CF005 unless their formula changes (differs as "
+        "parsed, not up to equivalence).' (db.mysql) parses as db.mysql, "
+        "so CF005 is not asked of the excluded a1, although d1 and the "
+        "background (a1 excluded) would not entail it.")
+
+case("exclusion_reformat_fires.jsonl", [
+    header(BG_DB),
+    append(d_pg),
+    append(a_mysql),
+    rewrite("summarize-v2", [d_pg, changed(a_mysql,
+                                           formula="db.mysql | db.mysql")]),
+], fires=[("CP003", 3, ["a1", "d1"]), ("CF005", 4, ["a1"])],
+    verdicts=["refuse"],
+    why=SR + "'... nor CF005 unless their formula changes (differs as "
+        "parsed, not up to equivalence).' db.mysql | db.mysql is "
+        "equivalent to db.mysql but parses differently, so CF005 is asked "
+        "of a1; its premises exclude a1 itself, and d1 with the background "
+        "entails !db.mysql: CF005. CF002/CF003 are not asked.")
+
+# ------------------------------------------------------------------ CF007
+
+k_p95 = claim("k1", "api.p95_under_200ms", load_bearing=True,
+              text="digest: p95 latency under 200 ms in the load test")
+k_err = claim("k2", "api.errors_under_0_1pct", load_bearing=True,
+              text="digest: error rate under 0.1% in the load test")
+
+case("cf007_claims_quiet.jsonl", [
+    header(),
+    append(k_p95, k_err),
+    rewrite("merge-v1", [claim(
+        "k3", "api.p95_under_200ms & api.errors_under_0_1pct",
+        covers=["k1", "k2"], load_bearing=True,
+        text="digest of digests: the load test met its latency and error "
+             "budgets")]),
+], verdicts=["accept"],
+    why="§2 claim covers: 'a digest of digests merges claims as a "
+        "commitment merges commitments; CF007 applies alike'; " + SR +
+        "'covers names items of the covering item's own kind'. Claim k3 "
+        "is equivalent to k1 & k2, so the load-bearing claims are covered "
+        "(no CF001) by a valid merge (no CF007).")
+
+case("cf007_kind_fires.jsonl", [
+    header(),
+    append(k_p95, p_fill),
+    rewrite("merge-v1", [commitment("m1", "invariant", "api.p95_under_200ms",
+                                    covers=["k1"],
+                                    text="keep p95 latency under 200 ms"),
+                         p_fill]),
+], fires=[("CF007", 3, ["m1"]), ("CF001", 3, ["k1"])], verdicts=["refuse"],
+    why=SR + "'covers names items of the covering item's own kind; a merge "
+        "that covers an item of another kind is CF007 and covers nothing "
+        "(for CF001).' Commitment m1 covers claim k1: CF007 for m1, and "
+        "load-bearing k1 is dropped with no record: CF001. m1 is entailed "
+        "by k1, so CF005 is quiet.")
+
+# ------------------------------------------------------------ TP001/TP002
+
+call_pytest = prose("call1", "assistant tool call: bash `pytest -q`")
+o_result = changed(o_tests, call="call1")
+ph_result = prose("ph1", "[pytest -q output elided: 142 passed]",
+                  call="call1")
+
+case("tp001_fires.jsonl", [
+    header(),
+    append(call_pytest, o_result, p_work),
+    rewrite("prune-v1", [o_result, p_work]),
+], fires=[("TP001", 3, ["o1", "call1"])], verdicts=["refuse"],
+    why="§8 TP001: after the rewrite, result o1 (an observation with call) "
+        "is in the window while call1 is in neither item nor stub form; "
+        + SR + "items '[result, call]'.")
+
+case("tp001_stub_fires.jsonl", [
+    header(),
+    append(call_pytest, o_result, p_work),
+    spill(o_result),
+    rewrite("spill-then-stub", [stub(o_result), p_work]),
+], fires=[("TP001", 4, ["o1", "call1"])], verdicts=["refuse"],
+    why="§8 TP001: 'a result ... is in the window (item or stub) while the "
+        "item named by its call is in neither': o1 is kept as a stub, its "
+        "call call1 was dropped.")
+
+case("tp001_placeholder_quiet.jsonl", [
+    header(),
+    append(call_pytest, o_result, p_work),
+    rewrite("elide-results", [call_pytest, ph_result, p_work]),
+], verdicts=["accept"],
+    why="§2 'A prose item may carry call too: a placeholder left where a "
+        "result was'. Placeholder ph1 answers call1 and is kept with it: "
+        "no TP001, and call1 still has a result: no TP002.")
+
+case("tp001_placeholder_fires.jsonl", [
+    header(),
+    append(call_pytest, o_result, p_work),
+    rewrite("elide-results", [call_pytest, ph_result, p_work]),
+    rewrite("prune-v1", [ph_result, p_work]),
+], fires=[("TP001", 4, ["ph1", "call1"])], verdicts=["accept", "refuse"],
+    why="§8 TP001: 'a result (an observation with call, or a prose "
+        "placeholder with call)'; pass 2 drops call1 and keeps its "
+        "placeholder ph1.")
+
+case("tp001_call_stub_quiet.jsonl", [
+    header(),
+    append(call_pytest, o_result, p_work),
+    spill(call_pytest),
+    rewrite("spill-then-stub", [stub(call_pytest), o_result, p_work]),
+], verdicts=["accept"],
+    why="§8 TP001 needs the call 'in neither' item nor stub form; call1 is "
+        "kept as a resolving stub beside its result o1.")
+
+case("tp001_append_orphan_quiet.jsonl", [
+    header(),
+    append(call_pytest, p_work),
+    rewrite("prune-v1", [p_work]),
+    append(o_result),
+    rewrite("prune-v1", [o_result]),
+], verdicts=["accept", "accept"],
+    why=SR + "'TP001/TP002 charge a rewrite only with pairs that it "
+        "orphaned (not an orphan an append made)'. call1 is dropped at "
+        "pass 1 before any result exists; result o1 arrives by append with "
+        "call1 already gone, and pass 2 keeps it: no TP001 at either pass.")
+
+case("tp002_fires.jsonl", [
+    header(),
+    append(call_pytest, o_result, p_work),
+    rewrite("prune-v1", [call_pytest, p_work]),
+], fires=[("TP002", 3, ["call1", "o1"])], verdicts=["refuse"],
+    why="§8 TP002: call1 is kept while its only result o1 was dropped; "
+        + SR + "items '[call, results...]'.")
+
+case("tp002_pair_dropped_quiet.jsonl", [
+    header(),
+    append(call_pytest, o_result, p_work),
+    rewrite("prune-v1", [p_work]),
+], verdicts=["accept"],
+    why="§8 TP001/TP002: the call and its result are dropped together, so "
+        "neither is orphaned.")
+
+# --------------------------------------------- unsatisfiable premises
+
+k_staging_mysql = claim("k1", "db.mysql",
+                        text="staging DB looked like MySQL (port 3306 open)")
+k_staging_pg = claim("k2", "db.postgres",
+                     text="staging runs Postgres 14 (from the deploy notes)")
+
+case("undecided_restored_unsat.jsonl", [
+    header(BG_DB),
+    append(k_staging_mysql, p_work),
+    rewrite("summarize-v2", [p_work]),
+    append(k_staging_pg),
+    rewrite("rehydrate", [p_work, k_staging_pg, k_staging_mysql]),
+    rewrite("summarize-v2", [p_work, k_staging_pg, k_staging_mysql,
+                             n_replicas]),
+], verdicts=["accept", "accept", "undecided"],
+    why="§8 'When the premises of an entailment are unsatisfiable all the "
+        "same, every entailment is vacuous: the rewrite is undecided (exit "
+        "3 unless refused for another reason) ...; never accept.' k1 "
+        "(db.mysql) and k2 (db.postgres) never meet at an append (k1 is "
+        "dropped before k2 comes: no CP004); pass 2 restores k1's earlier "
+        "version, which is not new, so nothing is asked of it (" + SR +
+        "'A rewrite that puts an item back unchanged restores that "
+        "version'); pass 3 asks whether n1 follows from premises that are "
+        "unsatisfiable: undecided, and with nothing found the exit is 3.")
+core("undecided_restored_unsat.jsonl", BG_DB, "db.mysql", "db.postgres")
+
+case("undecided_refused_unsat.jsonl", [
+    header(BG_DB),
+    append(d_pg, p_work),
+    rewrite("summarize-v2", [d_pg, p_work, a_mysql]),
+    rewrite("summarize-v2", [d_pg, a_mysql, n_replicas]),
+], fires=[("CF005", 3, ["a1"])], verdicts=["refuse", "undecided"],
+    why="§8 'An item reported by CP003 or CP004 is not a premise of later "
+        "checks. When the premises of an entailment are unsatisfiable all "
+        "the same, every entailment is vacuous: the rewrite is undecided'. "
+        "Pass 1 puts in commitment a1 contradicting d1 (CF005, refused), "
+        "but no CP003/CP004 excludes it, so at pass 2 the premises d1 ∧ a1 "
+        "are unsatisfiable and n1 cannot be decided: undecided, never "
+        "accept (exit 1 for the finding at pass 1).")
+
+o_flaky_pass = changed(o_mt_pass, text="make test again, nothing changed")
+k_flaky = claim("k1", "tests.flaky", modality="verified",
+                witnesses=["o1", "o2"], derived_from=["o1", "o2"],
+                text="the suite is flaky: make test failed, then passed "
+                     "with no change")
+
+case("undecided_append_vacuous.jsonl", [
+    header(),
+    append(o_mt_fail),
+    append(o_flaky_pass),
+    append(k_flaky),
+], verdicts=[], exit=3,
+    why=SR + "'Vacuous entailments at an append make the trace undecided "
+        "(exit 3 when nothing is found).' o2 supersedes o1 (same source), "
+        "so the content stays consistent (no CP004), but k1 cites both, "
+        "and both stay witnesses of what they showed: their shows "
+        "(!tests.passed, tests.passed) are jointly unsatisfiable, so "
+        "WR005's support check of k1 is vacuous.")
+core("undecided_append_vacuous.jsonl", [], "!tests.passed", "tests.passed")
+
+case("undecided_append_quiet.jsonl", [
+    header(),
+    append(o_mt_fail),
+    append(o_flaky_pass),
+    append(claim("k1", "tests.passed", modality="verified", witnesses=["o2"],
+                 derived_from=["o2"], text="the suite passes now")),
+], verdicts=[],
+    why=SR + "'Vacuous entailments at an append make the trace undecided' "
+        "-- here none is vacuous: k1 cites only the later run o2, whose "
+        "shows entail it, and the superseded failure o1 is no part of the "
+        "content (no CP004): exit 0.")
+
 
 # ======================================================== bundled scenarios
 
@@ -1034,11 +1952,14 @@ case("postgres_rejection_lost.jsonl", [
     append(c90),
     append(a91),
 ], fires=[("CF001", 4, ["rej1"]), ("CF004", 4, ["d1", "why1"]),
-          ("CP003", 6, ["a91"])],
+          ("CP003", 6, ["a91", "d1"])],
     verdicts=["refuse"], target=SCENARIOS,
     why="§4 CF001 (rejection rej1 dropped without record) and CF004 (kept d1 "
         "cites dropped rationale why1) at turn 55; CP003 at turn 91: "
-        "db.mysql contradicts kept d1 under db.postgres -> !db.mysql.")
+        "db.mysql contradicts kept d1 under db.postgres -> !db.mysql. "
+        "CP003's items changed by the second reading: 'CP003 [appended, "
+        "contradicted commitments...]' gives [a91, d1] (rej1 was dropped "
+        "without a record, so it is no knowledge).")
 
 case("postgres_spilled_first.jsonl", [
     header(BG_DB, budget=4000),
@@ -1049,11 +1970,15 @@ case("postgres_spilled_first.jsonl", [
             claimed_preserved=["d1"], pressure=0.93),
     append(c90),
     append(a91),
-], fires=[("CP003", 7, ["a91"])],
+], fires=[("CP003", 7, ["a91", "d1", "rej1"])],
     verdicts=["accept"], target=SCENARIOS,
     why="§4 route to spill: rationale and rejection are stored and stubbed, "
         "so the rewrite is accepted; CP003 still catches the MySQL "
-        "re-adoption since knowledge includes the stubbed/stored rej1.")
+        "re-adoption since knowledge includes the stubbed/stored rej1. "
+        "Items changed by the second reading: 'CP003's items: the appended "
+        "item, then every commitment it contradicts on its own': a91 "
+        "contradicts d1 (under the background) and rej1 each on its own; "
+        "d1 comes first in the window.")
 
 LOG_OK = ("pytest -q --maxfail=1\n" + "." * 60 + " [ 42%]\n" + "." * 60 +
           " [ 84%]\n" + "." * 22 + " [100%]\n142 passed in 8.31s\n")
@@ -1081,11 +2006,13 @@ case("tests_passed_loses_run.jsonl", [
     rewrite("summarize-v2", [t_o1, t_o2, t_d1], pressure=0.81),
     rewrite("summarize-v2", [t_d1], pressure=0.95),
     append(t_c1),
-], fires=[("WR001", 4, ["d1"]), ("CP001", 5, ["d1", "c1"])],
+], fires=[("WR001", 4, ["d1", "o1"]), ("CP001", 5, ["d1", "c1"])],
     verdicts=["accept", "refuse"], target=SCENARIOS,
     why="§4 WR001 at pass 2: load-bearing verified digest d1 loses its only "
         "witness o1 (no store record); CP001 at the later use by c1, naming "
-        "pass 2 as the rewrite that cut the last path.")
+        "pass 2 as the rewrite that cut the last path. WR001's items changed "
+        "by the second reading: 'WR001 [item, witnesses that left...]' gives "
+        "[d1, o1].")
 
 bg_issues = ["make_test.exit1 -> make_test.issues"]
 x_k1_laundered = changed(k_mt, modality="unverified",
@@ -1131,11 +2058,13 @@ case("relevance_evicts_failures.jsonl", [
     rewrite("relevance-topk", [f_task, f_p2], pressure=0.9),
     append(f_o3),
 ], fires=[("WR008", 5, ["o1"]), ("WR008", 5, ["o2"]),
-          ("CP003", 6, ["o3"])],
+          ("CP003", 6, ["o3", "o1"])],
     verdicts=["refuse"], target=SCENARIOS,
     why="§4 WR008: the relevance pass evicted failed o1 and o2 with no store "
         "record; CP003: the agent then re-runs 'pip install psycopg2==2.8.6', "
-        "whose failed observation was evicted without a stub.")
+        "whose failed observation was evicted without a stub. CP003's items "
+        "changed by the second reading: '(a re-run: [appended, evicted "
+        "failed observations...])' gives [o3, o1] (o2 ran another source).")
 
 # ============================================================== bad input
 
@@ -1253,6 +2182,12 @@ bad("bad_background_syntax.jsonl",
     "§3/§7 a background formula with a syntax error.")
 bad("bad_empty.jsonl", "",
     "§5/§7 an empty file has no header: bad input.")
+BG_UNSAT = ["db.postgres -> !db.mysql", "db.postgres", "db.mysql"]
+bad("bad_background_unsatisfiable.jsonl",
+    json.dumps(header(BG_UNSAT)) + "\n" + ev([C1]),
+    "§8 'A background that is unsatisfiable on its own is bad input.' "
+    "db.postgres, db.mysql and db.postgres -> !db.mysql hold in no window.")
+core("bad_background_unsatisfiable.jsonl", [], *BG_UNSAT)
 
 # ================================================================ checks
 
@@ -1260,13 +2195,13 @@ ITEM_FIELDS = {
     "commitment": {"type", "formula", "rationale", "witnesses", "modality",
                    "load_bearing", "covers"},
     "claim": {"formula", "modality", "witnesses", "derived_from",
-              "load_bearing"},
+              "load_bearing", "covers"},
     "observation": {"shows", "modality", "digest", "content", "source",
-                    "exit_code", "at"},
-    "prose": set(),
+                    "exit_code", "at", "call"},
+    "prose": {"call"},
     "stub": {"ref"},
 }
-COMMON = {"id", "kind", "text", "tokens"}
+COMMON = {"id", "kind", "text", "tokens", "score"}
 EVENT_FIELDS = {
     "header": {"event", "format", "background", "budget", "store"},
     "append": {"event", "items"},
@@ -1345,6 +2280,50 @@ def parse_formula(s: str):
     return e
 
 
+def _atoms(e, out):
+    if isinstance(e, str):
+        if e not in ("true", "false"):
+            out.add(e)
+    else:
+        for sub in e[1:]:
+            _atoms(sub, out)
+    return out
+
+
+def _holds(e, env) -> bool:
+    if isinstance(e, str):
+        return e == "true" if e in ("true", "false") else env[e]
+    if e[0] == "!":
+        return not _holds(e[1], env)
+    a, b = _holds(e[1], env), _holds(e[2], env)
+    return {"&": a and b, "|": a or b, "->": (not a) or b,
+            "<->": a == b}[e[0]]
+
+
+def sat(formulas) -> bool:
+    """Truth-table satisfiability of a conjunction (the cases are small)."""
+    trees = [parse_formula(f) for f in formulas]
+    atoms = sorted(set().union(*(_atoms(t, set()) for t in trees)))
+    assert len(atoms) <= 14, atoms
+    for bits in range(1 << len(atoms)):
+        env = {a: bool(bits >> i & 1) for i, a in enumerate(atoms)}
+        if all(_holds(t, env) for t in trees):
+            return True
+    return False
+
+
+def check_semantics():
+    for name, what, bg, formulas in SEMANTIC:
+        if what == "sat":
+            assert sat(list(bg) + list(formulas)), (name, formulas)
+        else:
+            # an unsatisfiable set, every proper subset of it satisfiable
+            assert not sat(list(bg) + list(formulas)), (name, formulas)
+            for i in range(len(formulas)):
+                rest = list(formulas[:i]) + list(formulas[i + 1:])
+                assert sat(list(bg) + rest), (name, "not minimal", formulas)
+
+
 def self_check(name, events):
     assert events[0]["event"] == "header", name
     for f in events[0]["background"]:
@@ -1381,6 +2360,15 @@ def self_check(name, events):
             for rk in ("rationale", "witnesses", "derived_from", "covers"):
                 for r in it.get(rk, []):
                     assert r in defined, (name, n, it["id"], rk, r)
+            if "call" in it:
+                assert it["call"] in defined, (name, n, it["id"], it["call"])
+            if "score" in it:
+                sc = it["score"]
+                assert isinstance(sc, int) and not isinstance(sc, bool), \
+                    (name, n, it["id"])
+                assert 0 <= sc <= 100, (name, n, it["id"])
+            if "tokens" in it:
+                assert isinstance(it["tokens"], int) and it["tokens"] >= 0
             if "content" in it and "digest" in it:
                 assert it["digest"] == digest_of(it["content"]), (name, n)
         if ev["event"] == "append":
@@ -1413,6 +2401,7 @@ def self_check(name, events):
 
 
 def main() -> int:
+    check_semantics()
     HERE.mkdir(parents=True, exist_ok=True)
     SCEN_DIR.mkdir(parents=True, exist_ok=True)
     expected: dict[str, dict] = {}

@@ -7,12 +7,11 @@ findings there.
 
 from __future__ import annotations
 
-from verifier.formula import Formula
 from verifier.rules.context import RewriteContext, WindowView, cite, preserved, show
 from verifier.solver import Result
 from verifier.window import Item
 
-__all__ = ["bound", "check_commitments", "valid_merges"]
+__all__ = ["bound", "check_commitments"]
 
 
 def bound(ctx: RewriteContext, item: Item, view: WindowView) -> bool:
@@ -29,63 +28,100 @@ def _covered_version(ctx: RewriteContext, cid: str) -> Item | None:
     return old
 
 
-def _merge_problem(ctx: RewriteContext, merged: Item) -> tuple[str, Result | None] | None:
-    """Why a merge is invalid, or None when it is valid (or undecided)."""
-    covered: list[Formula] = []
+def _merge_problem(
+    ctx: RewriteContext, merged: Item
+) -> tuple[str, Result | None] | Result | None:
+    """Why a merge is invalid; None when it is valid, the solver's Result when undecided."""
+    covered: list[Item] = []
     for cid in merged.covers:
         old = _covered_version(ctx, cid)
         if old is None:
             return (f"covers {cid!r}, which is neither in the window before nor in the store", None)
-        covered.append(old.formula)
-    for cid, f in zip(merged.covers, covered, strict=True):
-        res = ctx.session.entails([merged.formula], f)
+        if old.kind != merged.kind:
+            kinds = f"a {merged.kind} merges {merged.kind}s only"
+            return (f"covers {cid!r}, a {old.kind}: {kinds}", None)
+        covered.append(old)
+    for old in covered:
+        res = ctx.session.entails([merged.formula], old.formula, [merged.id])
         if res.unknown:
-            ctx.unknown(f"merge {merged.id!r}", res)
-            return None
+            return res
         if res.fails:
-            return (f"does not entail the covered {cid!r} ({show(f)})", res)
-    res = ctx.session.entails(covered, merged.formula)
+            return (f"does not entail the covered {old.id!r} ({show(old.formula)})", res)
+    premises = [old for old in covered if old.id not in ctx.excluded]
+    res = ctx.session.entails(
+        [old.formula for old in premises], merged.formula, [old.id for old in premises]
+    )
     if res.unknown:
-        ctx.unknown(f"merge {merged.id!r}", res)
-        return None
+        return res
     if res.fails:
         return (f"asserts more than the conjunction of {cite(merged.covers)}", res)
     return None
 
 
-def valid_merges(ctx: RewriteContext) -> set[str]:
-    """Ids that a valid ``covers`` merge in after carries (CF007 reports the others)."""
-    carried: set[str] = set()
-    changed = {it.id for it in ctx.changed()}
-    for it in ctx.after.items:
-        real = ctx.after.resolve(it.id)
-        if real is None or real.kind != "commitment" or not real.covers:
-            continue
-        problem = _merge_problem(ctx, real)
-        if problem is None:
-            carried.update(real.covers)
-        elif it.id in changed:
-            text, res = problem
-            ctx.report(
-                "CF007",
-                [real.id],
-                f"merge {real.id!r} {text}; make it equivalent to the conjunction of what it"
-                " covers, or keep the covered commitments",
-                res,
-            )
-    return carried
+class _Merges:
+    """The merges (``covers``) of after, each judged once, on demand.
+
+    A changed merge is always judged (CF007). An unchanged one is judged only
+    when a dropped item needs it (CF001): a question nobody asks cannot leave
+    the rewrite undecided.
+    """
+
+    def __init__(self, ctx: RewriteContext) -> None:
+        self.ctx = ctx
+        self.merges: list[Item] = []
+        for it in ctx.after.items:
+            real = ctx.after.resolve(it.id)
+            if real is not None and real.kind in ("commitment", "claim") and real.covers:
+                self.merges.append(real)
+        self._judged: dict[str, bool] = {}
+
+    def valid(self, merged: Item) -> bool:
+        hit = self._judged.get(merged.id)
+        if hit is not None:
+            return hit
+        ctx = self.ctx
+        problem = _merge_problem(ctx, merged)
+        if isinstance(problem, Result):
+            ctx.unknown(f"merge {merged.id!r}", problem)
+            ok = False
+        elif problem is None:
+            ok = True
+        else:
+            ok = False
+            if merged.id in {it.id for it in ctx.changed()}:
+                text, res = problem
+                ctx.report(
+                    "CF007",
+                    [merged.id],
+                    f"merge {merged.id!r} {text}; make it equivalent to the conjunction of the"
+                    f" {merged.kind}s it covers, or keep the covered items",
+                    res,
+                )
+        self._judged[merged.id] = ok
+        return ok
+
+    def judge_changed(self) -> None:
+        changed = {it.id for it in self.ctx.changed()}
+        for merged in self.merges:
+            if merged.id in changed:
+                self.valid(merged)
+
+    def carries(self, item_id: str) -> bool:
+        """Does a valid merge in after cover this id?"""
+        return any(item_id in m.covers and self.valid(m) for m in self.merges)
 
 
 def check_commitments(ctx: RewriteContext) -> None:
     """Run CF001–CF007 on one rewrite."""
-    merged = valid_merges(ctx)
-    _cf001_to_003(ctx, merged)
+    merges = _Merges(ctx)
+    merges.judge_changed()
+    _cf001_to_003(ctx, merges)
     _cf004(ctx)
     _cf005(ctx)
     _cf006(ctx)
 
 
-def _cf001_to_003(ctx: RewriteContext, merged: set[str]) -> None:
+def _cf001_to_003(ctx: RewriteContext, merges: _Merges) -> None:
     for entry in ctx.before.items:
         # a stub stands for the item the store holds: that is the version to compare
         old = ctx.before.resolve(entry.id)
@@ -94,7 +130,7 @@ def _cf001_to_003(ctx: RewriteContext, merged: set[str]) -> None:
         if entry.id not in ctx.after and entry.kind == "stub":
             continue  # the store holds it: a record exists
         if old.id not in ctx.after:
-            if old.id in merged or ctx.store.has_id(old.id):
+            if ctx.store.has_id(old.id) or merges.carries(old.id):
                 continue
             ctx.report(
                 "CF001",
@@ -103,12 +139,14 @@ def _cf001_to_003(ctx: RewriteContext, merged: set[str]) -> None:
                 " and leave a stub, or keep it",
             )
             continue
+        if old.id in ctx.excluded:
+            continue  # a reported contradiction: its formula is no commitment to hold to
         new = ctx.after.resolve(old.id)
-        if new is None or new.raw == old.raw:
+        if new is None or new.same_version(old):
             continue  # an unresolvable stub is WR006's
         if new.formula == old.formula:
             continue
-        stronger = ctx.session.entails([old.formula], new.formula)
+        stronger = ctx.session.entails([old.formula], new.formula, [old.id])
         if stronger.unknown:
             ctx.unknown(f"formula of {old.id!r}", stronger)
             continue
@@ -116,14 +154,15 @@ def _cf001_to_003(ctx: RewriteContext, merged: set[str]) -> None:
             ctx.report(
                 "CF002",
                 [old.id],
-                f"{old.id!r} now says {show(new.formula)}, which {show(old.formula)} does not"
-                " entail; keep the committed formula or weaken it",
+                f"{old.kind} {old.id!r} now says {show(new.formula)}, which {show(old.formula)}"
+                f" does not entail: the rewrite asserts more than the {old.kind} did; restore"
+                f" {show(old.formula)}",
                 stronger,
             )
             continue
-        if old.ref in ctx.store:
+        if ctx.stored_version(old):
             continue  # weaker or equivalent, the original is recorded: nothing to report
-        weaker = ctx.session.entails([new.formula], old.formula)
+        weaker = ctx.session.entails([new.formula], old.formula, [old.id])
         if weaker.unknown:
             ctx.unknown(f"formula of {old.id!r}", weaker)
             continue
@@ -131,8 +170,9 @@ def _cf001_to_003(ctx: RewriteContext, merged: set[str]) -> None:
             ctx.report(
                 "CF003",
                 [old.id],
-                f"{old.id!r} was weakened from {show(old.formula)} to {show(new.formula)}"
-                " and the original is not in the store; spill the original first",
+                f"{old.kind} {old.id!r} was weakened from {show(old.formula)} to"
+                f" {show(new.formula)} and the original is not in the store; spill the original"
+                " first",
                 weaker,
             )
 
@@ -167,21 +207,25 @@ def _cf004(ctx: RewriteContext) -> None:
 
 
 def _cf005(ctx: RewriteContext) -> None:
-    changed = [it for it in ctx.changed() if it.kind in ("commitment", "claim", "observation")]
-    if not changed:
+    goals: list[Item] = []
+    for it in ctx.changed():
+        if it.kind not in ("commitment", "claim", "observation") or ctx.restored(it):
+            continue
+        if it.id in ctx.excluded:
+            # a reported contradiction is asked again only once its formula changes
+            earlier = ctx.earlier_version(it.id)
+            if earlier is not None and earlier.formula == it.formula:
+                continue
+        goals.append(it)
+    if not goals:
         return
-    # entailment is monotone: most goals follow from the window alone, and only the
-    # others are asked again with the whole store added
-    window = ctx.session.premises(ctx.before.content())
-    everything = None
-    for it in changed:
+    # the premises: the window before, the store and the background (excluded items and
+    # superseded observations are no part of them)
+    content = ctx.content(ctx.before) + ctx.store_content()
+    premises = ctx.session.premises([f for _, f in content], [it.id for it, _ in content])
+    for it in goals:
         goal = it.formula
-        res = window.entails(goal)
-        if not res.holds:
-            if everything is None:
-                store = [s.formula for s in ctx.store.items()]
-                everything = ctx.session.premises(ctx.before.content() + store)
-            res = everything.entails(goal)
+        res = premises.entails(goal)
         if res.unknown:
             ctx.unknown(f"content of {it.id!r}", res)
         elif res.fails:

@@ -1,4 +1,4 @@
-"""Composition over a trace: CP001–CP003 (SPEC §4).
+"""Composition over a trace: CP001–CP004 (docs/rules.md).
 
 Per-pass correctness "is not closed under composition": these rules look at
 what an append uses and contradicts, given everything the session kept.
@@ -10,27 +10,32 @@ from collections.abc import Iterable
 
 import networkx as nx
 
-from verifier.formula import FALSE, Atom, Const, Not, atoms, conj
+from verifier.formula import FALSE, TRUE, Atom, Const, Formula, Not, atoms, conj
 from verifier.graph import why
 from verifier.rules.context import RewriteContext, cite, show
+from verifier.solver import Result, UnionFind, Verdict
 from verifier.window import WITNESSED, Item
 
 __all__ = ["check_append", "check_cycles"]
 
 
 def check_append(ctx: RewriteContext, appended: tuple[Item, ...]) -> None:
-    """CP001, CP003 and WR005 for the items of one append."""
-    from verifier.rules.witnesses import check_item_witnesses
+    """WR006, CP001, WR005, CP003, CP004 and CP002 for the items of one append.
+
+    The append's items are in the graph already: an item may use another of
+    the same append (CP001). What CP003 and CP004 exclude is recorded in
+    ``ctx.newly_excluded``; it takes effect from the next event.
+    """
+    from verifier.rules.witnesses import _wr006, check_item_witnesses
 
     for it in appended:
-        if it.kind in ("commitment", "claim"):
-            check_item_witnesses(ctx, it, ctx.after)
         if it.kind == "stub":
-            from verifier.rules.witnesses import _wr006
-
             _wr006(ctx, it)
-    _cp001(ctx, appended)
-    _cp003(ctx, appended)
+    named = _cp001(ctx, appended)
+    for it in appended:
+        if it.kind in ("commitment", "claim"):
+            check_item_witnesses(ctx, it, ctx.after, named.get(it.id, ()))
+    _consistency(ctx, appended)
     check_cycles(ctx, appended)
 
 
@@ -44,15 +49,17 @@ def _version(ctx: RewriteContext, item_id: str) -> Item | None:
     return it
 
 
-def _cp001(ctx: RewriteContext, appended: tuple[Item, ...]) -> None:
+def _cp001(ctx: RewriteContext, appended: tuple[Item, ...]) -> dict[str, list[str]]:
+    """CP001 for every (used, user) pair of the append; returns user -> used ids reported."""
+    named: dict[str, list[str]] = {}
     graph = ctx.graph
     if graph is None:
-        return  # composition needs the session's graph: only audits have one
-    new_ids = {it.id for it in appended}
+        return named  # composition needs the session's graph: only audits have one
     for it in appended:
-        for used_id in (*it.rationale, *it.witnesses, *it.derived_from):
-            if used_id in new_ids:
-                continue
+        uses = dict.fromkeys((*it.rationale, *it.witnesses, *it.derived_from))
+        for used_id in uses:
+            if used_id == it.id:
+                continue  # an item citing itself is a cycle (CP002), not a use
             used = _version(ctx, used_id)
             if used is None or used.modality not in WITNESSED:
                 continue
@@ -70,107 +77,241 @@ def _cp001(ctx: RewriteContext, appended: tuple[Item, ...]) -> None:
                 "CP001",
                 [used_id, it.id],
                 f"{it.id!r} uses {used_id!r}, which says {used.modality!r} but has no path to a"
-                f" retained primitive: {where}; re-derive it from a new observation or treat it"
-                " as unwitnessed",
+                f" retained primitive: {where}; re-derive it from a new observation or tag it"
+                " 'unwitnessed'",
             )
+            named.setdefault(it.id, []).append(used_id)
+    return named
+
+
+# -- CP003 and CP004: what an append asserts against what the session holds -----------------
 
 
 def _knowledge(ctx: RewriteContext) -> list[Item]:
-    """The window's commitments (stubs resolved) and every commitment version stored."""
+    """The window's commitments (stubs resolved), then every commitment version stored."""
     out: dict[str, Item] = {}
-    readopted = ctx.history.readopted
+    excluded = ctx.excluded
     for it in ctx.before.items:
         real = ctx.before.resolve(it.id)
-        if real is not None and real.kind == "commitment" and real.id not in readopted:
-            out[real.raw] = real
+        if real is not None and real.kind == "commitment" and real.id not in excluded:
+            out.setdefault(real.key, real)
     for real in ctx.store.items():
-        if real.kind == "commitment" and real.id not in readopted:
-            out[real.raw] = real
+        if real.kind == "commitment" and real.id not in excluded:
+            out.setdefault(real.key, real)
     return list(out.values())
 
 
-def _satisfiable_alone(ctx: RewriteContext, item: Item) -> bool:
-    f = item.formula
-    if isinstance(f, Atom | Const) and f != FALSE:
-        return True
-    if isinstance(f, Not) and isinstance(f.arg, Atom):
-        return True
-    return ctx.session.satisfiable([f]).holds
+def _alone(ctx: RewriteContext, f: Formula) -> Result:
+    """Is f satisfiable with the background? (Literals without the solver.)"""
+    if (isinstance(f, Atom | Const) and f != FALSE) or (
+        isinstance(f, Not) and isinstance(f.arg, Atom) and f.arg.name not in ctx.session.bg_atom_set
+    ):
+        return Result(Verdict.HOLDS)
+    return ctx.session.satisfiable([f])
 
 
-def _cp003(ctx: RewriteContext, appended: tuple[Item, ...]) -> None:
+def _connected(
+    ctx: RewriteContext, fixed: Formula, candidates: list[tuple[Item, Formula]]
+) -> list[tuple[Item, Formula]]:
+    """The candidates linked to fixed through shared atoms (the background included).
+
+    When the candidates are satisfiable together, every unsatisfiable core with
+    fixed lies in its component, so a core searched there is the core searched
+    among all candidates.
+    """
+    uf = UnionFind()
+    uf.union_all(sorted(atoms(fixed)))
+    for _, f in candidates:
+        uf.union_all(sorted(atoms(f)))
+    for names in ctx.session._bg_atoms:
+        uf.union_all(sorted(names))
+    roots = {uf.find(a) for a in atoms(fixed)}
+    return [
+        (c, f)
+        for c, f in candidates
+        if not atoms(f) or any(uf.find(a) in roots for a in atoms(f))
+    ]
+
+
+def _core(
+    ctx: RewriteContext, fixed: Formula, candidates: list[tuple[Item, Formula]]
+) -> list[Item] | None:
+    """A minimal core with fixed, by deletion in the candidates' order; None if undecided."""
+    near = _connected(ctx, fixed, candidates)
+    labeled = [(str(i), f) for i, (_, f) in enumerate(near)]
+    core = ctx.session.minimal_core(labeled, [fixed])
+    if core.status != "unsat":
+        return None
+    return [near[int(label)][0] for label in core.labels]
+
+
+def _reruns(ctx: RewriteContext, it: Item) -> list[str]:
+    """The evicted failed observations an appended observation runs again (CP003)."""
+    if it.kind != "observation" or it.source is None:
+        return []
+    evicted = ctx.history.evicted_failed
+    if any(it.id in ids for ids in evicted.values()):
+        return []  # the evicted observation itself, appended again: no re-run
+    return list(evicted.get(it.source, ()))
+
+
+def _consistency(ctx: RewriteContext, appended: tuple[Item, ...]) -> None:
+    """CP003 (re-adoption, re-runs) and CP004 (inconsistent append), item by item in order.
+
+    Each appended item is asked against the knowledge (CP003) and the window's
+    content (CP004) together with the append's earlier items still standing.
+    """
+    session = ctx.session
+    history = ctx.history
     knowledge = _knowledge(ctx)
-    formulas = [k.formula for k in knowledge]
-    # an item sharing no atom with the knowledge or the background contradicts it only
-    # if it is unsatisfiable by itself
-    linked: set[str] = set(ctx.session.bg_atom_set)
-    for f in formulas:
-        linked |= atoms(f)
-    reruns = [
-        it
-        for it in appended
-        if it.kind == "observation" and it.source in ctx.history.evicted_failed_sources
-    ]
-    candidates = [
-        it
-        for it in appended
-        if it.kind != "stub"
-        and it not in reruns
-        and it.id not in ctx.history.readopted
-        and (atoms(it.formula) & linked or not _satisfiable_alone(ctx, it))
-    ]
-    if not reruns and not (candidates and knowledge):
-        return
-    premises = ctx.session.premises(formulas)
-    consistent = premises.consistent()
-    if consistent.unknown:
-        ctx.unknown("knowledge before the append", consistent)
-        return
-    if consistent.fails:
-        return  # nothing is reported while the knowledge itself is unsatisfiable
-    for it in reruns:
-        if it.source is not None:
-            old = ctx.history.evicted_failed_sources[it.source]
-            if old is not None:
-                ctx.report(
-                    "CP003",
-                    [it.id],
-                    f"{it.id!r} re-runs {it.source!r}, whose failed result {old!r} a rewrite"
-                    " evicted without a stub; restore that record instead of trying again",
-                )
-                ctx.history.readopted.add(it.id)
-    if not candidates or not knowledge:
-        return
-    hits: list[Item] = []
-    for it in candidates:
-        res = premises.entails(Not(it.formula))
-        if res.unknown:
-            ctx.unknown(f"re-adoption by {it.id!r}", res)
-        elif res.holds:
-            hits.append(it)
-    if not hits and len(candidates) > 1:
-        joint = premises.entails(Not(conj([it.formula for it in candidates])))
-        if joint.holds:
-            hits = candidates
-    for it in hits:
-        against = _contradicted(ctx, knowledge, it)
-        ctx.report(
-            "CP003",
-            [it.id],
-            f"{it.id!r} ({show(it.formula)}) contradicts what the session committed to"
-            f"{' (' + cite(against) + ')' if against else ''}; drop it, or revise the"
-            " commitment explicitly",
+    known = session.premises([k.formula for k in knowledge], [k.id for k in knowledge])
+    k_state = known.consistent()
+    # the window's content, with this append's supersessions applied
+    gone: set[str] = set(history.superseded)
+    for src in {it.source for it in appended if it.kind == "observation" and it.source}:
+        gone |= history.by_source.get(src, set())
+    window = ctx.before.content(ctx.excluded, gone)
+    content = session.premises([f for _, f in window], [it.id for it, _ in window])
+    w_state = content.consistent()
+    asked = False
+    prefix: list[tuple[Item, Formula]] = []
+    for it in appended:
+        real = ctx.after.resolve(it.id) if it.kind == "stub" else it
+        if real is None:
+            continue
+        if real.kind == "observation" and real.source is not None:
+            # a later run of the same source supersedes the earlier ones of this append
+            prefix = [
+                (p, f) for p, f in prefix if p.kind != "observation" or p.source != real.source
+            ]
+        if it.kind != "stub" and k_state.holds and (rerun := _reruns(ctx, it)):
+            ctx.report(
+                "CP003",
+                [it.id, *rerun],
+                f"{it.id!r} re-runs {it.source!r}, whose failed result {cite(rerun)} a rewrite"
+                " evicted without a stub; restore that record instead of trying again",
+            )
+        f = real.formula
+        if f == TRUE:
+            continue
+        if not asked:
+            asked = True
+            # nothing is reported against premises that are themselves unsatisfiable: every
+            # question would hold vacuously
+            if not k_state.holds and knowledge:
+                why_k = known.vacuous() if k_state.fails else k_state
+                ctx.unknown("the knowledge CP003 reads", why_k)
+            if not w_state.holds:
+                why_w = content.vacuous() if w_state.fails else w_state
+                ctx.unknown("the window's content", why_w)
+        alone = _alone(ctx, f)
+        if alone.unknown:
+            ctx.unknown(f"consistency of {it.id!r}", alone)
+            continue
+        if alone.fails:
+            ctx.report(
+                "CP004",
+                [it.id],
+                f"{it.id!r} ({show(f)}) is unsatisfiable on its own: it can contradict no"
+                " commitment, and it is no premise from now on; correct it",
+            )
+            ctx.newly_excluded.append(it.id)
+            continue
+        together = conj([*(g for _, g in prefix), f])
+        if k_state.holds and knowledge:
+            res = known.entails(Not(together))
+            if res.unknown:
+                ctx.unknown(f"re-adoption by {it.id!r}", res)
+                continue
+            if res.holds and _readoption(ctx, it, f, prefix, knowledge):
+                prefix = [(p, g) for p, g in prefix if p.id not in ctx.newly_excluded]
+                continue
+        if w_state.holds:
+            res = content.entails(Not(together))
+            if res.unknown:
+                ctx.unknown(f"consistency of {it.id!r}", res)
+                continue
+            if res.holds:
+                window, prefix = _inconsistent(ctx, it, f, prefix, window)
+                content = session.premises([g for _, g in window], [w.id for w, _ in window])
+                continue
+        prefix.append((it, f))
+
+
+def _readoption(
+    ctx: RewriteContext,
+    it: Item,
+    f: Formula,
+    prefix: list[tuple[Item, Formula]],
+    knowledge: list[Item],
+) -> bool:
+    """Report CP003 for an item that contradicts the knowledge (with the append's earlier
+    items); False when no commitment takes part (that is CP004's)."""
+    own = [k for k in knowledge if ctx.session.entails([k.formula], Not(f), [k.id]).holds]
+    if own:
+        named = list(dict.fromkeys(k.id for k in own))
+        others: list[str] = []
+    else:
+        core = _core(ctx, f, [*prefix, *((k, k.formula) for k in knowledge)])
+        if core is None or not any(c.kind == "commitment" and c in knowledge for c in core):
+            return False
+        in_prefix = {p.id for p, _ in prefix}
+        others = [c.id for c in core if c.id in in_prefix]
+        named = list(dict.fromkeys(c.id for c in core if c.id not in in_prefix))
+    together = f" together with {cite(others)}" if others else ""
+    ctx.report(
+        "CP003",
+        [it.id, *others, *named],
+        f"{it.id!r} ({show(f)}){together} contradicts what the session committed to"
+        f" ({cite(named)}); drop it, or revise the commitment explicitly",
+    )
+    ctx.newly_excluded.extend([it.id, *others])
+    return True
+
+
+def _inconsistent(
+    ctx: RewriteContext,
+    it: Item,
+    f: Formula,
+    prefix: list[tuple[Item, Formula]],
+    window: list[tuple[Item, Formula]],
+) -> tuple[list[tuple[Item, Formula]], list[tuple[Item, Formula]]]:
+    """Report CP004 for an item that makes the window's content unsatisfiable.
+
+    Returns the window content and the append's standing items once the
+    exclusions are applied.
+    """
+    core = _core(ctx, f, [*prefix, *window]) or []
+    in_prefix = [p for p, _ in prefix if p in core]
+    appended = [*in_prefix, it]
+    others = [w for w, _ in window if w in core]
+    claims = [c.id for c in (*appended, *others) if c.kind == "claim"]
+    excluded = list(claims) if claims else [a.id for a in appended]
+    rest = [(p, g) for p, g in [*window, *prefix, (it, f)] if p.id not in excluded]
+    if claims and not ctx.session.satisfiable([g for _, g in rest]).holds:
+        excluded += [a.id for a in appended if a.id not in excluded]
+    names = cite(a.id for a in appended)
+    verb = "contradicts" if len(appended) == 1 else "contradict"
+    against = f" {verb} {cite(o.id for o in others)}" if others else " contradict each other"
+    if claims:
+        many = len(claims) > 1
+        advice = (
+            f"the claim{'s' if many else ''} {cite(claims)} {'are' if many else 'is'} stale and"
+            f" no premise from now on; re-derive or drop {'them' if many else 'it'}"
         )
-        ctx.history.readopted.add(it.id)
-
-
-def _contradicted(ctx: RewriteContext, knowledge: list[Item], item: Item) -> list[str]:
-    """The commitments that, each with the background, rule the item out."""
-    out: list[str] = []
-    for k in knowledge:
-        if ctx.session.entails([k.formula], Not(item.formula)).holds and k.id not in out:
-            out.append(k.id)
-    return sorted(out)
+    else:
+        advice = "what was appended is no premise from now on; correct it"
+    ctx.report(
+        "CP004",
+        [*(a.id for a in appended), *(o.id for o in others)],
+        f"{names}{against}: the window's content is unsatisfiable; {advice}",
+    )
+    ctx.newly_excluded.extend(excluded)
+    window = [(w, g) for w, g in window if w.id not in excluded]
+    prefix = [(p, g) for p, g in prefix if p.id not in excluded]
+    if it.id not in excluded:
+        prefix.append((it, f))
+    return window, prefix
 
 
 def check_cycles(ctx: RewriteContext, touched: Iterable[Item]) -> None:

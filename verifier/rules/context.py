@@ -7,12 +7,12 @@ dicts and sets; only changed items and witness questions go to the solver.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Set
 from dataclasses import dataclass, field
 from typing import Any
 
 from verifier.findings import Finding
-from verifier.formula import Formula, render
+from verifier.formula import TRUE, Formula, render
 from verifier.graph import JustificationGraph
 from verifier.io import item_from_json
 from verifier.solver import Result, Session
@@ -30,17 +30,51 @@ class History:
     """What an audit remembers across events (empty for a single ``check``)."""
 
     appended_obs: set[str] = field(default_factory=set)
-    """Refs of every observation an append created."""
+    """Versions (keys) of every observation an append created."""
     last_seen: dict[str, Item] = field(default_factory=dict)
     """The last version of every id that was ever in the window."""
-    evicted_failed_sources: dict[str, str] = field(default_factory=dict)
-    """source -> id of a failed observation a rewrite evicted without a stub."""
+    evicted_failed: dict[str, list[str]] = field(default_factory=dict)
+    """source -> ids of its failed observations a rewrite evicted without a stub."""
     evicted_at: dict[str, int] = field(default_factory=dict)
     """observation id -> pass of the rewrite that last took it out of the window."""
-    readopted: set[str] = field(default_factory=set)
-    """Items already reported as re-adoption (not counted as knowledge)."""
+    excluded: set[str] = field(default_factory=set)
+    """Ids reported by CP003 or CP004: no premise of any later entailment."""
     cycles: set[frozenset[str]] = field(default_factory=set)
     """Justification cycles already reported."""
+    held: set[str] = field(default_factory=set)
+    """Every version (key) a window held: putting one back restores it."""
+    superseded: set[str] = field(default_factory=set)
+    """Observation versions a later appended observation with their source superseded."""
+    by_source: dict[str, set[str]] = field(default_factory=dict)
+    """source -> versions of every observation with it seen so far."""
+    answered: dict[str, list[str]] = field(default_factory=dict)
+    """call id -> ids of every result (an item with that ``call``) seen so far."""
+
+    def copy(self) -> History:
+        return History(
+            set(self.appended_obs),
+            dict(self.last_seen),
+            {k: list(v) for k, v in self.evicted_failed.items()},
+            dict(self.evicted_at),
+            set(self.excluded),
+            set(self.cycles),
+            set(self.held),
+            set(self.superseded),
+            {k: set(v) for k, v in self.by_source.items()},
+            {k: list(v) for k, v in self.answered.items()},
+        )
+
+    def saw(self, item: Item) -> None:
+        """Record a version seen in a window (an append's, or a rewrite's)."""
+        if item.kind == "stub":
+            return
+        self.held.add(item.key)
+        if item.kind == "observation" and item.source is not None:
+            self.by_source.setdefault(item.source, set()).add(item.key)
+        if item.call is not None:
+            results = self.answered.setdefault(item.call, [])
+            if item.id not in results:
+                results.append(item.id)
 
 
 class WindowView:
@@ -83,24 +117,54 @@ class WindowView:
         """In the window as an item or a resolving stub."""
         return self.resolve(item_id) is not None
 
-    def content(self) -> list[Formula]:
-        out: list[Formula] = []
+    def content(
+        self, excluded: Set[str] = frozenset(), superseded: Set[str] = frozenset()
+    ) -> list[tuple[Item, Formula]]:
+        """What the window asserts, item by item in window order (stubs resolved).
+
+        Items excluded by a finding and superseded observations are no part of it.
+        """
+        out: list[tuple[Item, Formula]] = []
         for it in self.items:
+            if it.id in excluded:
+                continue
             real = self.resolve(it.id)
-            if real is not None:
-                out.append(real.formula)
+            if real is None or real.key in superseded:
+                continue
+            f = real.formula
+            if f != TRUE:
+                out.append((real, f))
         return out
 
-    def surviving_witnesses(self, item: Item, *, spilled: bool = False) -> list[Item]:
+    def surviving_witnesses(
+        self, item: Item, *, spilled: bool = False, excluded: Set[str] = frozenset()
+    ) -> list[Item]:
         """The observations among item's witnesses that this window retains.
 
         For an item that was spilled (it stands in the window as a stub) the
         witnesses may also come from the store: they were spilled with it.
+        Witnesses excluded by a finding do not count.
         """
         out: list[Item] = []
         for wid in item.witnesses:
+            if wid in excluded:
+                continue
             w = self.resolve(wid)
             if w is None and spilled and wid not in self.by_id:
+                w = self.store.latest(wid)
+            if w is not None and w.kind == "observation":
+                out.append(w)
+        return out
+
+    def retained_witnesses(self, item: Item, *, excluded: Set[str] = frozenset()) -> list[Item]:
+        """The observations item cites that are retained: in the window, behind a stub
+        the store resolves, or in the store (WR005 reads these)."""
+        out: list[Item] = []
+        for wid in item.witnesses:
+            if wid in excluded:
+                continue
+            w = self.resolve(wid)
+            if w is None:
                 w = self.store.latest(wid)
             if w is not None and w.kind == "observation":
                 out.append(w)
@@ -125,6 +189,8 @@ class RewriteContext:
     findings: list[Finding] = field(default_factory=list)
     undecided: list[str] = field(default_factory=list)
     demoted: list[str] = field(default_factory=list)
+    newly_excluded: list[str] = field(default_factory=list)
+    """Ids this event's CP003/CP004 findings exclude (from the next event on)."""
     _valid_cache: dict[Formula, Result] = field(default_factory=dict)
     _changed: list[Item] | None = None
     _touched: set[str] | None = None
@@ -145,15 +211,48 @@ class RewriteContext:
 
     # -- identity -------------------------------------------------------------------------
     def changed(self) -> list[Item]:
-        """Items of after that are new or differ from their before version."""
+        """Items of after that are new or differ from their before version.
+
+        Text, score and tokens are not read by any rule: an item that differs
+        only in those is unchanged.
+        """
         if self._changed is None:
             out = []
             for it in self.after.items:
-                old = self.before.get(it.id)
-                if old is None or (old is not it and old.raw != it.raw):
+                if not it.same_version(self.before.get(it.id)):
                     out.append(it)
             self._changed = out
         return self._changed
+
+    def restored(self, item: Item) -> bool:
+        """A version some window held earlier, put back: not new (no CF005, no WR007)."""
+        return item.kind != "stub" and item.key in self.history.held
+
+    @property
+    def excluded(self) -> set[str]:
+        return self.history.excluded
+
+    def content(self, view: WindowView) -> list[tuple[Item, Formula]]:
+        """The window's content as a premise: excluded items and superseded observations out."""
+        return view.content(self.history.excluded, self.history.superseded)
+
+    def stored_version(self, item: Item) -> bool:
+        """Does the store hold this version of the item (text, score, tokens aside)?"""
+        if item.ref in self.store:
+            return True
+        return any(v.key == item.key for v in self.store.versions(item.id))
+
+    def store_content(self) -> list[tuple[Item, Formula]]:
+        """What the store asserts, entry by entry, as a premise."""
+        out: list[tuple[Item, Formula]] = []
+        for it in self.store.items():
+            if it.id in self.history.excluded or it.key in self.history.superseded:
+                continue
+            f = it.formula
+            if f != TRUE:
+                out.append((it, f))
+        return out
+
 
     def touched(self) -> set[str]:
         """Ids that are new, changed or removed in this rewrite."""
@@ -202,7 +301,7 @@ class RewriteContext:
             return None
         if valid.holds:
             return False
-        res = self.session.entails([w.formula for w in witnesses], goal)
+        res = self.session.entails([w.formula for w in witnesses], goal, [w.id for w in witnesses])
         if res.unknown:
             self.unknown(what, res)
             return None
@@ -217,22 +316,21 @@ class RewriteContext:
             out: bool | None = False
         else:
             spilled = view.is_stub(item.id)
-            out = self.supports(
-                view.surviving_witnesses(item, spilled=spilled), item, f"support of {item.id!r}"
-            )
+            witnesses = view.surviving_witnesses(item, spilled=spilled, excluded=self.excluded)
+            out = self.supports(witnesses, item, f"support of {item.id!r}")
         self._checkable_cache[key] = out
         return out
 
 
 def preserved(before: WindowView, after: WindowView, item_id: str) -> bool:
-    """Is the id in after unchanged: the same item, or one that resolves to the same?"""
+    """Is the id in after unchanged: the same version, or one that resolves to the same?"""
     old, new = before.get(item_id), after.get(item_id)
     if old is None or new is None:
         return False
-    if old.raw == new.raw:
+    if old.same_version(new):
         return True
     kept = after.resolve(item_id)
-    return kept is not None and kept == before.resolve(item_id)
+    return kept is not None and kept.same_version(before.resolve(item_id))
 
 
 def demote(item: Item) -> Item:

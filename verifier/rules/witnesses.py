@@ -5,6 +5,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from verifier.rules.context import MODE_COUNT, RewriteContext, WindowView, cite, show
 from verifier.window import WITNESSED, Item
 
@@ -41,13 +43,14 @@ def check_witnesses(ctx: RewriteContext) -> None:
 def _witnesses_touched(ctx: RewriteContext, old: Item, new: Item) -> bool:
     """Did anything this item's support depends on change in this rewrite?"""
     touched = ctx.touched()
-    if old.id in touched or (old is not new and old.raw != new.raw):
+    if old.id in touched or not old.same_version(new):
         return True
     return any(w in touched for w in old.witnesses)
 
 
-def _surviving_ids(view: WindowView, item: Item) -> set[str]:
-    return {w.id for w in view.surviving_witnesses(item, spilled=view.is_stub(item.id))}
+def _surviving_ids(ctx: RewriteContext, view: WindowView, item: Item) -> list[str]:
+    spilled = view.is_stub(item.id)
+    return [w.id for w in view.surviving_witnesses(item, spilled=spilled, excluded=ctx.excluded)]
 
 
 def _wr001_002(ctx: RewriteContext, changed_ids: set[str]) -> None:
@@ -75,26 +78,26 @@ def _wr001_002(ctx: RewriteContext, changed_ids: set[str]) -> None:
         if now is None:
             continue
         lost = not now
-        if heavy and not lost and ctx.mode == MODE_COUNT:
-            gone = _surviving_ids(ctx.before, old) - _surviving_ids(ctx.after, new)
-            if gone:
-                ctx.report(
-                    "WR001",
-                    [old.id],
-                    f"{old.id!r} is load-bearing and lost witness {cite(sorted(gone))}"
-                    " (count mode: no witness may leave); keep it or leave a stub",
-                )
-                continue
+        kept = set(_surviving_ids(ctx, ctx.after, new))
+        gone = [w for w in _surviving_ids(ctx, ctx.before, old) if w not in kept]
+        if heavy and not lost and ctx.mode == MODE_COUNT and gone:
+            ctx.report(
+                "WR001",
+                [old.id, *gone],
+                f"{old.id!r} is load-bearing and lost witness {cite(gone)}"
+                " (count mode: no witness may leave); keep it or leave a stub",
+            )
+            continue
         if not lost:
             continue
         if heavy:
             why = "load-bearing" if old.load_bearing or new.load_bearing else "negative-result"
             ctx.report(
                 "WR001",
-                [old.id],
+                [old.id, *gone],
                 f"{old.id!r} is {why}"
-                " and its surviving witnesses no longer support it; refuse, or keep its"
-                " witnesses (a stub is enough)",
+                " and its surviving witnesses no longer support it; keep its witnesses"
+                " (a stub is enough)",
             )
         elif new.modality in WITNESSED:
             ctx.report(
@@ -113,9 +116,11 @@ def _wr003(ctx: RewriteContext) -> None:
         if new is None or new.modality not in WITNESSED:
             continue
         old = ctx.earlier_version(it.id)
-        if old is None or old.raw == new.raw or _RANK[old.modality] >= _RANK[new.modality]:
+        if old is None or old.same_version(new) or _RANK[old.modality] >= _RANK[new.modality]:
             continue
-        surviving = ctx.after.surviving_witnesses(new, spilled=it.kind == "stub")
+        surviving = ctx.after.surviving_witnesses(
+            new, spilled=it.kind == "stub", excluded=ctx.excluded
+        )
         fresh = [w for w in surviving if w.id not in old.witnesses]
         ok = bool(fresh) and ctx.supports(surviving, new, f"promotion of {new.id!r}")
         if ok is None:
@@ -136,7 +141,7 @@ def _wr004(ctx: RewriteContext) -> None:
         if old is None or old.modality != "failed":
             continue
         new = ctx.after.resolve(it.id)
-        if new is None or new.raw == old.raw:
+        if new is None or new.same_version(old):
             continue
         if new.modality != "failed":
             ctx.report(
@@ -146,7 +151,7 @@ def _wr004(ctx: RewriteContext) -> None:
                 " 'failed': restore it",
             )
             continue
-        res = ctx.session.entails([new.formula], old.formula)
+        res = ctx.session.entails([new.formula], old.formula, [old.id])
         if res.unknown:
             ctx.unknown(f"formula of {old.id!r}", res)
         elif res.fails:
@@ -159,8 +164,16 @@ def _wr004(ctx: RewriteContext) -> None:
             )
 
 
-def check_item_witnesses(ctx: RewriteContext, item: Item, view: WindowView) -> None:
-    """WR005 for one new or changed item (appends use it too)."""
+def check_item_witnesses(
+    ctx: RewriteContext, item: Item, view: WindowView, named: Iterable[str] = ()
+) -> None:
+    """WR005 for one new or changed item (appends use it too).
+
+    The witnesses read are those retained now: in the window, behind a stub the
+    store resolves, or in the store. ``named`` are witnesses CP001 already
+    reported for this item at an append: a failure they alone explain is not
+    reported again.
+    """
     if item.modality == "unwitnessed":
         return
     if not item.witnesses:
@@ -169,7 +182,7 @@ def check_item_witnesses(ctx: RewriteContext, item: Item, view: WindowView) -> N
                 "WR005",
                 [item.id],
                 f"{item.id!r} says {item.modality!r} but cites no witness; cite the observation"
-                " that establishes it, or make it 'unverified'",
+                " that establishes it, or tag it 'unwitnessed'",
             )
         return
     goal = item.formula
@@ -185,18 +198,30 @@ def check_item_witnesses(ctx: RewriteContext, item: Item, view: WindowView) -> N
             " ever refute it; state what was actually observed",
         )
         return
-    witnesses = view.surviving_witnesses(item)
-    res = ctx.session.entails([w.formula for w in witnesses], goal)
+    witnesses = view.retained_witnesses(item, excluded=ctx.excluded)
+    res = ctx.session.entails([w.formula for w in witnesses], goal, [w.id for w in witnesses])
     if res.unknown:
         ctx.unknown(f"witnesses of {item.id!r}", res)
-    elif res.fails:
-        ctx.report(
-            "WR005",
-            [item.id],
-            f"the witnesses of {item.id!r} do not entail {show(goal)}; cite observations whose"
-            " 'shows' establish it, or make it 'unverified'",
-            res,
-        )
+        return
+    if not res.fails:
+        return
+    reported = [
+        w
+        for wid in named
+        if (w := ctx.history.last_seen.get(wid)) is not None and w.kind == "observation"
+    ]
+    if reported:
+        both = [*witnesses, *reported]
+        again = ctx.session.entails([w.formula for w in both], goal, [w.id for w in both])
+        if not again.fails:
+            return  # what fails is what CP001 already named
+    ctx.report(
+        "WR005",
+        [item.id],
+        f"the retained witnesses of {item.id!r} do not entail {show(goal)}; cite observations"
+        " whose 'shows' establish it, or tag it 'unwitnessed'",
+        res,
+    )
 
 
 def _wr006(ctx: RewriteContext, stub: Item) -> None:
@@ -228,7 +253,7 @@ def _legit_observations(ctx: RewriteContext) -> set[str]:
     for it in ctx.before.items:
         real = ctx.before.resolve(it.id)
         if real is not None and real.kind == "observation":
-            legit.add(real.ref)
+            legit.add(real.key)
     return legit
 
 
@@ -236,11 +261,11 @@ def _wr007(ctx: RewriteContext, changed: list[Item]) -> None:
     legit: set[str] | None = None
     for it in changed:
         real = ctx.after.resolve(it.id)
-        if real is None or real.kind != "observation":
+        if real is None or real.kind != "observation" or ctx.restored(real):
             continue
         if legit is None:
             legit = _legit_observations(ctx)
-        if real.ref in legit:
+        if real.key in legit:
             continue
         ctx.report(
             "WR007",
