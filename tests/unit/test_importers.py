@@ -1,0 +1,390 @@
+"""Importers: real histories become traces that load, audit, and keep every id, digest and pair."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from verifier.audit import audit_trace
+from verifier.cli import main
+from verifier.errors import InputError
+from verifier.importers import FORMATS, import_history, snapshots_of
+from verifier.importers.common import exit_code_in, is_placeholder
+from verifier.io import parse_trace_text
+from verifier.window import Append, Item, Rewrite, Trace
+
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURES = ROOT / "tests" / "fixtures" / "histories"
+
+
+def run(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = main(list(argv), stdout=out, stderr=err)
+    return code, out.getvalue(), err.getvalue()
+
+
+def imported(fmt: str, *files: str | Path, **kw: Any) -> Trace:
+    """Import, then load the trace as ctxproof audit would."""
+    text = import_history(fmt, [Path(f) if isinstance(f, Path) else f for f in files], **kw)
+    return parse_trace_text(text, f"<{fmt}>")
+
+
+def windows(trace: Trace) -> list[tuple[str, list[Item]]]:
+    """The window after every event: ("append" | policy, items)."""
+    out: list[tuple[str, list[Item]]] = []
+    current: list[Item] = []
+    for ev in trace.events:
+        if isinstance(ev, Append):
+            current = [*current, *ev.items]
+            out.append(("append", current))
+        elif isinstance(ev, Rewrite):
+            current = list(ev.apply(tuple(current)))
+            out.append((ev.policy or "", current))
+    return out
+
+
+def codes(trace: Trace) -> list[tuple[str, tuple[str, ...]]]:
+    return [(f.code, f.items) for f in audit_trace(trace).findings]
+
+
+def sha(text: str) -> str:
+    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+# --- the shared conventions -------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("content", "code"),
+    [
+        ("Exit code: 3\nboom", 3),
+        ("Exit code 1", 1),
+        ("output\n<returncode>127</returncode>\n", 127),
+        ("the exit code: 4 is mentioned mid-line", None),
+        ("Exit code 0\nlater Exit code 5", 0),
+        ("all good", None),
+    ],
+)
+def test_exit_code_conventions(content: str, code: int | None) -> None:
+    assert exit_code_in(content) == code
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[cleared]",
+        "(Tool result removed)",
+        "[tool result cleared]",
+        "[Trimmed: 4,312 characters]",
+        "Skipped 7 messages.",
+        "Old environment output: (120 lines omitted)",
+        "  [cleared]\n",
+    ],
+)
+def test_placeholders_are_recognised(text: str) -> None:
+    assert is_placeholder(text)
+
+
+@pytest.mark.parametrize("text", ["cleared", "[cleared] but more", "Skipped messages.", ""])
+def test_ordinary_text_is_no_placeholder(text: str) -> None:
+    assert not is_placeholder(text)
+
+
+def test_formats_listed() -> None:
+    assert FORMATS == ("claude-code", "openai", "anthropic", "langchain", "inspect")
+
+
+# --- openai -------------------------------------------------------------------------------
+
+
+def test_chat_snapshots_clear_a_failed_result() -> None:
+    trace = imported("openai", FIXTURES / "openai" / "chat_snapshots.json")
+    kinds = [type(ev).__name__ for ev in trace.events]
+    assert kinds == ["Append", "Rewrite", "Append"]
+    first = {it.id: it for it in trace.events[0].items}  # type: ignore[union-attr]
+    result = first["call_Zr3pQ1:result"]
+    assert (result.kind, result.modality, result.exit_code) == ("observation", "failed", 1)
+    assert result.call == "call_Zr3pQ1" and result.source == "bash: pytest -q tests/test_db.py"
+    assert result.digest == sha(result.content or "")
+    assert first["call_Zr3pQ2:result"].source == 'read_file: {"path":"migrations/0001_init.sql"}'
+    assert first["msg-0"].source == "system" and first["msg-1"].source == "user"
+    window = windows(trace)[1][1]
+    cleared = next(it for it in window if it.id == "call_Zr3pQ1:cleared")
+    assert (cleared.kind, cleared.call) == ("prose", "call_Zr3pQ1")
+    assert "call_Zr3pQ1:result" not in {it.id for it in window}
+    # kept messages are in the rewrite exactly as appended
+    for it in window:
+        if it.id in first:
+            assert it.raw == first[it.id].raw
+    assert ("WR008", ("call_Zr3pQ1:result",)) in codes(trace)
+    assert not any(code == "WR007" for code, _ in codes(trace))
+
+
+def test_responses_compaction_item_is_a_boundary() -> None:
+    trace = imported("openai", FIXTURES / "openai" / "responses_compaction.json")
+    seen = windows(trace)
+    assert [p for p, _ in seen] == ["append", "openai:compaction", "append"]
+    before = {it.id: it for it in seen[0][1]}
+    shell = before["call_sh1:result"]
+    assert (shell.exit_code, shell.modality, shell.source) == (2, "failed", "shell: make build")
+    assert [it.id for it in seen[1][1]] == ["cmp_01"]
+    assert seen[1][1][0].kind == "prose"
+    assert [it.id for it in seen[2][1]] == ["cmp_01", "msg-8", "msg_a2"]
+    assert ("WR008", ("call_sh1:result",)) in codes(trace)
+
+
+def test_codex_compacted_record_keeps_replacement_history() -> None:
+    trace = imported("openai", FIXTURES / "openai" / "codex_rollout.jsonl")
+    seen = windows(trace)
+    assert [p for p, _ in seen] == ["append", "codex:compacted", "append"]
+    after = seen[1][1]
+    assert [it.kind for it in after] == ["observation", "observation", "prose"]
+    assert after[0].raw == seen[0][1][0].raw
+    assert "produced a summary" in (after[2].text or "")
+    found = codes(trace)
+    assert ("WR008", ("call_cx1:result",)) in found
+    assert any(code == "CP003" and items[0] == "call_cx2:result" for code, items in found)
+
+
+def test_snapshot_that_extends_is_an_append_only() -> None:
+    first = [{"role": "user", "content": "a"}]
+    second = [*first, {"role": "assistant", "content": "b"}]
+    trace = imported("openai", json.dumps(first), json.dumps(second))
+    assert [type(ev).__name__ for ev in trace.events] == ["Append", "Append"]
+    assert [it.id for it in trace.events[1].items] == ["msg-1"]  # type: ignore[union-attr]
+
+
+def test_equal_messages_are_counted_in_order() -> None:
+    msgs = [{"role": "user", "content": "go on"}, {"role": "assistant", "content": "ok"}] * 2
+    trace = imported("openai", json.dumps(msgs), json.dumps(msgs[2:]))
+    assert [it.id for it in windows(trace)[0][1]] == ["msg-0", "msg-1", "msg-2", "msg-3"]
+    # the later snapshot holds one of each: the first such item, by rank among equals
+    assert [it.id for it in windows(trace)[1][1]] == ["msg-0", "msg-1"]
+
+
+def test_result_without_call_in_history_has_no_call() -> None:
+    msgs = [{"role": "tool", "tool_call_id": "call_gone", "name": "grep", "content": "x"}]
+    item = imported("openai", json.dumps(msgs)).events[0].items[0]  # type: ignore[union-attr]
+    assert (item.id, item.call, item.source) == ("call_gone:result", None, "grep")
+
+
+def test_long_ids_are_hashed_consistently() -> None:
+    long_id = "call_" + "x" * 300
+    msgs = [
+        {
+            "role": "assistant",
+            "tool_calls": [
+                {"id": long_id, "type": "function", "function": {"name": "f", "arguments": "{}"}}
+            ],
+        },
+        {"role": "tool", "tool_call_id": long_id, "content": "done"},
+    ]
+    items = imported("openai", json.dumps(msgs)).events[0].items  # type: ignore[union-attr]
+    assert all(len(it.id) <= 256 for it in items)
+    assert items[1].call == items[0].id and items[0].id.startswith("id-")
+
+
+# --- bad input ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("payload", "where", "what"),
+    [
+        (
+            '[{"role": "user", "content": "x"}, {"role": "tool", "content": "y"}]',
+            "message 1",
+            "tool_call_id",
+        ),
+        ('[{"role": "wizard", "content": "x"}]', "message 0", "unknown role"),
+        ('[{"role": "user", "content": "x"}, 3]', "message 1", "JSON object"),
+        (
+            '[{"role": "assistant", "tool_calls": [{"id": "c", "type": "function"}]}]',
+            "message 0",
+            "tool_calls[0]",
+        ),
+        (
+            '[{"role": "assistant", "tool_calls": [{"id": "c", "type": "function", "function": '
+            '{"name": "f"}}]}, {"role": "assistant", "tool_calls": [{"id": "c", "type": '
+            '"function", "function": {"name": "g"}}]}]',
+            "message 1",
+            "already in the window",
+        ),
+    ],
+)
+def test_bad_openai_input_names_the_message(
+    tmp_path: Path, payload: str, where: str, what: str
+) -> None:
+    path = tmp_path / "h.json"
+    path.write_text(payload)
+    code, out, err = run("import", "openai", str(path))
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1
+    assert str(path) in err and where in err and what in err
+
+
+def test_malformed_json_is_exit_2(tmp_path: Path) -> None:
+    path = tmp_path / "h.json"
+    path.write_text('[{"role": "user", "content": "x"')
+    code, _, err = run("import", "openai", str(path))
+    assert code == 2 and "malformed JSON" in err and str(path) in err
+
+
+# --- the command --------------------------------------------------------------------------
+
+
+def test_import_to_stdout_is_the_trace() -> None:
+    fixture = FIXTURES / "openai" / "chat_snapshots.json"
+    code, out, err = run("import", "openai", str(fixture))
+    assert code == 0 and err == ""
+    assert out == import_history("openai", [fixture])
+
+
+def test_import_out_is_written_whole(tmp_path: Path) -> None:
+    fixture = FIXTURES / "openai" / "chat_snapshots.json"
+    target = tmp_path / "trace.jsonl"
+    code, out, _ = run("import", "openai", str(fixture), "-o", str(target), "--format", "json")
+    assert code == 0
+    assert json.loads(out) == {"out": str(target), "appends": 2, "rewrites": 1, "items": 9}
+    assert target.read_text() == import_history("openai", [fixture])
+    assert list(tmp_path.iterdir()) == [target]
+    code, _, _ = run("audit", str(target))
+    assert code == 1
+
+
+def test_failed_import_leaves_no_file(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text('[{"role": "tool"}]')
+    target = tmp_path / "trace.jsonl"
+    code, _, _ = run("import", "openai", str(bad), "-o", str(target))
+    assert code == 2 and not target.exists()
+
+
+def test_unknown_format_is_usage_error() -> None:
+    code, _, err = run("import", "gemini", "x.json")
+    assert code == 2 and "gemini" in err
+
+
+# --- round trip, as a property ------------------------------------------------------------
+
+_TEXT = st.text(alphabet="abcdefgh .\n", min_size=1, max_size=12).filter(lambda t: t.strip() != "")
+
+
+@st.composite
+def chat_histories(draw: st.DrawFn) -> list[dict[str, Any]]:
+    """A Chat Completions history: user turns, assistant text and tool calls with results."""
+    msgs: list[dict[str, Any]] = [{"role": "system", "content": draw(_TEXT)}]
+    for turn in range(draw(st.integers(1, 5))):
+        msgs.append({"role": "user", "content": draw(_TEXT)})
+        calls = [f"call_{turn}_{k}" for k in range(draw(st.integers(0, 3)))]
+        text = draw(st.one_of(st.none(), _TEXT))
+        msgs.append(
+            {
+                "role": "assistant",
+                "content": text,
+                "tool_calls": [
+                    {
+                        "id": c,
+                        "type": "function",
+                        "function": {
+                            "name": "bash",
+                            "arguments": json.dumps({"command": f"run {c}"}),
+                        },
+                    }
+                    for c in calls
+                ],
+            }
+        )
+        for c in calls:
+            code = draw(st.sampled_from([None, 0, 1, 2]))
+            body = draw(_TEXT)
+            content = body if code is None else f"Exit code: {code}\n{body}"
+            msgs.append({"role": "tool", "tool_call_id": c, "content": content})
+    return msgs
+
+
+@st.composite
+def edited(draw: st.DrawFn, msgs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A later snapshot: some tool results cleared, some whole turns dropped, one added."""
+    out = []
+    for m in msgs:
+        if m["role"] == "tool" and draw(st.booleans()):
+            out.append(
+                {**m, "content": draw(st.sampled_from(["[cleared]", "[tool result cleared]"]))}
+            )
+        else:
+            out.append(m)
+    out.append({"role": "user", "content": "next"})
+    return out
+
+
+def expected_ids(msgs: list[dict[str, Any]], names: dict[tuple[str, int], str]) -> list[str]:
+    """The item ids a snapshot must give, computed independently of the importer."""
+    ids: list[str] = []
+    rank: dict[str, int] = {}
+    for m in msgs:
+        key = json.dumps(m, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        j = rank.get(key, 0)
+        rank[key] = j + 1
+        name = names.setdefault((key, j), f"msg-{len(names)}")
+        if m["role"] == "tool":
+            cleared = is_placeholder(m["content"])
+            ids.append(f"{m['tool_call_id']}:{'cleared' if cleared else 'result'}")
+            continue
+        if m.get("content"):
+            ids.append(name)
+        ids.extend(c["id"] for c in m.get("tool_calls", []))
+    return ids
+
+
+@settings(max_examples=120, deadline=None)
+@given(st.data())
+def test_round_trip_keeps_ids_digests_and_pairs(data: st.DataObject) -> None:
+    first = data.draw(chat_histories())
+    second = data.draw(edited(first))
+    trace = imported("openai", json.dumps(first), json.dumps(second))
+    seen = windows(trace)
+    names: dict[tuple[str, int], str] = {}
+    assert [it.id for it in seen[0][1]] == expected_ids(first, names)
+    assert [it.id for it in seen[-1][1]] == expected_ids(second, names)
+    calls = {
+        c["id"]: json.loads(c["function"]["arguments"])["command"]
+        for m in first
+        for c in m.get("tool_calls", [])
+    }
+    results = {m["tool_call_id"]: m["content"] for m in first if m["role"] == "tool"}
+    for _, window in seen:
+        for it in window:
+            if it.id.endswith(":result"):
+                cid = it.id[: -len(":result")]
+                assert it.call == cid and it.digest == sha(results[cid])
+                assert it.source == f"bash: {calls[cid]}"
+                code = exit_code_in(results[cid])
+                assert it.modality == ("failed" if code not in (None, 0) else "verified")
+            if it.id.endswith(":cleared"):
+                assert it.kind == "prose" and it.call == it.id[: -len(":cleared")]
+            if it.kind == "observation" and it.source in ("user", "system"):
+                assert it.digest == sha(it.content or "")
+    report = audit_trace(trace)
+    assert not any(f.code == "WR007" for f in report.findings)
+    failed_cleared = {
+        m["tool_call_id"] for m in second if m["role"] == "tool" and is_placeholder(m["content"])
+    } & {cid for cid, body in results.items() if exit_code_in(body) not in (None, 0)}
+    wr008 = {f.items[0] for f in report.findings if f.code == "WR008"}
+    assert wr008 == {f"{cid}:result" for cid in failed_cleared}
+
+
+def test_snapshots_api_reads_each_file_in_order() -> None:
+    snaps = snapshots_of("openai", [FIXTURES / "openai" / "chat_snapshots.json"])
+    assert [len(s.messages) for s in snaps] == [7, 8]
+
+
+def test_bad_input_is_an_input_error() -> None:
+    with pytest.raises(InputError):
+        import_history("openai", ['{"nothing": 1}'])
