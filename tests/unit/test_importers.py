@@ -388,3 +388,104 @@ def test_snapshots_api_reads_each_file_in_order() -> None:
 def test_bad_input_is_an_input_error() -> None:
     with pytest.raises(InputError):
         import_history("openai", ['{"nothing": 1}'])
+
+
+# --- claude-code --------------------------------------------------------------------------
+
+CC = FIXTURES / "claude-code"
+
+
+def test_claude_code_compact_boundary() -> None:
+    trace = imported("claude-code", CC / "session_compact.jsonl")
+    seen = windows(trace)
+    assert [p for p, _ in seen] == ["append", "claude-code:compact_boundary", "append"]
+    before = {it.id: it for it in seen[0][1]}
+    # ids are the records' uuids; titles, hooks and sidechains give no item
+    assert "39ea49bc-8cc9-4ec3-b598-4d75428d7c5e" in before
+    assert "dfcf5df8-10d0-4b02-a2a0-3775a96225d3" not in before
+    assert "1cb795e0-0e78-4c35-b232-c8e554323156" not in before
+    assert before["39ea49bc-8cc9-4ec3-b598-4d75428d7c5e"].source == "user"
+    bash = before["toolu_01T1SrbUgaSJkHWJd5outNgr:result"]
+    assert (bash.exit_code, bash.modality) == (1, "failed")
+    assert bash.source is not None and bash.source.startswith("Bash: cp ")
+    harness = before["toolu_01LsK8An4morbFYkB3fejkoX:result"]
+    assert harness.modality == "failed" and harness.exit_code is None
+    todos = [it for it in seen[0][1] if it.kind == "commitment"]
+    assert [(t.id, t.type) for t in todos] == [
+        ("toolu_01QWrhCr2A8aeAXZg7orTPPs:todo:0", "obligation"),
+        ("toolu_01QWrhCr2A8aeAXZg7orTPPs:todo:1", "obligation"),
+    ]
+    summary = seen[1][1]
+    assert [(it.id, it.kind) for it in summary] == [
+        ("c1d2e3f4-a5b6-4c7d-8e9f-0a1b2c3d4e5f", "prose")
+    ]
+    found = codes(trace)
+    assert ("WR008", ("toolu_01T1SrbUgaSJkHWJd5outNgr:result",)) in found
+    assert ("CF001", ("toolu_01QWrhCr2A8aeAXZg7orTPPs:todo:0",)) in found
+    assert any(c == "CP003" and i[0] == "toolu_01Rz9Bm4Nt1Xd5Pe6Of7Rg8H:result" for c, i in found)
+
+
+def test_claude_code_preserved_segment_and_rewind() -> None:
+    trace = imported("claude-code", CC / "session_preserved.jsonl")
+    seen = windows(trace)
+    assert [p for p, _ in seen] == [
+        "append",
+        "claude-code:compact_boundary",
+        "append",
+        "claude-code:snapshot",
+        "append",
+    ]
+    assert [it.id for it in seen[1][1]] == ["cs1", "u2", "a3"]
+    assert [it.id for it in seen[2][1]] == ["cs1", "u2", "a3", "a4", "u3"]
+    # the user edited their last message: a branch from a4
+    assert [it.id for it in seen[4][1]] == ["cs1", "u2", "a3", "a4", "u3b"]
+    kept = {it.id: it.raw for it in seen[0][1]}
+    assert all(kept[it.id] == it.raw for it in seen[1][1] if it.id in kept)
+
+
+def test_claude_code_completed_todos_are_no_obligation() -> None:
+    record = {
+        "type": "assistant",
+        "uuid": "a1",
+        "parentUuid": None,
+        "message": {
+            "role": "assistant",
+            "content": [
+                {
+                    "type": "tool_use",
+                    "id": "toolu_t",
+                    "name": "TodoWrite",
+                    "input": {
+                        "todos": [
+                            {"content": "done", "status": "completed", "id": "1"},
+                            {"content": "open", "status": "in_progress", "id": "2"},
+                        ]
+                    },
+                }
+            ],
+        },
+    }
+    items = imported("claude-code", json.dumps(record)).events[0].items  # type: ignore[union-attr]
+    assert [(it.id, it.kind) for it in items] == [
+        ("toolu_t", "prose"),
+        ("toolu_t:todo:2", "commitment"),
+    ]
+
+
+def test_claude_code_bad_record_names_the_line(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    good = {
+        "type": "user",
+        "uuid": "u1",
+        "parentUuid": None,
+        "message": {"role": "user", "content": "hi"},
+    }
+    bad = {
+        "type": "assistant",
+        "uuid": "a1",
+        "parentUuid": "u1",
+        "message": {"role": "assistant", "content": [{"type": "tool_use", "name": "Bash"}]},
+    }
+    path.write_text(json.dumps(good) + "\n" + json.dumps(bad) + "\n")
+    code, _, err = run("import", "claude-code", str(path))
+    assert code == 2 and str(path) in err and "line 2" in err and "tool_use" in err
