@@ -489,3 +489,79 @@ def test_claude_code_bad_record_names_the_line(tmp_path: Path) -> None:
     path.write_text(json.dumps(good) + "\n" + json.dumps(bad) + "\n")
     code, _, err = run("import", "claude-code", str(path))
     assert code == 2 and str(path) in err and "line 2" in err and "tool_use" in err
+
+
+# --- anthropic ----------------------------------------------------------------------------
+
+AN = FIXTURES / "anthropic"
+
+
+def test_anthropic_compaction_block() -> None:
+    trace = imported("anthropic", AN / "before.json", AN / "after_compaction.json")
+    seen = windows(trace)
+    assert [p for p, _ in seen] == ["append", "anthropic:compaction", "append"]
+    first = {it.id: it for it in seen[0][1]}
+    assert first["msg-0"].source == "system"
+    failed = first["toolu_01A9xK:result"]
+    assert (failed.exit_code, failed.modality, failed.source) == (
+        2,
+        "failed",
+        "bash: make release-check",
+    )
+    # the rule is literal: a `command` argument is the COMMAND, whatever the tool
+    assert first["toolu_01B7yL:result"].source == "str_replace_based_edit_tool: view"
+    assert [(it.id, it.kind) for it in seen[1][1]] == [("msg-6", "prose")]
+    assert "changelog lacks" in (seen[1][1][0].text or "")
+    assert [it.id for it in seen[2][1]] == ["msg-6", "msg-7", "msg-8"]
+    assert ("WR008", ("toolu_01A9xK:result",)) in codes(trace)
+
+
+def test_anthropic_one_list_with_compaction_is_two_windows() -> None:
+    trace = imported("anthropic", AN / "after_compaction.json")
+    assert [p for p, _ in windows(trace)] == ["append", "anthropic:compaction", "append"]
+
+
+def test_anthropic_bad_block_names_the_message(tmp_path: Path) -> None:
+    path = tmp_path / "m.json"
+    path.write_text(
+        json.dumps(
+            [
+                {"role": "user", "content": "hi"},
+                {"role": "user", "content": [{"type": "tool_result", "content": "x"}]},
+            ]
+        )
+    )
+    code, _, err = run("import", "anthropic", str(path))
+    assert code == 2 and "message 1" in err and "tool_use_id" in err
+
+
+# --- langchain ----------------------------------------------------------------------------
+
+
+def test_langchain_summary_and_context_editing() -> None:
+    trace = imported("langchain", FIXTURES / "langchain" / "snapshots.json")
+    seen = windows(trace)
+    assert [p for p, _ in seen] == [
+        "append",
+        "langchain:summarization",
+        "append",
+        "langchain:context_editing",
+        "append",
+    ]
+    first = {it.id: it for it in seen[0][1]}
+    crash = first["call_inv1:result"]
+    assert (crash.modality, crash.exit_code) == ("failed", 1)
+    assert seen[1][1][1].id == "sum-1" and seen[1][1][1].kind == "prose"
+    edited = {it.id: it for it in seen[3][1]}
+    assert "call_rf1:result" not in edited
+    assert edited["call_rf1:cleared"].call == "call_rf1"
+    found = codes(trace)
+    assert ("WR008", ("call_inv1:result",)) in found
+    assert not any(code == "WR007" for code, _ in found)
+
+
+def test_langchain_bad_message_names_it(tmp_path: Path) -> None:
+    path = tmp_path / "m.json"
+    path.write_text(json.dumps([{"type": "human", "data": {"content": "x"}}, {"type": "ai"}]))
+    code, _, err = run("import", "langchain", str(path))
+    assert code == 2 and "message 1" in err and "'data'" in err
