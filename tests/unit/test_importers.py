@@ -565,3 +565,154 @@ def test_langchain_bad_message_names_it(tmp_path: Path) -> None:
     path.write_text(json.dumps([{"type": "human", "data": {"content": "x"}}, {"type": "ai"}]))
     code, _, err = run("import", "langchain", str(path))
     assert code == 2 and "message 1" in err and "'data'" in err
+
+
+# --- inspect ------------------------------------------------------------------------------
+
+LOG = FIXTURES / "inspect" / "repo_fix.json"
+
+
+def test_inspect_edit_compaction_clears_a_failed_result() -> None:
+    trace = imported("inspect", LOG, sample="fix-1")
+    seen = windows(trace)
+    assert [p for p, _ in seen][-2:] == ["inspect:compaction:edit", "append"]
+    first = {it.id: it for _, w in seen[:3] for it in w}
+    failed = first["call_qp1:result"]
+    # inspect's bash tool names its argument `cmd`: no `command`, so the arguments as JSON
+    assert (failed.modality, failed.source) == ("failed", 'bash: {"cmd":"cd /repo && pytest -q"}')
+    assert "No module named 'yaml'" in (failed.content or "")
+    after = {it.id: it for it in seen[3][1]}
+    assert after["call_qp1:cleared"].kind == "prose"
+    assert "call_qp1:result" not in after
+    found = codes(trace)
+    assert ("WR008", ("call_qp1:result",)) in found
+    assert not any(code == "WR007" for code, _ in found)
+
+
+def test_inspect_summary_compaction() -> None:
+    trace = imported("inspect", LOG, sample="fix-2:1")
+    seen = windows(trace)
+    rewrite = next(w for p, w in seen if p == "inspect:compaction:summary")
+    assert [(it.id, it.kind) for it in rewrite] == [
+        ("Hm3SysAaBbCc", "observation"),
+        ("Hm3UsrDdEeFf", "observation"),
+        ("Hm3SumPpQqRr", "prose"),
+    ]
+
+
+def test_inspect_needs_a_sample_when_there_are_several() -> None:
+    code, _, err = run("import", "inspect", str(LOG))
+    assert code == 2 and "fix-1:1" in err and "--sample" in err
+    code, _, err = run("import", "inspect", str(LOG), "--sample", "nope")
+    assert code == 2 and "nope" in err
+
+
+def _eval_zip(members: dict[str, bytes], zstd: bool) -> bytes:
+    """An .eval archive; with ``zstd`` its members are stored with method 93 (zstd)."""
+    import struct
+    import zlib
+
+    import zstandard
+
+    out, central = io.BytesIO(), io.BytesIO()
+    for name, data in members.items():
+        packed = zstandard.ZstdCompressor().compress(data) if zstd else data
+        method = 93 if zstd else 0
+        crc, fname = zlib.crc32(data), name.encode()
+        offset = out.tell()
+        out.write(
+            struct.pack(
+                "<IHHHHHIIIHH",
+                0x04034B50,
+                63,
+                0,
+                method,
+                0,
+                0,
+                crc,
+                len(packed),
+                len(data),
+                len(fname),
+                0,
+            )
+            + fname
+            + packed
+        )
+        central.write(
+            struct.pack(
+                "<IHHHHHHIIIHHHHHII",
+                0x02014B50,
+                63,
+                63,
+                0,
+                method,
+                0,
+                0,
+                crc,
+                len(packed),
+                len(data),
+                len(fname),
+                0,
+                0,
+                0,
+                0,
+                0,
+                offset,
+            )
+            + fname
+        )
+    start, size = out.tell(), central.tell()
+    out.write(central.getvalue())
+    out.write(
+        struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, len(members), len(members), size, start, 0)
+    )
+    return out.getvalue()
+
+
+def _eval_members() -> dict[str, bytes]:
+    log = json.loads(LOG.read_text())
+    header = {k: v for k, v in log.items() if k != "samples"}
+    sample = log["samples"][0]
+    return {
+        "header.json": json.dumps(header).encode(),
+        "samples/fix-1_epoch_1.json": json.dumps(sample).encode(),
+    }
+
+
+@pytest.mark.parametrize("zstd", [False, True])
+def test_inspect_eval_archive(tmp_path: Path, zstd: bool) -> None:
+    path = tmp_path / "log.eval"
+    path.write_bytes(_eval_zip(_eval_members(), zstd))
+    from_zip = import_history("inspect", [path])
+    assert from_zip == import_history("inspect", [LOG], sample="fix-1")
+
+
+def test_inspect_zstd_without_the_extra_names_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+
+    path = tmp_path / "log.eval"
+    path.write_bytes(_eval_zip(_eval_members(), zstd=True))
+    monkeypatch.setitem(sys.modules, "zstandard", None)
+    code, out, err = run("import", "inspect", str(path))
+    assert code == 2 and out == ""
+    assert "pip install 'ctxproof[inspect]'" in err
+
+
+def test_inspect_pooled_inputs_read_like_inline_ones() -> None:
+    log = json.loads(LOG.read_text())
+    sample = log["samples"][0]
+    pool: list[Any] = []
+    for event in sample["events"]:
+        if event.get("event") == "model":
+            refs = []
+            for m in event["input"]:
+                if m not in pool:
+                    pool.append(m)
+                k = pool.index(m)
+                refs.append([k, k + 1])
+            event["input"], event["input_refs"] = [], refs
+    sample["events_data"] = {"messages": pool, "calls": []}
+    pooled = import_history("inspect", [json.dumps({"samples": [sample]})])
+    assert pooled == import_history("inspect", [LOG], sample="fix-1")
