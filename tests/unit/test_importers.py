@@ -716,3 +716,95 @@ def test_inspect_pooled_inputs_read_like_inline_ones() -> None:
     sample["events_data"] = {"messages": pool, "calls": []}
     pooled = import_history("inspect", [json.dumps({"samples": [sample]})])
     assert pooled == import_history("inspect", [LOG], sample="fix-1")
+
+
+# --- annotations --------------------------------------------------------------------------
+
+CHAT = FIXTURES / "openai" / "chat_snapshots.json"
+
+
+def test_annotations_follow_their_item(tmp_path: Path) -> None:
+    notes = tmp_path / "notes.jsonl"
+    decision = {
+        "id": "d-rename",
+        "kind": "commitment",
+        "type": "decision",
+        "formula": "table.users",
+        "rationale": ["call_Zr3pQ1:result"],
+    }
+    rejection = {
+        "id": "r-drop",
+        "kind": "commitment",
+        "type": "rejection",
+        "formula": "!drop.table",
+    }
+    notes.write_text(
+        json.dumps({"after": "call_Zr3pQ1:result", "items": [decision]})
+        + "\n"
+        + json.dumps({"after": "msg-4", "items": [rejection]})
+        + "\n"
+    )
+    code, out, err = run("import", "openai", str(CHAT), "--annotations", str(notes))
+    assert code == 0, err
+    trace = parse_trace_text(out)
+    seen = windows(trace)
+    ids = [it.id for it in seen[0][1]]
+    assert ids[ids.index("call_Zr3pQ1:result") + 1] == "d-rename"
+    assert ids[ids.index("msg-4") + 1] == "r-drop"
+    # the rewrite removed the result, so its annotation went with it; msg-4 stayed
+    after = [it.id for it in seen[1][1]]
+    assert "d-rename" not in after and after[after.index("msg-4") + 1] == "r-drop"
+    assert ("CF001", ("d-rename",)) in codes(trace)
+
+
+@pytest.mark.parametrize(
+    ("line", "what"),
+    [
+        ({"after": "nope", "items": []}, "does not give"),
+        (
+            {"after": "msg-0", "items": [{"id": "c", "kind": "claim", "witnesses": ["zz"]}]},
+            "cites witness 'zz'",
+        ),
+        ({"after": "msg-0", "items": [{"id": "msg-1", "kind": "claim"}]}, "already used"),
+        ({"after": "msg-0", "items": [{"id": "c", "kind": "commitment"}]}, "no 'type'"),
+        ({"after": "msg-0"}, "exactly 'after' and 'items'"),
+    ],
+)
+def test_bad_annotations_name_the_line(tmp_path: Path, line: dict[str, Any], what: str) -> None:
+    notes = tmp_path / "notes.jsonl"
+    notes.write_text('{"after": "msg-0", "items": []}\n' + json.dumps(line) + "\n")
+    code, out, err = run("import", "openai", str(CHAT), "--annotations", str(notes))
+    assert code == 2 and out == ""
+    assert f"{notes}:2" in err and what in err
+
+
+def test_metadata_annotations_follow_their_message() -> None:
+    inv = {"id": "inv-green", "kind": "commitment", "type": "invariant", "formula": "ci.green"}
+    msgs = [
+        {"role": "user", "content": "keep CI green", "metadata": {"ctxproof": [inv]}},
+        {"role": "assistant", "content": "ok"},
+    ]
+    trace = imported("openai", json.dumps(msgs), json.dumps(msgs[1:]))
+    seen = windows(trace)
+    assert [it.id for it in seen[0][1]] == ["msg-0", "inv-green", "msg-1"]
+    assert [it.id for it in seen[1][1]] == ["msg-1"]
+    assert ("CF001", ("inv-green",)) in codes(trace)
+
+
+def test_every_fixture_imports_and_audits() -> None:
+    cases: list[tuple[str, list[Path], dict[str, Any]]] = [
+        ("claude-code", [CC / "session_compact.jsonl"], {}),
+        ("claude-code", [CC / "session_preserved.jsonl"], {}),
+        ("openai", [CHAT], {}),
+        ("openai", [FIXTURES / "openai" / "responses_compaction.json"], {}),
+        ("openai", [FIXTURES / "openai" / "codex_rollout.jsonl"], {}),
+        ("anthropic", [AN / "before.json", AN / "after_compaction.json"], {}),
+        ("langchain", [FIXTURES / "langchain" / "snapshots.json"], {}),
+        ("inspect", [LOG], {"sample": "fix-1"}),
+        ("inspect", [LOG], {"sample": "fix-2"}),
+    ]
+    for fmt, files, kw in cases:
+        trace = imported(fmt, *files, **kw)
+        assert any(isinstance(ev, Rewrite) for ev in trace.events), (fmt, files)
+        report = audit_trace(trace)
+        assert report.rewrites and all(r.verdict for r in report.rewrites)
