@@ -808,3 +808,8 @@ def test_every_fixture_imports_and_audits() -> None:
         assert any(isinstance(ev, Rewrite) for ev in trace.events), (fmt, files)
         report = audit_trace(trace)
         assert report.rewrites and all(r.verdict for r in report.rewrites)
+
+
+def test_one_message_object_is_a_list_of_one() -> None:
+    trace = imported("openai", '{"role": "user", "content": "hello"}')
+    assert [it.id for it in trace.events[0].items] == ["msg-0"]  # type: ignore[union-attr]

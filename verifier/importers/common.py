@@ -348,6 +348,8 @@ def _register(snapshots: Sequence[Snapshot], state: _State) -> None:
 
 def _anchor(annotations: Sequence[Annotation], snapshots: Sequence[Snapshot], s: _State) -> None:
     """Check the ``--annotations`` against the history and file them by the item they follow."""
+    if not annotations:
+        return
     history = _history_ids(snapshots, s)
     given: set[str] = set()
     for ann in annotations:
@@ -390,9 +392,12 @@ def _check_citations(annotations: Sequence[Annotation], defined: set[str]) -> No
 
 def _history_ids(snapshots: Sequence[Snapshot], s: _State) -> set[str]:
     ids: set[str] = set()
+    done: set[tuple[Ident, str]] = set()
     for snap in snapshots:
         for ident, m in zip(_idents(snap.messages), snap.messages, strict=True):
-            ids.update(it["id"] for it in _own_items(m, s.names[ident], s))
+            if (ident, m.key) not in done:
+                done.add((ident, m.key))
+                ids.update(it["id"] for it in _own_items(m, s.names[ident], s))
     return ids
 
 

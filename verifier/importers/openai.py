@@ -70,6 +70,8 @@ def _lists(src: Source) -> list[tuple[str, list[Any]]]:
     """The message lists of a JSON file: one list, a request body, or a list of lists."""
     value = read_json(src)
     if isinstance(value, dict):
+        if "role" in value or "type" in value:
+            return [("", [value])]
         if isinstance(value.get("messages"), list):
             return [("", value["messages"])]
         if "input" in value:
