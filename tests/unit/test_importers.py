@@ -813,3 +813,10 @@ def test_every_fixture_imports_and_audits() -> None:
 def test_one_message_object_is_a_list_of_one() -> None:
     trace = imported("openai", '{"role": "user", "content": "hello"}')
     assert [it.id for it in trace.events[0].items] == ["msg-0"]  # type: ignore[union-attr]
+
+
+def test_metadata_annotation_citing_nothing_is_bad_input() -> None:
+    claim = {"id": "c1", "kind": "claim", "witnesses": ["nowhere"]}
+    msgs = [{"role": "user", "content": "x", "metadata": {"ctxproof": [claim]}}]
+    with pytest.raises(InputError, match="nowhere"):
+        import_history("openai", [json.dumps(msgs)])

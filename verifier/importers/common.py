@@ -317,6 +317,14 @@ def build_trace(
     try:
         parse_trace_text(text, name)
     except InputError as exc:
+        if any(m.annotations for snap in snapshots for m in snap.messages):
+            # items from a message's 'ctxproof' metadata are the user's: say which one
+            raise InputError(
+                f"the 'ctxproof' metadata annotations do not fit the history: {exc.message}",
+                file=name,
+                item=exc.item,
+                fix=exc.fix,
+            ) from None
         raise InternalError(f"the import produced an invalid trace: {exc.render()}") from None
     return text
 
