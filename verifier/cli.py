@@ -14,6 +14,7 @@ import contextlib
 import json
 import os
 import sys
+import tempfile
 import traceback
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -26,6 +27,7 @@ from verifier.audit import TraceReport, audit_trace, exit_code_for
 from verifier.check import RewriteResult, check_rewrite
 from verifier.errors import CtxproofError, InputError, StoreError
 from verifier.findings import Finding
+from verifier.importers import FORMATS as IMPORT_FORMATS
 from verifier.io import (
     check_background,
     check_references,
@@ -546,6 +548,97 @@ def graph_cmd(obj: _Out, trace: str, out: str, store_path: str | None, fmt: str)
     else:
         obj.line(f"{path}: {summary['nodes']} nodes, {summary['edges']} edges")
     return EXIT_OK
+
+
+@cli.command(name="import")
+@click.argument("history_format", metavar="FORMAT", type=click.Choice(IMPORT_FORMATS))
+@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option(
+    "-o",
+    "--out",
+    "out",
+    type=click.Path(dir_okay=False),
+    help="Write the trace here (atomically) instead of to stdout.",
+)
+@click.option(
+    "--annotations",
+    "annotations",
+    type=click.Path(dir_okay=False),
+    help='JSONL of {"after": ID, "items": [...]}: commitments and claims to add.',
+)
+@click.option("--sample", "sample", help="inspect: the sample to import (ID or ID:EPOCH).")
+@_format_option
+@click.pass_obj
+def import_cmd(
+    obj: _Out,
+    history_format: str,
+    files: tuple[str, ...],
+    out: str | None,
+    annotations: str | None,
+    sample: str | None,
+    fmt: str,
+) -> int:
+    """Import a real agent history (FILE... in order) as a trace.
+
+    Without -o the trace goes to stdout; with -o it is written atomically and a
+    summary line (text or JSON) goes to stdout. See docs/importers.md.
+    """
+    from verifier.importers import import_history
+
+    text = import_history(
+        history_format, [Path(f) for f in files], Path(annotations) if annotations else None,
+        sample=sample,
+    )
+    if out is None:
+        obj.stdout.write(text)
+        return EXIT_OK
+    _write_atomically(out, text)
+    counts = _event_counts(text)
+    if fmt == "json":
+        obj.line(json.dumps({"out": out, **counts}))
+    else:
+        obj.line(
+            f"{out}: {counts['appends']} append(s), {counts['rewrites']} rewrite(s),"
+            f" {counts['items']} item(s)"
+        )
+    return EXIT_OK
+
+
+def _event_counts(text: str) -> dict[str, int]:
+    counts = {"appends": 0, "rewrites": 0, "items": 0}
+    for line in text.splitlines()[1:]:
+        event = json.loads(line)
+        if event["event"] == "append":
+            counts["appends"] += 1
+            counts["items"] += len(event["items"])
+        elif event["event"] == "rewrite":
+            counts["rewrites"] += 1
+    return counts
+
+
+def _write_atomically(out: str, text: str) -> None:
+    """Write text to out through a temporary file in the same folder: fsync, then replace."""
+    target = Path(out)
+    folder = target.parent if str(target.parent) else Path(".")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
+    except OSError as exc:
+        raise InputError(
+            f"cannot write: {exc.strerror}", file=out, fix="check the folder exists"
+        ) from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
 
 
 @cli.command()

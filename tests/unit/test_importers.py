@@ -1,0 +1,822 @@
+"""Importers: real histories become traces that load, audit, and keep every id, digest and pair."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from verifier.audit import audit_trace
+from verifier.cli import main
+from verifier.errors import InputError
+from verifier.importers import FORMATS, import_history, snapshots_of
+from verifier.importers.common import exit_code_in, is_placeholder
+from verifier.io import parse_trace_text
+from verifier.window import Append, Item, Rewrite, Trace
+
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURES = ROOT / "tests" / "fixtures" / "histories"
+
+
+def run(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = main(list(argv), stdout=out, stderr=err)
+    return code, out.getvalue(), err.getvalue()
+
+
+def imported(fmt: str, *files: str | Path, **kw: Any) -> Trace:
+    """Import, then load the trace as ctxproof audit would."""
+    text = import_history(fmt, [Path(f) if isinstance(f, Path) else f for f in files], **kw)
+    return parse_trace_text(text, f"<{fmt}>")
+
+
+def windows(trace: Trace) -> list[tuple[str, list[Item]]]:
+    """The window after every event: ("append" | policy, items)."""
+    out: list[tuple[str, list[Item]]] = []
+    current: list[Item] = []
+    for ev in trace.events:
+        if isinstance(ev, Append):
+            current = [*current, *ev.items]
+            out.append(("append", current))
+        elif isinstance(ev, Rewrite):
+            current = list(ev.apply(tuple(current)))
+            out.append((ev.policy or "", current))
+    return out
+
+
+def codes(trace: Trace) -> list[tuple[str, tuple[str, ...]]]:
+    return [(f.code, f.items) for f in audit_trace(trace).findings]
+
+
+def sha(text: str) -> str:
+    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+# --- the shared conventions -------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("content", "code"),
+    [
+        ("Exit code: 3\nboom", 3),
+        ("Exit code 1", 1),
+        ("output\n<returncode>127</returncode>\n", 127),
+        ("the exit code: 4 is mentioned mid-line", None),
+        ("Exit code 0\nlater Exit code 5", 0),
+        ("all good", None),
+    ],
+)
+def test_exit_code_conventions(content: str, code: int | None) -> None:
+    assert exit_code_in(content) == code
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[cleared]",
+        "(Tool result removed)",
+        "[tool result cleared]",
+        "[Trimmed: 4,312 characters]",
+        "Skipped 7 messages.",
+        "Old environment output: (120 lines omitted)",
+        "  [cleared]\n",
+    ],
+)
+def test_placeholders_are_recognised(text: str) -> None:
+    assert is_placeholder(text)
+
+
+@pytest.mark.parametrize("text", ["cleared", "[cleared] but more", "Skipped messages.", ""])
+def test_ordinary_text_is_no_placeholder(text: str) -> None:
+    assert not is_placeholder(text)
+
+
+def test_formats_listed() -> None:
+    assert FORMATS == ("claude-code", "openai", "anthropic", "langchain", "inspect")
+
+
+# --- openai -------------------------------------------------------------------------------
+
+
+def test_chat_snapshots_clear_a_failed_result() -> None:
+    trace = imported("openai", FIXTURES / "openai" / "chat_snapshots.json")
+    kinds = [type(ev).__name__ for ev in trace.events]
+    assert kinds == ["Append", "Rewrite", "Append"]
+    first = {it.id: it for it in trace.events[0].items}  # type: ignore[union-attr]
+    result = first["call_Zr3pQ1:result"]
+    assert (result.kind, result.modality, result.exit_code) == ("observation", "failed", 1)
+    assert result.call == "call_Zr3pQ1" and result.source == "bash: pytest -q tests/test_db.py"
+    assert result.digest == sha(result.content or "")
+    assert first["call_Zr3pQ2:result"].source == 'read_file: {"path":"migrations/0001_init.sql"}'
+    assert first["msg-0"].source == "system" and first["msg-1"].source == "user"
+    window = windows(trace)[1][1]
+    cleared = next(it for it in window if it.id == "call_Zr3pQ1:cleared")
+    assert (cleared.kind, cleared.call) == ("prose", "call_Zr3pQ1")
+    assert "call_Zr3pQ1:result" not in {it.id for it in window}
+    # kept messages are in the rewrite exactly as appended
+    for it in window:
+        if it.id in first:
+            assert it.raw == first[it.id].raw
+    assert ("WR008", ("call_Zr3pQ1:result",)) in codes(trace)
+    assert not any(code == "WR007" for code, _ in codes(trace))
+
+
+def test_responses_compaction_item_is_a_boundary() -> None:
+    trace = imported("openai", FIXTURES / "openai" / "responses_compaction.json")
+    seen = windows(trace)
+    assert [p for p, _ in seen] == ["append", "openai:compaction", "append"]
+    before = {it.id: it for it in seen[0][1]}
+    shell = before["call_sh1:result"]
+    assert (shell.exit_code, shell.modality, shell.source) == (2, "failed", "shell: make build")
+    assert [it.id for it in seen[1][1]] == ["cmp_01"]
+    assert seen[1][1][0].kind == "prose"
+    assert [it.id for it in seen[2][1]] == ["cmp_01", "msg-8", "msg_a2"]
+    assert ("WR008", ("call_sh1:result",)) in codes(trace)
+
+
+def test_codex_compacted_record_keeps_replacement_history() -> None:
+    trace = imported("openai", FIXTURES / "openai" / "codex_rollout.jsonl")
+    seen = windows(trace)
+    assert [p for p, _ in seen] == ["append", "codex:compacted", "append"]
+    after = seen[1][1]
+    assert [it.kind for it in after] == ["observation", "observation", "prose"]
+    assert after[0].raw == seen[0][1][0].raw
+    assert "produced a summary" in (after[2].text or "")
+    found = codes(trace)
+    assert ("WR008", ("call_cx1:result",)) in found
+    assert any(code == "CP003" and items[0] == "call_cx2:result" for code, items in found)
+
+
+def test_snapshot_that_extends_is_an_append_only() -> None:
+    first = [{"role": "user", "content": "a"}]
+    second = [*first, {"role": "assistant", "content": "b"}]
+    trace = imported("openai", json.dumps(first), json.dumps(second))
+    assert [type(ev).__name__ for ev in trace.events] == ["Append", "Append"]
+    assert [it.id for it in trace.events[1].items] == ["msg-1"]  # type: ignore[union-attr]
+
+
+def test_equal_messages_are_counted_in_order() -> None:
+    msgs = [{"role": "user", "content": "go on"}, {"role": "assistant", "content": "ok"}] * 2
+    trace = imported("openai", json.dumps(msgs), json.dumps(msgs[2:]))
+    assert [it.id for it in windows(trace)[0][1]] == ["msg-0", "msg-1", "msg-2", "msg-3"]
+    # the later snapshot holds one of each: the first such item, by rank among equals
+    assert [it.id for it in windows(trace)[1][1]] == ["msg-0", "msg-1"]
+
+
+def test_result_without_call_in_history_has_no_call() -> None:
+    msgs = [{"role": "tool", "tool_call_id": "call_gone", "name": "grep", "content": "x"}]
+    item = imported("openai", json.dumps(msgs)).events[0].items[0]  # type: ignore[union-attr]
+    assert (item.id, item.call, item.source) == ("call_gone:result", None, "grep")
+
+
+def test_long_ids_are_hashed_consistently() -> None:
+    long_id = "call_" + "x" * 300
+    msgs = [
+        {
+            "role": "assistant",
+            "tool_calls": [
+                {"id": long_id, "type": "function", "function": {"name": "f", "arguments": "{}"}}
+            ],
+        },
+        {"role": "tool", "tool_call_id": long_id, "content": "done"},
+    ]
+    items = imported("openai", json.dumps(msgs)).events[0].items  # type: ignore[union-attr]
+    assert all(len(it.id) <= 256 for it in items)
+    assert items[1].call == items[0].id and items[0].id.startswith("id-")
+
+
+# --- bad input ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("payload", "where", "what"),
+    [
+        (
+            '[{"role": "user", "content": "x"}, {"role": "tool", "content": "y"}]',
+            "message 1",
+            "tool_call_id",
+        ),
+        ('[{"role": "wizard", "content": "x"}]', "message 0", "unknown role"),
+        ('[{"role": "user", "content": "x"}, 3]', "message 1", "JSON object"),
+        (
+            '[{"role": "assistant", "tool_calls": [{"id": "c", "type": "function"}]}]',
+            "message 0",
+            "tool_calls[0]",
+        ),
+        (
+            '[{"role": "assistant", "tool_calls": [{"id": "c", "type": "function", "function": '
+            '{"name": "f"}}]}, {"role": "assistant", "tool_calls": [{"id": "c", "type": '
+            '"function", "function": {"name": "g"}}]}]',
+            "message 1",
+            "already in the window",
+        ),
+    ],
+)
+def test_bad_openai_input_names_the_message(
+    tmp_path: Path, payload: str, where: str, what: str
+) -> None:
+    path = tmp_path / "h.json"
+    path.write_text(payload)
+    code, out, err = run("import", "openai", str(path))
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1
+    assert str(path) in err and where in err and what in err
+
+
+def test_malformed_json_is_exit_2(tmp_path: Path) -> None:
+    path = tmp_path / "h.json"
+    path.write_text('[{"role": "user", "content": "x"')
+    code, _, err = run("import", "openai", str(path))
+    assert code == 2 and "malformed JSON" in err and str(path) in err
+
+
+# --- the command --------------------------------------------------------------------------
+
+
+def test_import_to_stdout_is_the_trace() -> None:
+    fixture = FIXTURES / "openai" / "chat_snapshots.json"
+    code, out, err = run("import", "openai", str(fixture))
+    assert code == 0 and err == ""
+    assert out == import_history("openai", [fixture])
+
+
+def test_import_out_is_written_whole(tmp_path: Path) -> None:
+    fixture = FIXTURES / "openai" / "chat_snapshots.json"
+    target = tmp_path / "trace.jsonl"
+    code, out, _ = run("import", "openai", str(fixture), "-o", str(target), "--format", "json")
+    assert code == 0
+    assert json.loads(out) == {"out": str(target), "appends": 2, "rewrites": 1, "items": 9}
+    assert target.read_text() == import_history("openai", [fixture])
+    assert list(tmp_path.iterdir()) == [target]
+    code, _, _ = run("audit", str(target))
+    assert code == 1
+
+
+def test_failed_import_leaves_no_file(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text('[{"role": "tool"}]')
+    target = tmp_path / "trace.jsonl"
+    code, _, _ = run("import", "openai", str(bad), "-o", str(target))
+    assert code == 2 and not target.exists()
+
+
+def test_unknown_format_is_usage_error() -> None:
+    code, _, err = run("import", "gemini", "x.json")
+    assert code == 2 and "gemini" in err
+
+
+# --- round trip, as a property ------------------------------------------------------------
+
+_TEXT = st.text(alphabet="abcdefgh .\n", min_size=1, max_size=12).filter(lambda t: t.strip() != "")
+
+
+@st.composite
+def chat_histories(draw: st.DrawFn) -> list[dict[str, Any]]:
+    """A Chat Completions history: user turns, assistant text and tool calls with results."""
+    msgs: list[dict[str, Any]] = [{"role": "system", "content": draw(_TEXT)}]
+    for turn in range(draw(st.integers(1, 5))):
+        msgs.append({"role": "user", "content": draw(_TEXT)})
+        calls = [f"call_{turn}_{k}" for k in range(draw(st.integers(0, 3)))]
+        text = draw(st.one_of(st.none(), _TEXT))
+        msgs.append(
+            {
+                "role": "assistant",
+                "content": text,
+                "tool_calls": [
+                    {
+                        "id": c,
+                        "type": "function",
+                        "function": {
+                            "name": "bash",
+                            "arguments": json.dumps({"command": f"run {c}"}),
+                        },
+                    }
+                    for c in calls
+                ],
+            }
+        )
+        for c in calls:
+            code = draw(st.sampled_from([None, 0, 1, 2]))
+            body = draw(_TEXT)
+            content = body if code is None else f"Exit code: {code}\n{body}"
+            msgs.append({"role": "tool", "tool_call_id": c, "content": content})
+    return msgs
+
+
+@st.composite
+def edited(draw: st.DrawFn, msgs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A later snapshot: some tool results cleared, some whole turns dropped, one added."""
+    out = []
+    for m in msgs:
+        if m["role"] == "tool" and draw(st.booleans()):
+            out.append(
+                {**m, "content": draw(st.sampled_from(["[cleared]", "[tool result cleared]"]))}
+            )
+        else:
+            out.append(m)
+    out.append({"role": "user", "content": "next"})
+    return out
+
+
+def expected_ids(msgs: list[dict[str, Any]], names: dict[tuple[str, int], str]) -> list[str]:
+    """The item ids a snapshot must give, computed independently of the importer."""
+    ids: list[str] = []
+    rank: dict[str, int] = {}
+    for m in msgs:
+        key = json.dumps(m, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        j = rank.get(key, 0)
+        rank[key] = j + 1
+        name = names.setdefault((key, j), f"msg-{len(names)}")
+        if m["role"] == "tool":
+            cleared = is_placeholder(m["content"])
+            ids.append(f"{m['tool_call_id']}:{'cleared' if cleared else 'result'}")
+            continue
+        if m.get("content"):
+            ids.append(name)
+        ids.extend(c["id"] for c in m.get("tool_calls", []))
+    return ids
+
+
+@settings(max_examples=120, deadline=None)
+@given(st.data())
+def test_round_trip_keeps_ids_digests_and_pairs(data: st.DataObject) -> None:
+    first = data.draw(chat_histories())
+    second = data.draw(edited(first))
+    trace = imported("openai", json.dumps(first), json.dumps(second))
+    seen = windows(trace)
+    names: dict[tuple[str, int], str] = {}
+    assert [it.id for it in seen[0][1]] == expected_ids(first, names)
+    assert [it.id for it in seen[-1][1]] == expected_ids(second, names)
+    calls = {
+        c["id"]: json.loads(c["function"]["arguments"])["command"]
+        for m in first
+        for c in m.get("tool_calls", [])
+    }
+    results = {m["tool_call_id"]: m["content"] for m in first if m["role"] == "tool"}
+    for _, window in seen:
+        for it in window:
+            if it.id.endswith(":result"):
+                cid = it.id[: -len(":result")]
+                assert it.call == cid and it.digest == sha(results[cid])
+                assert it.source == f"bash: {calls[cid]}"
+                code = exit_code_in(results[cid])
+                assert it.modality == ("failed" if code not in (None, 0) else "verified")
+            if it.id.endswith(":cleared"):
+                assert it.kind == "prose" and it.call == it.id[: -len(":cleared")]
+            if it.kind == "observation" and it.source in ("user", "system"):
+                assert it.digest == sha(it.content or "")
+    report = audit_trace(trace)
+    assert not any(f.code == "WR007" for f in report.findings)
+    failed_cleared = {
+        m["tool_call_id"] for m in second if m["role"] == "tool" and is_placeholder(m["content"])
+    } & {cid for cid, body in results.items() if exit_code_in(body) not in (None, 0)}
+    wr008 = {f.items[0] for f in report.findings if f.code == "WR008"}
+    assert wr008 == {f"{cid}:result" for cid in failed_cleared}
+
+
+def test_snapshots_api_reads_each_file_in_order() -> None:
+    snaps = snapshots_of("openai", [FIXTURES / "openai" / "chat_snapshots.json"])
+    assert [len(s.messages) for s in snaps] == [7, 8]
+
+
+def test_bad_input_is_an_input_error() -> None:
+    with pytest.raises(InputError):
+        import_history("openai", ['{"nothing": 1}'])
+
+
+# --- claude-code --------------------------------------------------------------------------
+
+CC = FIXTURES / "claude-code"
+
+
+def test_claude_code_compact_boundary() -> None:
+    trace = imported("claude-code", CC / "session_compact.jsonl")
+    seen = windows(trace)
+    assert [p for p, _ in seen] == ["append", "claude-code:compact_boundary", "append"]
+    before = {it.id: it for it in seen[0][1]}
+    # ids are the records' uuids; titles, hooks and sidechains give no item
+    assert "39ea49bc-8cc9-4ec3-b598-4d75428d7c5e" in before
+    assert "dfcf5df8-10d0-4b02-a2a0-3775a96225d3" not in before
+    assert "1cb795e0-0e78-4c35-b232-c8e554323156" not in before
+    assert before["39ea49bc-8cc9-4ec3-b598-4d75428d7c5e"].source == "user"
+    bash = before["toolu_01T1SrbUgaSJkHWJd5outNgr:result"]
+    assert (bash.exit_code, bash.modality) == (1, "failed")
+    assert bash.source is not None and bash.source.startswith("Bash: cp ")
+    harness = before["toolu_01LsK8An4morbFYkB3fejkoX:result"]
+    assert harness.modality == "failed" and harness.exit_code is None
+    todos = [it for it in seen[0][1] if it.kind == "commitment"]
+    assert [(t.id, t.type) for t in todos] == [
+        ("toolu_01QWrhCr2A8aeAXZg7orTPPs:todo:0", "obligation"),
+        ("toolu_01QWrhCr2A8aeAXZg7orTPPs:todo:1", "obligation"),
+    ]
+    summary = seen[1][1]
+    assert [(it.id, it.kind) for it in summary] == [
+        ("c1d2e3f4-a5b6-4c7d-8e9f-0a1b2c3d4e5f", "prose")
+    ]
+    found = codes(trace)
+    assert ("WR008", ("toolu_01T1SrbUgaSJkHWJd5outNgr:result",)) in found
+    assert ("CF001", ("toolu_01QWrhCr2A8aeAXZg7orTPPs:todo:0",)) in found
+    assert any(c == "CP003" and i[0] == "toolu_01Rz9Bm4Nt1Xd5Pe6Of7Rg8H:result" for c, i in found)
+
+
+def test_claude_code_preserved_segment_and_rewind() -> None:
+    trace = imported("claude-code", CC / "session_preserved.jsonl")
+    seen = windows(trace)
+    assert [p for p, _ in seen] == [
+        "append",
+        "claude-code:compact_boundary",
+        "append",
+        "claude-code:snapshot",
+        "append",
+    ]
+    assert [it.id for it in seen[1][1]] == ["cs1", "u2", "a3"]
+    assert [it.id for it in seen[2][1]] == ["cs1", "u2", "a3", "a4", "u3"]
+    # the user edited their last message: a branch from a4
+    assert [it.id for it in seen[4][1]] == ["cs1", "u2", "a3", "a4", "u3b"]
+    kept = {it.id: it.raw for it in seen[0][1]}
+    assert all(kept[it.id] == it.raw for it in seen[1][1] if it.id in kept)
+
+
+def test_claude_code_completed_todos_are_no_obligation() -> None:
+    record = {
+        "type": "assistant",
+        "uuid": "a1",
+        "parentUuid": None,
+        "message": {
+            "role": "assistant",
+            "content": [
+                {
+                    "type": "tool_use",
+                    "id": "toolu_t",
+                    "name": "TodoWrite",
+                    "input": {
+                        "todos": [
+                            {"content": "done", "status": "completed", "id": "1"},
+                            {"content": "open", "status": "in_progress", "id": "2"},
+                        ]
+                    },
+                }
+            ],
+        },
+    }
+    items = imported("claude-code", json.dumps(record)).events[0].items  # type: ignore[union-attr]
+    assert [(it.id, it.kind) for it in items] == [
+        ("toolu_t", "prose"),
+        ("toolu_t:todo:2", "commitment"),
+    ]
+
+
+def test_claude_code_bad_record_names_the_line(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    good = {
+        "type": "user",
+        "uuid": "u1",
+        "parentUuid": None,
+        "message": {"role": "user", "content": "hi"},
+    }
+    bad = {
+        "type": "assistant",
+        "uuid": "a1",
+        "parentUuid": "u1",
+        "message": {"role": "assistant", "content": [{"type": "tool_use", "name": "Bash"}]},
+    }
+    path.write_text(json.dumps(good) + "\n" + json.dumps(bad) + "\n")
+    code, _, err = run("import", "claude-code", str(path))
+    assert code == 2 and str(path) in err and "line 2" in err and "tool_use" in err
+
+
+# --- anthropic ----------------------------------------------------------------------------
+
+AN = FIXTURES / "anthropic"
+
+
+def test_anthropic_compaction_block() -> None:
+    trace = imported("anthropic", AN / "before.json", AN / "after_compaction.json")
+    seen = windows(trace)
+    assert [p for p, _ in seen] == ["append", "anthropic:compaction", "append"]
+    first = {it.id: it for it in seen[0][1]}
+    assert first["msg-0"].source == "system"
+    failed = first["toolu_01A9xK:result"]
+    assert (failed.exit_code, failed.modality, failed.source) == (
+        2,
+        "failed",
+        "bash: make release-check",
+    )
+    # the rule is literal: a `command` argument is the COMMAND, whatever the tool
+    assert first["toolu_01B7yL:result"].source == "str_replace_based_edit_tool: view"
+    assert [(it.id, it.kind) for it in seen[1][1]] == [("msg-6", "prose")]
+    assert "changelog lacks" in (seen[1][1][0].text or "")
+    assert [it.id for it in seen[2][1]] == ["msg-6", "msg-7", "msg-8"]
+    assert ("WR008", ("toolu_01A9xK:result",)) in codes(trace)
+
+
+def test_anthropic_one_list_with_compaction_is_two_windows() -> None:
+    trace = imported("anthropic", AN / "after_compaction.json")
+    assert [p for p, _ in windows(trace)] == ["append", "anthropic:compaction", "append"]
+
+
+def test_anthropic_bad_block_names_the_message(tmp_path: Path) -> None:
+    path = tmp_path / "m.json"
+    path.write_text(
+        json.dumps(
+            [
+                {"role": "user", "content": "hi"},
+                {"role": "user", "content": [{"type": "tool_result", "content": "x"}]},
+            ]
+        )
+    )
+    code, _, err = run("import", "anthropic", str(path))
+    assert code == 2 and "message 1" in err and "tool_use_id" in err
+
+
+# --- langchain ----------------------------------------------------------------------------
+
+
+def test_langchain_summary_and_context_editing() -> None:
+    trace = imported("langchain", FIXTURES / "langchain" / "snapshots.json")
+    seen = windows(trace)
+    assert [p for p, _ in seen] == [
+        "append",
+        "langchain:summarization",
+        "append",
+        "langchain:context_editing",
+        "append",
+    ]
+    first = {it.id: it for it in seen[0][1]}
+    crash = first["call_inv1:result"]
+    assert (crash.modality, crash.exit_code) == ("failed", 1)
+    assert seen[1][1][1].id == "sum-1" and seen[1][1][1].kind == "prose"
+    edited = {it.id: it for it in seen[3][1]}
+    assert "call_rf1:result" not in edited
+    assert edited["call_rf1:cleared"].call == "call_rf1"
+    found = codes(trace)
+    assert ("WR008", ("call_inv1:result",)) in found
+    assert not any(code == "WR007" for code, _ in found)
+
+
+def test_langchain_bad_message_names_it(tmp_path: Path) -> None:
+    path = tmp_path / "m.json"
+    path.write_text(json.dumps([{"type": "human", "data": {"content": "x"}}, {"type": "ai"}]))
+    code, _, err = run("import", "langchain", str(path))
+    assert code == 2 and "message 1" in err and "'data'" in err
+
+
+# --- inspect ------------------------------------------------------------------------------
+
+LOG = FIXTURES / "inspect" / "repo_fix.json"
+
+
+def test_inspect_edit_compaction_clears_a_failed_result() -> None:
+    trace = imported("inspect", LOG, sample="fix-1")
+    seen = windows(trace)
+    assert [p for p, _ in seen][-2:] == ["inspect:compaction:edit", "append"]
+    first = {it.id: it for _, w in seen[:3] for it in w}
+    failed = first["call_qp1:result"]
+    # inspect's bash tool names its argument `cmd`: no `command`, so the arguments as JSON
+    assert (failed.modality, failed.source) == ("failed", 'bash: {"cmd":"cd /repo && pytest -q"}')
+    assert "No module named 'yaml'" in (failed.content or "")
+    after = {it.id: it for it in seen[3][1]}
+    assert after["call_qp1:cleared"].kind == "prose"
+    assert "call_qp1:result" not in after
+    found = codes(trace)
+    assert ("WR008", ("call_qp1:result",)) in found
+    assert not any(code == "WR007" for code, _ in found)
+
+
+def test_inspect_summary_compaction() -> None:
+    trace = imported("inspect", LOG, sample="fix-2:1")
+    seen = windows(trace)
+    rewrite = next(w for p, w in seen if p == "inspect:compaction:summary")
+    assert [(it.id, it.kind) for it in rewrite] == [
+        ("Hm3SysAaBbCc", "observation"),
+        ("Hm3UsrDdEeFf", "observation"),
+        ("Hm3SumPpQqRr", "prose"),
+    ]
+
+
+def test_inspect_needs_a_sample_when_there_are_several() -> None:
+    code, _, err = run("import", "inspect", str(LOG))
+    assert code == 2 and "fix-1:1" in err and "--sample" in err
+    code, _, err = run("import", "inspect", str(LOG), "--sample", "nope")
+    assert code == 2 and "nope" in err
+
+
+def _eval_zip(members: dict[str, bytes], zstd: bool) -> bytes:
+    """An .eval archive; with ``zstd`` its members are stored with method 93 (zstd)."""
+    import struct
+    import zlib
+
+    import zstandard
+
+    out, central = io.BytesIO(), io.BytesIO()
+    for name, data in members.items():
+        packed = zstandard.ZstdCompressor().compress(data) if zstd else data
+        method = 93 if zstd else 0
+        crc, fname = zlib.crc32(data), name.encode()
+        offset = out.tell()
+        out.write(
+            struct.pack(
+                "<IHHHHHIIIHH",
+                0x04034B50,
+                63,
+                0,
+                method,
+                0,
+                0,
+                crc,
+                len(packed),
+                len(data),
+                len(fname),
+                0,
+            )
+            + fname
+            + packed
+        )
+        central.write(
+            struct.pack(
+                "<IHHHHHHIIIHHHHHII",
+                0x02014B50,
+                63,
+                63,
+                0,
+                method,
+                0,
+                0,
+                crc,
+                len(packed),
+                len(data),
+                len(fname),
+                0,
+                0,
+                0,
+                0,
+                0,
+                offset,
+            )
+            + fname
+        )
+    start, size = out.tell(), central.tell()
+    out.write(central.getvalue())
+    out.write(
+        struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, len(members), len(members), size, start, 0)
+    )
+    return out.getvalue()
+
+
+def _eval_members() -> dict[str, bytes]:
+    log = json.loads(LOG.read_text())
+    header = {k: v for k, v in log.items() if k != "samples"}
+    sample = log["samples"][0]
+    return {
+        "header.json": json.dumps(header).encode(),
+        "samples/fix-1_epoch_1.json": json.dumps(sample).encode(),
+    }
+
+
+@pytest.mark.parametrize("zstd", [False, True])
+def test_inspect_eval_archive(tmp_path: Path, zstd: bool) -> None:
+    path = tmp_path / "log.eval"
+    path.write_bytes(_eval_zip(_eval_members(), zstd))
+    from_zip = import_history("inspect", [path])
+    assert from_zip == import_history("inspect", [LOG], sample="fix-1")
+
+
+def test_inspect_zstd_without_the_extra_names_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+
+    path = tmp_path / "log.eval"
+    path.write_bytes(_eval_zip(_eval_members(), zstd=True))
+    monkeypatch.setitem(sys.modules, "zstandard", None)
+    code, out, err = run("import", "inspect", str(path))
+    assert code == 2 and out == ""
+    assert "pip install 'ctxproof[inspect]'" in err
+
+
+def test_inspect_pooled_inputs_read_like_inline_ones() -> None:
+    log = json.loads(LOG.read_text())
+    sample = log["samples"][0]
+    pool: list[Any] = []
+    for event in sample["events"]:
+        if event.get("event") == "model":
+            refs = []
+            for m in event["input"]:
+                if m not in pool:
+                    pool.append(m)
+                k = pool.index(m)
+                refs.append([k, k + 1])
+            event["input"], event["input_refs"] = [], refs
+    sample["events_data"] = {"messages": pool, "calls": []}
+    pooled = import_history("inspect", [json.dumps({"samples": [sample]})])
+    assert pooled == import_history("inspect", [LOG], sample="fix-1")
+
+
+# --- annotations --------------------------------------------------------------------------
+
+CHAT = FIXTURES / "openai" / "chat_snapshots.json"
+
+
+def test_annotations_follow_their_item(tmp_path: Path) -> None:
+    notes = tmp_path / "notes.jsonl"
+    decision = {
+        "id": "d-rename",
+        "kind": "commitment",
+        "type": "decision",
+        "formula": "table.users",
+        "rationale": ["call_Zr3pQ1:result"],
+    }
+    rejection = {
+        "id": "r-drop",
+        "kind": "commitment",
+        "type": "rejection",
+        "formula": "!drop.table",
+    }
+    notes.write_text(
+        json.dumps({"after": "call_Zr3pQ1:result", "items": [decision]})
+        + "\n"
+        + json.dumps({"after": "msg-4", "items": [rejection]})
+        + "\n"
+    )
+    code, out, err = run("import", "openai", str(CHAT), "--annotations", str(notes))
+    assert code == 0, err
+    trace = parse_trace_text(out)
+    seen = windows(trace)
+    ids = [it.id for it in seen[0][1]]
+    assert ids[ids.index("call_Zr3pQ1:result") + 1] == "d-rename"
+    assert ids[ids.index("msg-4") + 1] == "r-drop"
+    # the rewrite removed the result, so its annotation went with it; msg-4 stayed
+    after = [it.id for it in seen[1][1]]
+    assert "d-rename" not in after and after[after.index("msg-4") + 1] == "r-drop"
+    assert ("CF001", ("d-rename",)) in codes(trace)
+
+
+@pytest.mark.parametrize(
+    ("line", "what"),
+    [
+        ({"after": "nope", "items": []}, "does not give"),
+        (
+            {"after": "msg-0", "items": [{"id": "c", "kind": "claim", "witnesses": ["zz"]}]},
+            "cites witness 'zz'",
+        ),
+        ({"after": "msg-0", "items": [{"id": "msg-1", "kind": "claim"}]}, "already used"),
+        ({"after": "msg-0", "items": [{"id": "c", "kind": "commitment"}]}, "no 'type'"),
+        ({"after": "msg-0"}, "exactly 'after' and 'items'"),
+    ],
+)
+def test_bad_annotations_name_the_line(tmp_path: Path, line: dict[str, Any], what: str) -> None:
+    notes = tmp_path / "notes.jsonl"
+    notes.write_text('{"after": "msg-0", "items": []}\n' + json.dumps(line) + "\n")
+    code, out, err = run("import", "openai", str(CHAT), "--annotations", str(notes))
+    assert code == 2 and out == ""
+    assert f"{notes}:2" in err and what in err
+
+
+def test_metadata_annotations_follow_their_message() -> None:
+    inv = {"id": "inv-green", "kind": "commitment", "type": "invariant", "formula": "ci.green"}
+    msgs = [
+        {"role": "user", "content": "keep CI green", "metadata": {"ctxproof": [inv]}},
+        {"role": "assistant", "content": "ok"},
+    ]
+    trace = imported("openai", json.dumps(msgs), json.dumps(msgs[1:]))
+    seen = windows(trace)
+    assert [it.id for it in seen[0][1]] == ["msg-0", "inv-green", "msg-1"]
+    assert [it.id for it in seen[1][1]] == ["msg-1"]
+    assert ("CF001", ("inv-green",)) in codes(trace)
+
+
+def test_every_fixture_imports_and_audits() -> None:
+    cases: list[tuple[str, list[Path], dict[str, Any]]] = [
+        ("claude-code", [CC / "session_compact.jsonl"], {}),
+        ("claude-code", [CC / "session_preserved.jsonl"], {}),
+        ("openai", [CHAT], {}),
+        ("openai", [FIXTURES / "openai" / "responses_compaction.json"], {}),
+        ("openai", [FIXTURES / "openai" / "codex_rollout.jsonl"], {}),
+        ("anthropic", [AN / "before.json", AN / "after_compaction.json"], {}),
+        ("langchain", [FIXTURES / "langchain" / "snapshots.json"], {}),
+        ("inspect", [LOG], {"sample": "fix-1"}),
+        ("inspect", [LOG], {"sample": "fix-2"}),
+    ]
+    for fmt, files, kw in cases:
+        trace = imported(fmt, *files, **kw)
+        assert any(isinstance(ev, Rewrite) for ev in trace.events), (fmt, files)
+        report = audit_trace(trace)
+        assert report.rewrites and all(r.verdict for r in report.rewrites)
+
+
+def test_one_message_object_is_a_list_of_one() -> None:
+    trace = imported("openai", '{"role": "user", "content": "hello"}')
+    assert [it.id for it in trace.events[0].items] == ["msg-0"]  # type: ignore[union-attr]
+
+
+def test_metadata_annotation_citing_nothing_is_bad_input() -> None:
+    claim = {"id": "c1", "kind": "claim", "witnesses": ["nowhere"]}
+    msgs = [{"role": "user", "content": "x", "metadata": {"ctxproof": [claim]}}]
+    with pytest.raises(InputError, match="nowhere"):
+        import_history("openai", [json.dumps(msgs)])

@@ -1,0 +1,136 @@
+"""Anthropic Messages API histories: message lists of content blocks.
+
+A file holds one message list (a JSON array, or a request body with
+``messages`` and an optional ``system``) or a JSON array of such lists. A
+``compaction`` block marks a server-side compaction: the model sees the list
+from the last one on. See ``docs/importers.md`` ("anthropic").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from verifier.errors import InputError
+from verifier.importers.common import (
+    Message,
+    Snapshot,
+    ToolCall,
+    ToolResult,
+    canonical,
+    metadata_annotations,
+    split_at_markers,
+)
+from verifier.importers.sources import Source, read_json, texts
+
+__all__ = ["snapshots"]
+
+COMPACTION = "anthropic:compaction"
+_CALLS = frozenset({"tool_use", "server_tool_use", "mcp_tool_use"})
+_RESULTS = frozenset({"tool_result", "mcp_tool_result", "web_search_tool_result"})
+
+
+def snapshots(sources: Sequence[Source]) -> list[Snapshot]:
+    """The snapshots of the given files, in order."""
+    seen: set[str] = set()
+    out: list[Snapshot] = []
+    for src in sources:
+        for where, raw in _lists(src):
+            messages: list[Message] = []
+            for i, obj in enumerate(raw):
+                messages.extend(_messages(obj, src.name, f"{where}message {i}"))
+            marks = [m.role == "compaction" for m in messages]
+            out.extend(split_at_markers(messages, marks, seen, COMPACTION))
+    return out
+
+
+def _lists(src: Source) -> list[tuple[str, list[Any]]]:
+    value = read_json(src)
+    if isinstance(value, dict) and isinstance(value.get("messages"), list):
+        system = value.get("system")
+        head = [{"role": "system", "content": system}] if system else []
+        return [("", head + value["messages"])]
+    if not isinstance(value, list):
+        raise InputError(
+            "the file must hold a JSON array of messages or a request body with 'messages'",
+            file=src.name,
+            line=1,
+        )
+    if value and all(isinstance(v, list) for v in value):
+        return [(f"snapshot {k} ", v) for k, v in enumerate(value)]
+    return [("", value)]
+
+
+def _messages(obj: Any, file: str, where: str) -> list[Message]:
+    """One message; an assistant message with a compaction block is cut in three."""
+    if not isinstance(obj, dict):
+        raise InputError(f"{where}: a message must be a JSON object", file=file)
+    role = obj.get("role")
+    base = Message(str(role), canonical(obj), file, where)
+    if role not in ("user", "assistant", "system"):
+        raise base.error(f"unknown role {role!r}", fix="use 'user' or 'assistant'")
+    content = obj.get("content")
+    if isinstance(content, str) or content is None:
+        return [_message(obj, [{"type": "text", "text": texts(content)}], base)]
+    if not isinstance(content, list):
+        raise base.error("'content' must be a string or a list of blocks")
+    cut = [
+        k for k, b in enumerate(content) if isinstance(b, dict) and b.get("type") == "compaction"
+    ]
+    if not cut:
+        return [_message(obj, content, base)]
+    k = cut[-1]
+    out = []
+    if content[:k]:
+        out.append(_message(obj, content[:k], _part(base, content[:k], "before")))
+    out.append(_compaction(content[k], _part(base, [content[k]], "compaction")))
+    if content[k + 1 :]:
+        out.append(_message(obj, content[k + 1 :], _part(base, content[k + 1 :], "after")))
+    return out
+
+
+def _part(base: Message, blocks: list[Any], label: str) -> Message:
+    key = canonical({"role": base.role, "content": blocks, "part": label})
+    return Message(base.role, key, base.file, f"{base.where} ({label} its compaction block)")
+
+
+def _compaction(block: Mapping[str, Any], base: Message) -> Message:
+    summary = block.get("content")
+    text = summary if isinstance(summary, str) and summary else "(compacted history)"
+    return Message("compaction", base.key, base.file, base.where, text=text, summary=True)
+
+
+def _message(obj: Mapping[str, Any], blocks: list[Any], base: Message) -> Message:
+    text = texts([b for b in blocks if isinstance(b, dict) and b.get("type") == "text"])
+    calls = tuple(_call(b, base) for b in blocks if _kind(b) in _CALLS)
+    results = tuple(_result(b, base) for b in blocks if _kind(b) in _RESULTS)
+    own = obj.get("id") if isinstance(obj.get("id"), str) and obj.get("id") else None
+    notes = metadata_annotations(obj.get("metadata"), base.file, base.where)
+    return Message(
+        base.role, base.key, base.file, base.where, own, text, calls, results, annotations=notes
+    )
+
+
+def _kind(block: Any) -> Any:
+    return block.get("type") if isinstance(block, dict) else None
+
+
+def _call(block: Mapping[str, Any], base: Message) -> ToolCall:
+    call_id, name = block.get("id"), block.get("name")
+    if not isinstance(call_id, str) or not call_id or not isinstance(name, str):
+        raise base.error(f"a {block.get('type')} block needs an 'id' and a 'name'")
+    return ToolCall(call_id, name, block.get("input"))
+
+
+def _result(block: Mapping[str, Any], base: Message) -> ToolResult:
+    call_id = block.get("tool_use_id")
+    if not isinstance(call_id, str) or not call_id:
+        raise base.error(f"a {block.get('type')} block needs a 'tool_use_id'")
+    content = block.get("content")
+    text = texts(content) if not isinstance(content, dict) else canonical(content)
+    if block.get("type") == "web_search_tool_result" and isinstance(content, list):
+        text = canonical(content)
+    error = block.get("is_error") is True or (
+        isinstance(content, dict) and str(content.get("type", "")).endswith("_error")
+    )
+    return ToolResult(call_id, text, error=error)

@@ -1,0 +1,548 @@
+"""What every importer shares: messages, snapshots, and the one snapshots -> trace function.
+
+A format parser reads its own shape into :class:`Message` values and groups
+them into :class:`Snapshot` values (the list of messages the model saw at one
+moment, and whether a compaction the format records produced it).
+:func:`build_trace` turns the snapshots into ctxproof trace events: it gives
+every message its items and ids, and writes an ``append`` when a snapshot
+extends the one before it and a ``rewrite`` otherwise. The rules it follows
+are those of ``docs/importers.md``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import shlex
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from verifier.errors import InputError, InternalError
+from verifier.io import MAX_ID_LENGTH, _Ctx, item_from_json, parse_trace_text
+from verifier.window import canonical_json
+
+__all__ = [
+    "Annotation",
+    "Message",
+    "Snapshot",
+    "ToolCall",
+    "ToolResult",
+    "build_trace",
+    "canonical",
+    "command_of",
+    "exit_code_in",
+    "fit_id",
+    "is_placeholder",
+    "metadata_annotations",
+    "split_at_markers",
+]
+
+TRACE_FORMAT = "ctxproof-trace/1"
+
+_PLACEHOLDERS = (
+    re.compile(r"\[cleared\]", re.IGNORECASE),
+    re.compile(r"\(tool result removed\)", re.IGNORECASE),
+    re.compile(r"\[tool result cleared\]", re.IGNORECASE),
+    re.compile(r"\[old tool result content cleared\]", re.IGNORECASE),
+    re.compile(r"\[trimmed:.*\]", re.IGNORECASE | re.DOTALL),
+    re.compile(r"skipped \d+ messages\.", re.IGNORECASE),
+    re.compile(r"old environment output: \(\d+ lines omitted\)", re.IGNORECASE),
+)
+_EXIT_CODE = re.compile(
+    r"^(?:exit code:? ?(-?\d+)|<returncode>\s*(-?\d+)\s*</returncode>)",
+    re.IGNORECASE | re.MULTILINE,
+)
+
+
+def canonical(value: Any) -> str:
+    """Canonical JSON of any JSON value: sorted keys, no spaces, UTF-8 as is."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def is_placeholder(content: str) -> bool:
+    """Is this tool result content a placeholder left where a result was removed?
+
+    The recognised placeholders are listed in ``docs/importers.md``
+    ("Placeholders"); the whole content (trimmed) must be one of them.
+
+    >>> is_placeholder("[cleared]"), is_placeholder("Skipped 12 messages."), is_placeholder("ok")
+    (True, True, False)
+    """
+    text = content.strip()
+    return any(p.fullmatch(text) for p in _PLACEHOLDERS)
+
+
+def exit_code_in(content: str) -> int | None:
+    """The exit code a tool result states by the text conventions, or None.
+
+    ``Exit code: N``, ``Exit code N`` or ``<returncode>N</returncode>`` at the
+    start of a line; the first match counts (``docs/importers.md``, "Tool results").
+
+    >>> exit_code_in("Exit code 2\\nmake: *** [all] Error 2"), exit_code_in("fine")
+    (2, None)
+    """
+    match = _EXIT_CODE.search(content)
+    if match is None:
+        return None
+    return int(match.group(1) if match.group(1) is not None else match.group(2))
+
+
+def fit_id(raw: str) -> str:
+    """An item id of at most 256 characters: ids that are longer become ``id-`` + a hash.
+
+    The replacement is ``id-`` and the first 40 hex digits of the sha256 of the
+    long id, so it is stable and every reference to it agrees.
+    """
+    if len(raw) <= MAX_ID_LENGTH:
+        return raw
+    return "id-" + hashlib.sha256(raw.encode("utf-8")).hexdigest()[:40]
+
+
+def command_of(arguments: Any) -> str:
+    """COMMAND of a tool call's source: its ``command`` argument, else its arguments.
+
+    A ``command`` string is used as it is and a list of strings is joined as a
+    shell would quote it; any other arguments are written as canonical JSON,
+    and a plain string argument as it is.
+
+    >>> command_of({"command": "ls -la"}), command_of({"command": ["bash", "-lc", "ls -la"]})
+    ('ls -la', "bash -lc 'ls -la'")
+    >>> command_of({"path": "a.py"})
+    '{"path":"a.py"}'
+    """
+    if isinstance(arguments, Mapping) and "command" in arguments:
+        command = arguments["command"]
+        if isinstance(command, str):
+            return command
+        if isinstance(command, list) and all(isinstance(c, str) for c in command):
+            return shlex.join(command)
+    if isinstance(arguments, str):
+        return arguments
+    return canonical(arguments)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """A tool call in an assistant message.
+
+    ``items`` are item objects the format derives from the call itself (Claude
+    Code's TodoWrite obligations); they follow the call's item.
+    """
+
+    id: str
+    name: str
+    arguments: Any = None
+    items: tuple[Mapping[str, Any], ...] = ()
+
+    @property
+    def source(self) -> str:
+        """``NAME: COMMAND``, the ``source`` of this call's results."""
+        return f"{self.name}: {command_of(self.arguments)}"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    """A tool result: the text the model saw, and what the format says of its outcome.
+
+    ``exit_code`` is set when the format records it exactly; otherwise the text
+    conventions of :func:`exit_code_in` apply. ``cleared`` is set when the
+    format marks the result as cleared whatever its text.
+    """
+
+    call_id: str
+    content: str
+    name: str | None = None
+    error: bool = False
+    exit_code: int | None = None
+    cleared: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One message the model saw, read from its format.
+
+    ``key`` is the canonical JSON of the message as the format wrote it: two
+    messages without an id of their own are the same message when their keys
+    are equal. ``where`` names the message in its file for error messages
+    ("message 3", "line 12").
+    """
+
+    role: str
+    key: str
+    file: str
+    where: str
+    id: str | None = None
+    text: str = ""
+    calls: tuple[ToolCall, ...] = ()
+    results: tuple[ToolResult, ...] = ()
+    summary: bool = False
+    at: str | None = None
+    annotations: tuple[Any, ...] = ()
+
+    def error(self, message: str, fix: str | None = None) -> InputError:
+        """Bad input in this message: names the file and the message."""
+        return InputError(f"{self.where}: {message}", file=self.file, fix=fix)
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """The messages the model saw at one moment.
+
+    ``policy`` names the compaction the format records as having produced this
+    window (``None``: a plain snapshot); a snapshot with a policy is always a
+    rewrite, even when it only extends the one before.
+    """
+
+    messages: tuple[Message, ...]
+    policy: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Annotation:
+    """Items to put right after the item ``after`` (``--annotations``, one line)."""
+
+    after: str
+    items: tuple[Mapping[str, Any], ...]
+    file: str
+    line: int
+
+
+def metadata_annotations(metadata: Any, message_file: str, where: str) -> tuple[Any, ...]:
+    """The items under the ``ctxproof`` key of a message's metadata, if any.
+
+    The value is a list of item objects, or an object with such a list under
+    ``items`` (``docs/importers.md``, "Annotations").
+    """
+    if not isinstance(metadata, Mapping) or "ctxproof" not in metadata:
+        return ()
+    value = metadata["ctxproof"]
+    if isinstance(value, Mapping):
+        value = value.get("items")
+    if not isinstance(value, list) or not all(isinstance(v, Mapping) for v in value):
+        raise InputError(
+            f"{where}: the 'ctxproof' metadata must be a list of item objects",
+            file=message_file,
+            fix='write "ctxproof": [{"id": ..., "kind": ...}]',
+        )
+    return tuple(value)
+
+
+def split_at_markers(
+    messages: Sequence[Message],
+    is_marker: Sequence[bool],
+    seen: set[str],
+    policy: str,
+) -> list[Snapshot]:
+    """Snapshots of one message list in which some messages mark a compaction.
+
+    The model sees a list from its last marker on. Markers already met in an
+    earlier list (``seen``, by key and position among equal keys) are not
+    compactions again; each new marker starts a snapshot with ``policy``.
+    """
+    marks = [i for i, m in enumerate(is_marker) if m]
+    keys = _occurrence_keys(messages)
+    start = 0
+    for i in marks:
+        if keys[i] in seen:
+            start = i
+    out = []
+    bounds = [i for i in marks if i > start or (i == start and keys[i] not in seen)]
+    if not bounds or bounds[0] != start:
+        end = bounds[0] if bounds else len(messages)
+        out.append(Snapshot(tuple(messages[start:end])))
+    for n, i in enumerate(bounds):
+        end = bounds[n + 1] if n + 1 < len(bounds) else len(messages)
+        out.append(Snapshot(tuple(messages[i:end]), policy))
+        seen.add(keys[i])
+    return out
+
+
+def _occurrence_keys(messages: Sequence[Message]) -> list[str]:
+    counts: dict[str, int] = {}
+    out = []
+    for m in messages:
+        j = counts.get(m.key, 0)
+        counts[m.key] = j + 1
+        out.append(f"{j}:{m.key}")
+    return out
+
+
+Ident = tuple[str, str, int]
+
+
+@dataclass
+class _State:
+    """What :func:`build_trace` remembers between snapshots."""
+
+    names: dict[Ident, str] = field(default_factory=dict)
+    calls: dict[str, ToolCall] = field(default_factory=dict)
+    window: list[dict[str, Any]] = field(default_factory=list)
+    last: list[tuple[Ident, str]] | None = None
+    events: list[dict[str, Any]] = field(default_factory=list)
+    anchors: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    item_cache: dict[tuple[Ident, str], list[dict[str, Any]]] = field(default_factory=dict)
+    seen: set[Ident] = field(default_factory=set)
+    fmt: str = "import"
+
+
+def build_trace(
+    snapshots: Sequence[Snapshot],
+    annotations: Sequence[Annotation] = (),
+    *,
+    fmt: str = "import",
+    name: str = "<import>",
+) -> str:
+    """The trace (JSONL text) of a history given as snapshots.
+
+    Every message gets its items and ids (``docs/importers.md``, "Items" and
+    "Ids"); a snapshot that extends the one before appends its new messages,
+    any other one is a ``rewrite`` whose window is what the model then saw,
+    followed by an ``append`` of the messages that arrived after it.
+    The trace is validated before it is returned.
+
+    Raises:
+        InputError: the history gives two items the same id in one window, or
+            the annotations do not fit it.
+    """
+    state = _State(fmt=fmt)
+    _register(snapshots, state)
+    _anchor(annotations, snapshots, state)
+    for snap in snapshots:
+        _take(snap, state)
+    lines = [canonical_json({"event": "header", "format": TRACE_FORMAT})]
+    lines.extend(canonical_json(ev) for ev in state.events)
+    text = "\n".join(lines) + "\n"
+    try:
+        parse_trace_text(text, name)
+    except InputError as exc:
+        if any(m.annotations for snap in snapshots for m in snap.messages):
+            # items from a message's 'ctxproof' metadata are the user's: say which one
+            raise InputError(
+                f"the 'ctxproof' metadata annotations do not fit the history: {exc.message}",
+                file=name,
+                item=exc.item,
+                fix=exc.fix,
+            ) from None
+        raise InternalError(f"the import produced an invalid trace: {exc.render()}") from None
+    return text
+
+
+def _idents(messages: Sequence[Message]) -> list[Ident]:
+    """Identity of each message: its own id, else its key and rank among equal keys."""
+    counts: dict[str, int] = {}
+    out: list[Ident] = []
+    for m in messages:
+        if m.id is not None:
+            out.append(("id", m.id, 0))
+            continue
+        j = counts.get(m.key, 0)
+        counts[m.key] = j + 1
+        out.append(("key", m.key, j))
+    return out
+
+
+def _register(snapshots: Sequence[Snapshot], state: _State) -> None:
+    """Name every distinct message (own id, else ``msg-K``) and index every tool call."""
+    for snap in snapshots:
+        for ident, m in zip(_idents(snap.messages), snap.messages, strict=True):
+            if ident not in state.names:
+                own = m.id if m.id is not None else f"msg-{len(state.names)}"
+                state.names[ident] = fit_id(own)
+            for call in m.calls:
+                state.calls.setdefault(call.id, call)
+
+
+def _anchor(annotations: Sequence[Annotation], snapshots: Sequence[Snapshot], s: _State) -> None:
+    """Check the ``--annotations`` against the history and file them by the item they follow."""
+    if not annotations:
+        return
+    history = _history_ids(snapshots, s)
+    given: set[str] = set()
+    for ann in annotations:
+        if ann.after not in history:
+            raise InputError(
+                f"'after' names {ann.after!r}, which the history does not give",
+                file=ann.file,
+                line=ann.line,
+                fix="name the id of an item of the imported history",
+            )
+        for raw in ann.items:
+            item = item_from_json(raw, _Ctx(ann.file, ann.line))
+            if item.id in history or item.id in given:
+                raise InputError(
+                    "annotation id is already used",
+                    file=ann.file,
+                    line=ann.line,
+                    item=item.id,
+                    fix="give every annotation item an id of its own",
+                )
+            given.add(item.id)
+            s.anchors.setdefault(ann.after, []).append(dict(raw))
+    _check_citations(annotations, history | given)
+
+
+def _check_citations(annotations: Sequence[Annotation], defined: set[str]) -> None:
+    for ann in annotations:
+        for raw in ann.items:
+            item = item_from_json(raw, _Ctx(ann.file, ann.line))
+            for rel, ref in item.citations:
+                if ref not in defined:
+                    raise InputError(
+                        f"cites {rel} {ref!r}, which neither the history nor the annotations give",
+                        file=ann.file,
+                        line=ann.line,
+                        item=item.id,
+                        fix="cite an item id of the imported history",
+                    )
+
+
+def _history_ids(snapshots: Sequence[Snapshot], s: _State) -> set[str]:
+    ids: set[str] = set()
+    done: set[tuple[Ident, str]] = set()
+    for snap in snapshots:
+        for ident, m in zip(_idents(snap.messages), snap.messages, strict=True):
+            if (ident, m.key) not in done:
+                done.add((ident, m.key))
+                ids.update(it["id"] for it in _own_items(m, s.names[ident], s))
+    return ids
+
+
+def _take(snap: Snapshot, s: _State) -> None:
+    """Turn one snapshot into an append (it extends the last one) or a rewrite."""
+    idents = _idents(snap.messages)
+    marks = list(zip(idents, (m.key for m in snap.messages), strict=True))
+    last = s.last
+    if snap.policy is None and last is not None and marks[: len(last)] == last:
+        _append(snap.messages[len(last) :], idents[len(last) :], s)
+    elif last is None and snap.policy is None:
+        _append(snap.messages, idents, s)
+    else:
+        _rewrite(snap, idents, s)
+    s.last = marks
+
+
+def _append(messages: Sequence[Message], idents: Sequence[Ident], s: _State) -> None:
+    items: list[dict[str, Any]] = []
+    present = {it["id"] for it in s.window}
+    for m, ident in zip(messages, idents, strict=True):
+        for it in _items(m, ident, s):
+            if it["id"] in present:
+                raise m.error(
+                    f"its item {it['id']!r} is already in the window: two messages give that id",
+                    fix="give every message, tool call and tool result an id of its own",
+                )
+            present.add(it["id"])
+            items.append(it)
+    if items:
+        s.events.append({"event": "append", "items": items})
+        s.window.extend(items)
+
+
+def _rewrite(snap: Snapshot, idents: Sequence[Ident], s: _State) -> None:
+    """A rewrite to the window the snapshot shows, then an append of what arrived after."""
+    known = set(s.seen)
+    cut = 0
+    for i, (m, ident) in enumerate(zip(snap.messages, idents, strict=True)):
+        if ident in known or m.summary:
+            cut = i + 1
+    window: list[dict[str, Any]] = []
+    ids: set[str] = set()
+    for m, ident in zip(snap.messages[:cut], idents[:cut], strict=True):
+        as_output = snap.policy is not None and ident not in known
+        for it in _items(m, ident, s, as_summary=as_output):
+            if it["id"] in ids:
+                raise m.error(
+                    f"its item {it['id']!r} appears twice in one window",
+                    fix="give every message, tool call and tool result an id of its own",
+                )
+            ids.add(it["id"])
+            window.append(it)
+    policy = snap.policy or f"{s.fmt}:snapshot"
+    s.events.append({"event": "rewrite", "policy": policy, "window": window})
+    s.window = list(window)
+    _append(snap.messages[cut:], idents[cut:], s)
+
+
+def _items(
+    m: Message, ident: Ident, s: _State, *, as_summary: bool = False
+) -> list[dict[str, Any]]:
+    """A message's items with the annotations that follow them."""
+    cache_key = (ident, m.key + ("#summary" if as_summary else ""))
+    cached = s.item_cache.get(cache_key)
+    if cached is None:
+        cached = []
+        own = _own_items(m, s.names[ident], s, as_summary=as_summary)
+        for it in own:
+            cached.append(it)
+            cached.extend(s.anchors.get(it["id"], ()))
+        cached.extend(_message_annotations(m, own))
+        s.item_cache[cache_key] = cached
+    s.seen.add(ident)
+    return [dict(it) for it in cached]
+
+
+def _message_annotations(m: Message, own: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    if not m.annotations:
+        return []
+    if not own:
+        raise m.error(
+            "it carries 'ctxproof' annotations but gives no item for them to follow",
+            fix="move the annotations to a message with text, a tool call or a result",
+        )
+    out = []
+    for raw in m.annotations:
+        item_from_json(raw, _Ctx(m.file, None))
+        out.append(dict(raw))
+    return out
+
+
+def _own_items(
+    m: Message, base: str, s: _State, *, as_summary: bool = False
+) -> list[dict[str, Any]]:
+    """Results first, then the text, then the calls (``docs/importers.md``, "Items")."""
+    out = [_result_item(r, s) for r in m.results]
+    text = _text_item(m, base, summary=m.summary or as_summary)
+    if text is not None:
+        out.append(text)
+    for call in m.calls:
+        out.append({"id": fit_id(call.id), "kind": "prose", "text": call.source})
+        out.extend(dict(it) for it in call.items)
+    return out
+
+
+def _text_item(m: Message, base: str, *, summary: bool) -> dict[str, Any] | None:
+    if not m.text.strip():
+        return None
+    if summary or m.role in ("assistant", "tool"):
+        return {"id": base, "kind": "prose", "text": m.text}
+    item: dict[str, Any] = {"id": base, "kind": "observation", "source": m.role, "content": m.text}
+    if m.at is not None:
+        item["at"] = m.at
+    return item
+
+
+def _result_item(r: ToolResult, s: _State) -> dict[str, Any]:
+    """A tool result: an observation ``CALLID:result``, or a prose ``CALLID:cleared``."""
+    call = s.calls.get(r.call_id)
+    if r.cleared or is_placeholder(r.content):
+        item: dict[str, Any] = {"id": fit_id(f"{r.call_id}:cleared"), "kind": "prose"}
+        item["text"] = r.content
+    else:
+        exit_code = r.exit_code if r.exit_code is not None else exit_code_in(r.content)
+        failed = r.error or (exit_code is not None and exit_code != 0)
+        item = {
+            "id": fit_id(f"{r.call_id}:result"),
+            "kind": "observation",
+            "content": r.content,
+            "modality": "failed" if failed else "verified",
+        }
+        source = call.source if call is not None else r.name
+        if source is not None:
+            item["source"] = source
+        if exit_code is not None:
+            item["exit_code"] = exit_code
+    if call is not None:
+        item["call"] = fit_id(call.id)
+    return item

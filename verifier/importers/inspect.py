@@ -1,0 +1,255 @@
+"""inspect_ai eval logs: ``.json`` logs, and ``.eval`` (zip) logs.
+
+A sample's history is read from its events: the input of each call to the
+model (``model`` events) and the message it answered with is one snapshot,
+and a ``compaction`` event marks the next snapshot as a compaction. A sample
+without model events is read from its ``messages``. ``.eval`` members
+compressed with zstd need the ``zstandard`` package (``pip install
+'ctxproof[inspect]'``). See ``docs/importers.md`` ("inspect").
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import zipfile
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from verifier.errors import InputError
+from verifier.importers.common import (
+    Message,
+    Snapshot,
+    ToolCall,
+    ToolResult,
+    canonical,
+    metadata_annotations,
+)
+from verifier.importers.sources import Source, read_json, texts
+from verifier.io import _Ctx, _loads
+
+__all__ = ["snapshots"]
+
+_ZSTD = 93
+_ATTACHMENT = re.compile(r"attachment://([0-9a-f]+)")
+
+
+def snapshots(sources: Sequence[Source], *, sample: str | None = None) -> list[Snapshot]:
+    """The snapshots of one sample of each log, in order."""
+    out: list[Snapshot] = []
+    for src in sources:
+        chosen = _pick(_samples(src), sample, src.name)
+        out.extend(_sample_snapshots(chosen, src.name))
+    return out
+
+
+def _samples(src: Source) -> list[Any]:
+    """The samples of a log: the ``samples`` of a JSON log, the sample members of a zip."""
+    if src.data[:4] == b"PK\x03\x04":
+        return _zip_samples(src)
+    log = read_json(src)
+    if not isinstance(log, dict) or not isinstance(log.get("samples"), list):
+        raise InputError(
+            "not an inspect eval log: no 'samples' list",
+            file=src.name,
+            line=1,
+            fix="give a log written with samples (a .json or .eval log)",
+        )
+    samples: list[Any] = log["samples"]
+    return samples
+
+
+def _zip_samples(src: Source) -> list[Any]:
+    try:
+        archive = zipfile.ZipFile(io.BytesIO(src.data))
+    except zipfile.BadZipFile as exc:
+        raise InputError(f"not a readable .eval archive: {exc}", file=src.name) from None
+    names = sorted(
+        n for n in archive.namelist() if n.startswith("samples/") and n.endswith(".json")
+    )
+    out = []
+    for name in names:
+        text = _member(archive, archive.getinfo(name), src.name).decode("utf-8", "replace")
+        out.append(_loads(text, _Ctx(f"{src.name}:{name}", 1)))
+    return out
+
+
+def _member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, file: str) -> bytes:
+    """A member's bytes; zstd members are decompressed with ``zstandard``."""
+    if info.compress_type != _ZSTD:
+        return archive.read(info)
+    try:
+        import zstandard
+    except ImportError:
+        raise InputError(
+            f"{info.filename} is compressed with zstd, which needs the zstandard package",
+            file=file,
+            fix="pip install 'ctxproof[inspect]'",
+        ) from None
+    raw = _raw_member(archive, info)
+    reader = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(raw))
+    data: bytes = reader.read(info.file_size + 1)
+    return data
+
+
+def _raw_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> bytes:
+    """The stored (compressed) bytes of a member, read past its local header."""
+    fp = archive.fp
+    assert fp is not None
+    fp.seek(info.header_offset)
+    header = fp.read(30)
+    name_len = int.from_bytes(header[26:28], "little")
+    extra_len = int.from_bytes(header[28:30], "little")
+    fp.seek(info.header_offset + 30 + name_len + extra_len)
+    return fp.read(info.compress_size)
+
+
+def _pick(samples: list[Any], wanted: str | None, file: str) -> Mapping[str, Any]:
+    """The sample ``wanted`` (``ID`` or ``ID:EPOCH``), or the only one."""
+    named = [(f"{s.get('id')}:{s.get('epoch', 1)}", s) for s in samples if isinstance(s, dict)]
+    if wanted is None:
+        if len(named) == 1:
+            return named[0][1]
+        listed = ", ".join(n for n, _ in named[:10]) or "none"
+        raise InputError(
+            f"the log has {len(named)} samples ({listed})",
+            file=file,
+            fix="pick one with --sample ID or ID:EPOCH",
+        )
+    for name, s in named:
+        if wanted in (name, name.split(":")[0]):
+            return s
+    raise InputError(f"no sample {wanted!r} in the log", file=file, fix="see the sample ids")
+
+
+def _sample_snapshots(sample: Mapping[str, Any], file: str) -> list[Snapshot]:
+    pool = _pool(sample)
+    found = sample.get("attachments")
+    attachments: Mapping[str, Any] = found if isinstance(found, dict) else {}
+    given = sample.get("events")
+    events: list[Any] = given if isinstance(given, list) else []
+    out: list[Snapshot] = []
+    policy: str | None = None
+    for n, event in enumerate(events):
+        if not isinstance(event, dict):
+            continue
+        if event.get("event") == "compaction":
+            policy = f"inspect:compaction:{event.get('type', 'summary')}"
+        elif event.get("event") == "model" and event.get("role") is None:
+            raw = _model_messages(event, pool, file, n)
+            messages = [
+                _message(_resolve(m, attachments), file, f"event {n} message {i}")
+                for i, m in enumerate(raw)
+            ]
+            out.append(Snapshot(tuple(messages), policy))
+            policy = None
+    if not out:
+        raw_messages = sample.get("messages")
+        if not isinstance(raw_messages, list):
+            raise InputError("the sample has neither model events nor messages", file=file)
+        out.append(
+            Snapshot(
+                tuple(
+                    _message(_resolve(m, attachments), file, f"message {i}")
+                    for i, m in enumerate(raw_messages)
+                )
+            )
+        )
+    return out
+
+
+def _pool(sample: Mapping[str, Any]) -> list[Any]:
+    """The message pool that condensed model inputs refer to, if the log has one."""
+    data = sample.get("events_data")
+    pool = data.get("messages") if isinstance(data, dict) else sample.get("message_pool")
+    return list(pool) if isinstance(pool, list) else []
+
+
+def _model_messages(event: Mapping[str, Any], pool: list[Any], file: str, n: int) -> list[Any]:
+    """A model event's input (inline, or ranges into the pool) and the message it gave."""
+    given = event.get("input")
+    messages = list(given) if isinstance(given, list) else []
+    refs = event.get("input_refs")
+    if not messages and isinstance(refs, list):
+        for ref in refs:
+            if not (
+                isinstance(ref, list) and len(ref) == 2 and all(isinstance(x, int) for x in ref)
+            ):
+                raise InputError(f"event {n}: input_refs must be [start, end] ranges", file=file)
+            if ref[1] > len(pool):
+                raise InputError(f"event {n}: input_refs point past the message pool", file=file)
+            messages.extend(pool[ref[0] : ref[1]])
+    output = event.get("output")
+    choices = output.get("choices") if isinstance(output, dict) else None
+    if isinstance(choices, list) and choices and isinstance(choices[0], dict):
+        answer = choices[0].get("message")
+        if isinstance(answer, dict):
+            messages.append(answer)
+    return messages
+
+
+def _resolve(value: Any, attachments: Mapping[str, Any]) -> Any:
+    """Put attachment contents back where the log wrote ``attachment://HASH``."""
+    if not attachments:
+        return value
+    if isinstance(value, str):
+        whole = _ATTACHMENT.fullmatch(value)
+        if whole and isinstance(attachments.get(whole.group(1)), str):
+            return attachments[whole.group(1)]
+        return value
+    if isinstance(value, list):
+        return [_resolve(v, attachments) for v in value]
+    if isinstance(value, dict):
+        return {k: _resolve(v, attachments) for k, v in value.items()}
+    return value
+
+
+def _message(obj: Any, file: str, where: str) -> Message:
+    """One ChatMessage (system, user, assistant or tool)."""
+    if not isinstance(obj, dict):
+        raise InputError(f"{where}: a message must be a JSON object", file=file)
+    role = obj.get("role")
+    base = Message(str(role), canonical(obj), file, where)
+    if role not in ("system", "user", "assistant", "tool"):
+        raise base.error(f"unknown role {role!r}", fix="use system, user, assistant or tool")
+    own = obj.get("id") if isinstance(obj.get("id"), str) and obj.get("id") else None
+    found = obj.get("metadata")
+    meta: Mapping[str, Any] = found if isinstance(found, dict) else {}
+    notes = metadata_annotations(meta, file, where)
+    text = texts(obj.get("content"))
+    if role == "tool":
+        return Message(
+            "tool",
+            base.key,
+            file,
+            where,
+            own,
+            results=(_result(obj, text, base),),
+            annotations=notes,
+        )
+    calls = tuple(_call(c, base, k) for k, c in enumerate(obj.get("tool_calls") or []))
+    summary = meta.get("summary") is True
+    return Message(
+        str(role), base.key, file, where, own, text, calls, summary=summary, annotations=notes
+    )
+
+
+def _call(call: Any, base: Message, k: int) -> ToolCall:
+    if not isinstance(call, dict):
+        raise base.error(f"tool_calls[{k}] must be an object")
+    call_id, name = call.get("id"), call.get("function")
+    if not isinstance(call_id, str) or not call_id or not isinstance(name, str):
+        raise base.error(f"tool_calls[{k}] needs an 'id' and a 'function'")
+    return ToolCall(call_id, name, call.get("arguments"))
+
+
+def _result(obj: Mapping[str, Any], text: str, base: Message) -> ToolResult:
+    """A ChatMessageTool: an ``error`` (a ToolCallError) makes it failed."""
+    call_id = obj.get("tool_call_id")
+    if not isinstance(call_id, str) or not call_id:
+        raise base.error("a tool message needs a 'tool_call_id'")
+    error = obj.get("error")
+    if isinstance(error, dict) and isinstance(error.get("message"), str) and not text:
+        text = error["message"]
+    name = obj.get("function") if isinstance(obj.get("function"), str) else None
+    return ToolResult(call_id, text, name, error is not None)

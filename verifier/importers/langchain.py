@@ -1,0 +1,144 @@
+"""LangChain histories: ``messages_to_dict`` output.
+
+A file holds one list of ``{"type": ..., "data": {...}}`` messages or a JSON
+array of such lists; each list is one snapshot. A summary message (a
+``HumanMessage`` with ``additional_kwargs.lc_source == "summarization"``) and
+tool messages cleared by context editing (``response_metadata.context_editing``)
+mark the snapshot that shows them first as a rewrite. See ``docs/importers.md``
+("langchain").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from verifier.errors import InputError
+from verifier.importers.common import (
+    Message,
+    Snapshot,
+    ToolCall,
+    ToolResult,
+    canonical,
+    metadata_annotations,
+)
+from verifier.importers.sources import Source, read_json, texts
+
+__all__ = ["snapshots"]
+
+SUMMARIZATION = "langchain:summarization"
+CONTEXT_EDITING = "langchain:context_editing"
+_ROLES = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool"}
+_SUMMARY_PREFIX = "Here is a summary of the conversation to date:"
+
+
+def snapshots(sources: Sequence[Source]) -> list[Snapshot]:
+    """One snapshot per message list, each marked by what produced it."""
+    out: list[Snapshot] = []
+    before: set[str] = set()
+    for src in sources:
+        for where, raw in _lists(src):
+            messages = [_message(obj, src.name, f"{where}message {i}") for i, obj in enumerate(raw)]
+            out.append(Snapshot(tuple(messages), _policy(messages, before)))
+            before = {m.key for m in messages}
+    return out
+
+
+def _policy(messages: Sequence[Message], before: set[str]) -> str | None:
+    """The marker a snapshot shows for the first time, if any."""
+    new = [m for m in messages if m.key not in before]
+    if before and any(m.summary for m in new):
+        return SUMMARIZATION
+    if before and any(r.cleared for m in new for r in m.results):
+        return CONTEXT_EDITING
+    return None
+
+
+def _lists(src: Source) -> list[tuple[str, list[Any]]]:
+    value = read_json(src)
+    if isinstance(value, dict) and isinstance(value.get("messages"), list):
+        value = value["messages"]
+    if not isinstance(value, list):
+        raise InputError(
+            "the file must hold a JSON array of messages_to_dict output", file=src.name, line=1
+        )
+    if value and all(isinstance(v, list) for v in value):
+        return [(f"snapshot {k} ", v) for k, v in enumerate(value)]
+    return [("", value)]
+
+
+def _message(obj: Any, file: str, where: str) -> Message:
+    if not isinstance(obj, dict) or not isinstance(obj.get("data"), dict):
+        raise InputError(
+            f"{where}: a message must be an object with 'type' and 'data'",
+            file=file,
+            fix="give messages_to_dict output",
+        )
+    kind, data = obj.get("type"), obj["data"]
+    base = Message(str(kind), canonical(obj), file, where)
+    role = _role(kind, data)
+    if role not in ("user", "assistant", "system", "tool", "developer"):
+        raise base.error(f"unknown message type {kind!r}", fix="use human, ai, system or tool")
+    own = data.get("id") if isinstance(data.get("id"), str) and data.get("id") else None
+    extra = data.get("additional_kwargs") if isinstance(data.get("additional_kwargs"), dict) else {}
+    meta = data.get("response_metadata") if isinstance(data.get("response_metadata"), dict) else {}
+    notes = metadata_annotations(extra, file, where) + metadata_annotations(meta, file, where)
+    text = texts(data.get("content"))
+    if role == "tool":
+        result = _tool_result(data, text, meta, base)
+        return Message("tool", base.key, file, where, own, results=(result,), annotations=notes)
+    summary = role == "user" and (
+        extra.get("lc_source") == "summarization" or text.startswith(_SUMMARY_PREFIX)
+    )
+    calls = tuple(_call(c, base, k) for k, c in enumerate(_tool_calls(data, base)))
+    return Message(
+        role, base.key, file, where, own, text, calls, summary=summary, annotations=notes
+    )
+
+
+def _role(kind: Any, data: Mapping[str, Any]) -> Any:
+    """The role of a message type (``human``, ``ai``, ... and their ``...MessageChunk`` forms)."""
+    if kind == "chat":
+        return data.get("role")
+    name = str(kind)
+    chunks = {
+        "HumanMessageChunk": "human",
+        "AIMessageChunk": "ai",
+        "SystemMessageChunk": "system",
+        "ToolMessageChunk": "tool",
+    }
+    return _ROLES.get(chunks.get(name, name))
+
+
+def _tool_calls(data: Mapping[str, Any], base: Message) -> list[Any]:
+    calls = data.get("tool_calls")
+    if calls is None:
+        return []
+    if not isinstance(calls, list):
+        raise base.error("'tool_calls' must be a list")
+    return calls
+
+
+def _call(call: Any, base: Message, k: int) -> ToolCall:
+    if not isinstance(call, dict):
+        raise base.error(f"tool_calls[{k}] must be an object")
+    call_id, name = call.get("id"), call.get("name")
+    if not isinstance(call_id, str) or not call_id or not isinstance(name, str):
+        raise base.error(f"tool_calls[{k}] needs an 'id' and a 'name'")
+    return ToolCall(call_id, name, call.get("args"))
+
+
+def _tool_result(
+    data: Mapping[str, Any], text: str, meta: Mapping[str, Any], base: Message
+) -> ToolResult:
+    """A ToolMessage: ``status`` says an error, ``artifact.exit_code`` the exact exit code."""
+    call_id = data.get("tool_call_id")
+    if not isinstance(call_id, str) or not call_id:
+        raise base.error("a tool message needs a 'tool_call_id'")
+    artifact = data.get("artifact")
+    code = artifact.get("exit_code") if isinstance(artifact, dict) else None
+    exit_code = code if isinstance(code, int) and not isinstance(code, bool) else None
+    editing = meta.get("context_editing")
+    cleared = isinstance(editing, dict) and editing.get("cleared") is True
+    name = data.get("name") if isinstance(data.get("name"), str) else None
+    return ToolResult(call_id, text, name, data.get("status") == "error", exit_code, cleared)

@@ -1,0 +1,334 @@
+"""OpenAI histories: Chat Completions messages, Responses items, Codex rollouts.
+
+How each shape becomes items is in ``docs/importers.md`` ("openai"). A file
+holds one message list (a JSON array, a request body with ``messages`` or
+``input``, or JSONL one message a line), a JSON array of such lists (one
+snapshot each), or a Codex rollout (JSONL of ``{"type", "payload"}`` records).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from verifier.errors import InputError
+from verifier.importers.common import (
+    Message,
+    Snapshot,
+    ToolCall,
+    ToolResult,
+    canonical,
+    metadata_annotations,
+    split_at_markers,
+)
+from verifier.importers.sources import Source, is_jsonl, read_json, read_jsonl, texts
+
+__all__ = ["item_message", "snapshots"]
+
+FORMAT = "openai"
+COMPACTION = "openai:compaction"
+CODEX_COMPACTED = "codex:compacted"
+_CODEX_RECORDS = frozenset(
+    {"session_meta", "response_item", "compacted", "turn_context", "event_msg"}
+)
+_ROLES = frozenset({"system", "developer", "user", "assistant", "tool"})
+
+
+def snapshots(sources: Sequence[Source]) -> list[Snapshot]:
+    """The snapshots of the given files, in order (``docs/importers.md``, "openai")."""
+    seen: set[str] = set()
+    out: list[Snapshot] = []
+    for src in sources:
+        if is_jsonl(src):
+            records = list(read_jsonl(src))
+            if any(_is_codex_record(obj) for _, obj in records):
+                out.extend(_codex(src, records))
+            else:
+                messages = [
+                    item_message(obj, src.name, f"line {n}")
+                    for n, obj in records
+                    if not _is_meta_line(obj)
+                ]
+                out.extend(_marked(messages, seen))
+            continue
+        for where, items in _lists(src):
+            messages = [
+                item_message(obj, src.name, f"{where}message {i}") for i, obj in enumerate(items)
+            ]
+            out.extend(_marked(messages, seen))
+    return out
+
+
+def _marked(messages: Sequence[Message], seen: set[str]) -> list[Snapshot]:
+    marks = [m.summary and m.role == "compaction" for m in messages]
+    return split_at_markers(messages, marks, seen, COMPACTION)
+
+
+def _lists(src: Source) -> list[tuple[str, list[Any]]]:
+    """The message lists of a JSON file: one list, a request body, or a list of lists."""
+    value = read_json(src)
+    if isinstance(value, dict):
+        if "role" in value or "type" in value:
+            return [("", [value])]
+        if isinstance(value.get("messages"), list):
+            return [("", value["messages"])]
+        if "input" in value:
+            given = value["input"]
+            if isinstance(given, str):
+                return [("", [{"role": "user", "content": given}])]
+            if isinstance(given, list):
+                return [("", given)]
+        raise InputError(
+            "the file is a JSON object without a 'messages' or 'input' list",
+            file=src.name,
+            line=1,
+            fix="give a message list, a request body, or a list of message lists",
+        )
+    if not isinstance(value, list):
+        raise InputError(
+            "the file must hold a JSON array of messages", file=src.name, line=1, fix="see docs"
+        )
+    if value and all(isinstance(v, list) for v in value):
+        return [(f"snapshot {k} ", v) for k, v in enumerate(value)]
+    return [("", value)]
+
+
+def _is_codex_record(obj: Any) -> bool:
+    return isinstance(obj, dict) and obj.get("type") in _CODEX_RECORDS and "payload" in obj
+
+
+def _is_meta_line(obj: Any) -> bool:
+    """Lines of older rollouts that are not items: session meta and state records."""
+    if not isinstance(obj, dict):
+        return False
+    return "record_type" in obj or ("type" not in obj and "role" not in obj)
+
+
+def _codex(src: Source, records: Sequence[tuple[int, Any]]) -> list[Snapshot]:
+    """A Codex rollout: response items, with each ``compacted`` record a rewrite."""
+    out: list[Snapshot] = []
+    current: list[Message] = []
+    for n, obj in records:
+        if not isinstance(obj, dict):
+            raise InputError("each rollout line must be a JSON object", file=src.name, line=n)
+        kind, payload = obj.get("type"), obj.get("payload")
+        at = obj.get("timestamp") if isinstance(obj.get("timestamp"), str) else None
+        if kind == "response_item":
+            current.append(item_message(payload, src.name, f"line {n}", at=at))
+        elif kind == "compacted":
+            out.append(Snapshot(tuple(current)))
+            current = _compacted(payload, src.name, n, current)
+            out.append(Snapshot(tuple(current), CODEX_COMPACTED))
+    out.append(Snapshot(tuple(current)))
+    return out
+
+
+def _compacted(payload: Any, file: str, n: int, before: Sequence[Message]) -> list[Message]:
+    """The window after a ``compacted`` record: its replacement history, else its summary."""
+    if not isinstance(payload, dict):
+        raise InputError(f"line {n}: a compacted record needs a payload object", file=file, line=n)
+    summary = payload.get("message") if isinstance(payload.get("message"), str) else ""
+    history = payload.get("replacement_history")
+    if not isinstance(history, list):
+        text = summary or "(compacted)"
+        key = canonical({"compacted": payload})
+        return [Message("user", key, file, f"line {n}", text=text, summary=True)]
+    known = {m.key for m in before}
+    out = []
+    for i, obj in enumerate(history):
+        m = item_message(obj, file, f"line {n} replacement_history {i}")
+        if summary and m.key not in known and summary.strip() in m.text:
+            m = _as_summary(m)
+        out.append(m)
+    return out
+
+
+def _as_summary(m: Message) -> Message:
+    return Message(m.role, m.key, m.file, m.where, m.id, m.text, m.calls, m.results, True, m.at)
+
+
+def item_message(obj: Any, file: str, where: str, *, at: str | None = None) -> Message:
+    """One Chat Completions message or Responses item as a :class:`Message`."""
+    if not isinstance(obj, dict):
+        raise InputError(f"{where}: a message must be a JSON object", file=file)
+    kind = obj.get("type")
+    if kind in (None, "message"):
+        return _chat(obj, file, where, at)
+    reader = _ITEMS.get(kind)
+    key = canonical(obj)
+    own = obj.get("id") if isinstance(obj.get("id"), str) and obj.get("id") else None
+    if reader is None:
+        return Message("assistant", key, file, where, own)
+    return reader(obj, Message("assistant", key, file, where, own, at=at))
+
+
+def _chat(obj: dict[str, Any], file: str, where: str, at: str | None) -> Message:
+    role = obj.get("role")
+    key = canonical(obj)
+    base = Message(str(role), key, file, where)
+    if role == "function" or "function_call" in obj:
+        raise base.error(
+            "legacy function messages have no call id", fix="use tool_calls and role 'tool'"
+        )
+    if role not in _ROLES:
+        raise base.error(f"unknown role {role!r}", fix=f"use one of {', '.join(sorted(_ROLES))}")
+    own = obj.get("id") if isinstance(obj.get("id"), str) and obj.get("id") else None
+    notes = metadata_annotations(obj.get("metadata"), file, where)
+    if role == "tool":
+        result = ToolResult(_str(obj, "tool_call_id", base), texts(obj.get("content")), _name(obj))
+        return Message("tool", key, file, where, own, results=(result,), annotations=notes)
+    calls = tuple(_chat_call(c, base, k) for k, c in enumerate(_list(obj, "tool_calls", base)))
+    text = texts(obj.get("content"))
+    return Message(role, key, file, where, own, text, calls, at=at, annotations=notes)
+
+
+def _chat_call(call: Any, base: Message, k: int) -> ToolCall:
+    if not isinstance(call, dict) or not isinstance(call.get("function"), dict):
+        raise base.error(f"tool_calls[{k}] must be an object with 'function'")
+    fn = call["function"]
+    return ToolCall(_str(call, "id", base), _str(fn, "name", base), _arguments(fn.get("arguments")))
+
+
+def _arguments(raw: Any) -> Any:
+    """A call's arguments: a JSON string is decoded; text that is not JSON stays text."""
+    if isinstance(raw, str):
+        try:
+            return json.loads(raw)
+        except ValueError:
+            return raw
+    return raw
+
+
+def _function_call(obj: dict[str, Any], base: Message) -> Message:
+    call = ToolCall(_call_id(obj, base), _str(obj, "name", base), _arguments(obj.get("arguments")))
+    return _with(base, calls=(call,))
+
+
+def _custom_call(obj: dict[str, Any], base: Message) -> Message:
+    call = ToolCall(_call_id(obj, base), _str(obj, "name", base), obj.get("input"))
+    return _with(base, calls=(call,))
+
+
+def _local_shell_call(obj: dict[str, Any], base: Message) -> Message:
+    call = ToolCall(_call_id(obj, base), "local_shell", obj.get("action"))
+    return _with(base, calls=(call,))
+
+
+def _shell_call(obj: dict[str, Any], base: Message) -> Message:
+    action = obj.get("action")
+    if not isinstance(action, dict):
+        action = {}
+    commands = action.get("commands")
+    if isinstance(commands, list) and all(isinstance(c, str) for c in commands):
+        arguments: Any = {"command": "; ".join(commands)}
+    else:
+        arguments = action
+    return _with(base, calls=(ToolCall(_call_id(obj, base), "shell", arguments),))
+
+
+def _output(obj: dict[str, Any], base: Message) -> Message:
+    """``function_call_output`` and its kin: the output text, by ``call_id``.
+
+    Codex writes some outputs as ``{"content", "success"}`` objects, and older
+    rollouts as a JSON text with ``metadata.exit_code``: both are read.
+    """
+    raw = obj.get("output")
+    error, exit_code = False, None
+    if isinstance(raw, dict):
+        error = raw.get("success") is False
+        raw = raw.get("content")
+    content = texts(raw)
+    exit_code = _metadata_exit_code(content)
+    result = ToolResult(_call_id(obj, base), content, None, error, exit_code)
+    return _with(base, role="tool", results=(result,))
+
+
+def _metadata_exit_code(content: str) -> int | None:
+    """``metadata.exit_code`` of an output written as JSON text, if it is one."""
+    if not content.startswith("{"):
+        return None
+    try:
+        value = json.loads(content)
+    except ValueError:
+        return None
+    meta = value.get("metadata") if isinstance(value, dict) else None
+    code = meta.get("exit_code") if isinstance(meta, dict) else None
+    return code if isinstance(code, int) and not isinstance(code, bool) else None
+
+
+def _shell_output(obj: dict[str, Any], base: Message) -> Message:
+    """``shell_call_output``: stdout and stderr of each command, with its exact exit code."""
+    chunks = obj.get("output")
+    parts: list[str] = []
+    codes: list[int] = []
+    timed_out = False
+    for chunk in chunks if isinstance(chunks, list) else []:
+        if not isinstance(chunk, dict):
+            continue
+        streams = (chunk.get("stdout"), chunk.get("stderr"))
+        parts.extend(s for s in streams if isinstance(s, str) and s)
+        outcome = chunk.get("outcome")
+        if not isinstance(outcome, dict):
+            outcome = {}
+        if outcome.get("type") == "timeout":
+            timed_out = True
+        code = outcome.get("exit_code")
+        if isinstance(code, int) and not isinstance(code, bool):
+            codes.append(code)
+    failing = [c for c in codes if c != 0]
+    exit_code = failing[0] if failing else (codes[-1] if codes else None)
+    result = ToolResult(_call_id(obj, base), "\n".join(parts), None, timed_out, exit_code)
+    return _with(base, role="tool", results=(result,))
+
+
+def _compaction(obj: dict[str, Any], base: Message) -> Message:
+    """A ``compaction`` item: the summary the service keeps (opaque) marks a boundary."""
+    text = obj.get("summary") if isinstance(obj.get("summary"), str) else ""
+    return _with(base, role="compaction", text=text or "(compacted history)", summary=True)
+
+
+_ITEMS = {
+    "function_call": _function_call,
+    "custom_tool_call": _custom_call,
+    "local_shell_call": _local_shell_call,
+    "shell_call": _shell_call,
+    "function_call_output": _output,
+    "custom_tool_call_output": _output,
+    "local_shell_call_output": _output,
+    "shell_call_output": _shell_output,
+    "compaction": _compaction,
+}
+
+
+def _with(base: Message, **changes: Any) -> Message:
+    return dataclasses.replace(base, **changes)
+
+
+def _call_id(obj: Mapping[str, Any], base: Message) -> str:
+    value = obj.get("call_id", obj.get("id"))
+    if not isinstance(value, str) or not value:
+        raise base.error("it has no 'call_id'", fix="give every call and output its call_id")
+    return value
+
+
+def _str(obj: Mapping[str, Any], field: str, base: Message) -> str:
+    value = obj.get(field)
+    if not isinstance(value, str) or not value:
+        raise base.error(f"'{field}' must be a non-empty string", fix=f"give it a '{field}'")
+    return value
+
+
+def _name(obj: Mapping[str, Any]) -> str | None:
+    name = obj.get("name")
+    return name if isinstance(name, str) and name else None
+
+
+def _list(obj: Mapping[str, Any], field: str, base: Message) -> list[Any]:
+    value = obj.get(field)
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise base.error(f"'{field}' must be a list")
+    return value
