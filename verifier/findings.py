@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["RULES", "VERDICTS", "Finding"]
+__all__ = ["POLICY_RULES", "RULES", "VERDICTS", "Finding"]
 
 RULES: dict[str, str] = {
     "CF001": "commitment-dropped",
@@ -26,8 +26,14 @@ RULES: dict[str, str] = {
     "CP001": "unwitnessed-at-use",
     "CP002": "circular-justification",
     "CP003": "re-adoption",
+    "PL001": "policy-error",
+    "PL002": "policy-nondeterministic",
 }
 """Every rule code and its stable name (SPEC §4)."""
+
+POLICY_RULES = frozenset({"PL001", "PL002"})
+"""Findings about a policy's code (it raised, returned nonsense, or is not a function of
+its input), reported when a policy is run; an audit of a trace never reports them."""
 
 VERDICTS = ("accept", "accept-demoted", "refuse", "undecided")
 
