@@ -15,7 +15,7 @@ demo: $(STAMP)
 	$(BIN)/ctxproof demo
 
 test: $(STAMP)
-	$(BIN)/ruff check verifier tests benchmarks
+	$(BIN)/ruff check verifier tests benchmarks models
 	$(BIN)/mypy
 	$(BIN)/pytest -q
 

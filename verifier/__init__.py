@@ -6,7 +6,9 @@ The public API:
   findings and a repair;
 * :func:`audit_trace` — check every event of a trace;
 * :func:`load_trace`, :func:`load_window`, :func:`parse_trace_text` — read input;
-* :class:`SqliteStore`, :class:`MemoryStore` — the durable store.
+* :class:`SqliteStore`, :class:`MemoryStore` — the durable store;
+* :func:`load_policy`, :func:`run_policy`, :func:`run_twice` — load a rewrite policy
+  (a Python function or a spec) and run it, its errors turned into PL001/PL002.
 """
 
 from verifier.audit import TraceReport, audit_trace
@@ -22,6 +24,7 @@ from verifier.io import (
     ref_of,
     stub_for,
 )
+from verifier.policies import Policy, PolicyResult, load_policy, run_policy, run_twice
 from verifier.store import MemoryStore, SqliteStore, Store
 from verifier.window import Item, Trace, Window
 
@@ -35,6 +38,8 @@ __all__ = [
     "InternalError",
     "Item",
     "MemoryStore",
+    "Policy",
+    "PolicyResult",
     "Repair",
     "RewriteResult",
     "SqliteStore",
@@ -47,10 +52,13 @@ __all__ = [
     "check_rewrite",
     "guard",
     "item_from_json",
+    "load_policy",
     "load_trace",
     "load_window",
     "parse_trace_text",
     "parse_window_text",
     "ref_of",
+    "run_policy",
+    "run_twice",
     "stub_for",
 ]

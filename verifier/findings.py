@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["REFUSING", "RULES", "SUMMARIES", "VERDICTS", "Finding"]
+__all__ = ["POLICY_RULES", "REFUSING", "RULES", "SUMMARIES", "VERDICTS", "Finding"]
 
 RULES: dict[str, str] = {
     "CF001": "commitment-dropped",
@@ -29,6 +29,8 @@ RULES: dict[str, str] = {
     "CP004": "inconsistent-append",
     "TP001": "orphaned-tool-result",
     "TP002": "orphaned-tool-call",
+    "PL001": "policy-error",
+    "PL002": "policy-nondeterministic",
 }
 """Every rule code and its stable name (docs/rules.md)."""
 
@@ -54,11 +56,17 @@ SUMMARIES: dict[str, str] = {
     "CP004": "an append makes the window's content unsatisfiable",
     "TP001": "a tool result is kept while the call that requested it is not",
     "TP002": "a tool call is kept while none of its results is",
+    "PL001": "the policy raised, returned something else, or returned invalid items",
+    "PL002": "the policy's output differs on the same input twice",
 }
 """What each rule catches, in one line (the report's legend; docs/rules.md has the detail)."""
 
 REFUSING = ("CF", "WR", "TP")
 """Rule families whose findings refuse a rewrite; CP findings are reported, never repaired."""
+
+POLICY_RULES = frozenset({"PL001", "PL002"})
+"""Findings about a policy's code (it raised, returned nonsense, or is not a function of
+its input), reported when a policy is run; an audit of a trace never reports them."""
 
 VERDICTS = ("accept", "accept-demoted", "refuse", "undecided")
 

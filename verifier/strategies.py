@@ -28,10 +28,13 @@ from verifier.window import canonical_json, content_ref
 
 __all__ = [
     "ATOMS",
+    "SOURCES",
     "background_texts",
     "formula_texts",
     "item_dicts",
+    "policy_windows",
     "rewrite_of",
+    "spec_texts",
     "traces",
     "windows",
 ]
@@ -212,3 +215,198 @@ def traces(draw: st.DrawFn, max_events: int = 6, background: bool = True) -> str
             lines.append(event)
             window = after
     return "\n".join(json.dumps(line, ensure_ascii=False) for line in lines) + "\n"
+
+
+# -- windows for policies --------------------------------------------------------------------
+
+SOURCES: tuple[str, ...] = ("make test", "pip install x", "git status", "user", "alembic upgrade")
+"""The ``source`` values generated observations use."""
+
+
+def _true_under(draw: st.DrawFn, truth: dict[str, bool]) -> str:
+    """A formula text over ATOMS that holds under truth (negated when it would not)."""
+    text = draw(formula_texts(max_depth=1))
+    return text if evaluate(parse(text), truth) else f"!({text})"
+
+
+def _conj(texts: Sequence[str]) -> str:
+    return " & ".join(f"({t})" for t in texts)
+
+
+@st.composite
+def _rich_item(
+    draw: st.DrawFn,
+    item_id: str,
+    known: dict[str, Obj],
+    truth: dict[str, bool],
+    *,
+    kind: str | None = None,
+    all_results: bool = False,
+) -> Obj:
+    """One item of any non-stub kind whose references point at ids in known."""
+    by_kind: dict[str, list[str]] = {}
+    for iid, it in known.items():
+        by_kind.setdefault(it["kind"], []).append(iid)
+    observations = by_kind.get("observation", [])
+    prose = by_kind.get("prose", [])
+    kinds = ["commitment", "commitment", "claim", "claim", "observation", "observation", "prose"]
+    if kind is None:
+        kind = draw(st.sampled_from(kinds))
+        if kind == "observation" and all_results and not prose:
+            kind = "prose"  # a tool result needs an earlier tool call
+    obj: Obj = {"id": item_id, "kind": kind}
+    if kind == "prose":
+        if bool(prose) and draw(st.booleans()):
+            obj["call"] = draw(st.sampled_from(prose))  # a placeholder left for a result
+    elif kind == "observation":
+        modality = draw(st.sampled_from(["verified", "failed", "unverified", "unwitnessed"]))
+        obj["modality"] = modality
+        if draw(st.integers(0, 4)):
+            obj["shows"] = _true_under(draw, truth)
+        obj["source"] = draw(st.sampled_from(SOURCES))
+        if obj["source"] != "user":
+            obj["exit_code"] = 1 if modality == "failed" else 0
+        if draw(st.booleans()):
+            obj["content"] = draw(st.text(max_size=16))
+            if draw(st.booleans()):
+                obj["digest"] = content_ref(obj["content"])
+        if draw(st.booleans()):
+            obj["at"] = draw(st.one_of(st.integers(0, 99), st.sampled_from(["3f2a9c1", "t12"])))
+        if bool(prose) and (all_results or draw(st.booleans())):
+            obj["call"] = draw(st.sampled_from(prose))
+    else:
+        same = by_kind.get(kind, [])
+        if kind == "commitment":
+            obj["type"] = draw(
+                st.sampled_from(["decision", "rejection", "invariant", "obligation"])
+            )
+            if bool(known) and draw(st.booleans()):
+                obj["rationale"] = draw(
+                    st.lists(st.sampled_from(sorted(known)), min_size=1, max_size=2, unique=True)
+                )
+        elif bool(known) and draw(st.booleans()):
+            obj["derived_from"] = draw(
+                st.lists(st.sampled_from(sorted(known)), min_size=1, max_size=2, unique=True)
+            )
+        shown = [w for w in observations if "shows" in known[w]]
+        if bool(same) and draw(st.integers(0, 3)) == 0:
+            # a merge: equivalent to the conjunction of what it covers
+            covers = draw(st.lists(st.sampled_from(same), min_size=1, max_size=2, unique=True))
+            obj["covers"] = covers
+            obj["formula"] = _conj([known[c].get("formula", c) for c in covers])
+        elif bool(shown) and draw(st.booleans()):
+            witnesses = draw(st.lists(st.sampled_from(shown), min_size=1, max_size=2, unique=True))
+            obj["witnesses"] = witnesses
+            failed = any(known[w]["modality"] == "failed" for w in witnesses)
+            obj["modality"] = (
+                "failed" if failed else draw(st.sampled_from(["verified", "unverified"]))
+            )
+            obj["formula"] = _conj([known[w]["shows"] for w in witnesses])
+        elif draw(st.booleans()):
+            obj["formula"] = _true_under(draw, truth)
+        if draw(st.booleans()):
+            obj["load_bearing"] = draw(st.booleans())
+    if draw(st.booleans()):
+        obj["text"] = draw(st.text(max_size=12))
+    if draw(st.booleans()):
+        obj["tokens"] = draw(st.integers(0, 60))
+    if draw(st.booleans()):
+        obj["score"] = draw(st.integers(0, 100))
+    return obj
+
+
+@st.composite
+def policy_windows(
+    draw: st.DrawFn,
+    min_size: int = 0,
+    max_size: int = 10,
+    *,
+    prefix: str = "i",
+    stubs: bool = True,
+    all_results: bool = False,
+) -> tuple[list[Obj], list[Obj]]:
+    """A window that uses every kind, link and field, and the store its stubs resolve in.
+
+    Returns ``(window, stored)``: item dicts with unique ids, and the items the
+    window's stubs stand for. Commitments of the four types with rationale and
+    merges (``covers``), claims with ``derived_from`` and merges, items that
+    cite witnesses (verified, or failed when a witness failed, their formula
+    what the witnesses show), observations verified, failed, unverified and
+    unwitnessed with ``source``, ``exit_code``, ``content``, ``digest``,
+    ``at`` and ``call``, prose with and without ``call``, stubs, and ``text``,
+    ``tokens`` and ``score`` on any of them. Every reference points at an
+    earlier item, and all formulas hold under one hidden assignment, so the
+    window's content is consistent. With ``all_results``, every observation
+    is a tool result (it carries ``call``).
+    """
+    truth = {a: draw(st.booleans()) for a in ATOMS}
+    size = draw(st.integers(min_size, max_size))
+    window: list[Obj] = []
+    stored: list[Obj] = []
+    known: dict[str, Obj] = {}  # id -> the item (a stub's: the stored item)
+    for n in range(size):
+        item_id = f"{prefix}{n}"
+        truth[item_id] = True  # an item's default formula is the atom named by its id
+        obj = draw(_rich_item(item_id, known, truth, all_results=all_results))
+        known[item_id] = obj
+        if stubs and draw(st.integers(0, 5)) == 0:
+            stored.append(obj)
+            stub: Obj = {"id": item_id, "kind": "stub", "ref": ref_of(obj)}
+            if draw(st.booleans()):
+                stub["tokens"] = draw(st.integers(0, 10))
+            window.append(stub)
+        else:
+            window.append(obj)
+    return window, stored
+
+
+def _toml_list(values: Sequence[str]) -> str:
+    return "[" + ", ".join(json.dumps(v) for v in values) + "]"
+
+
+@st.composite
+def _when_text(draw: st.DrawFn) -> str:
+    kinds = ["commitment", "claim", "observation", "prose", "stub"]
+    types = ["decision", "rejection", "invariant", "obligation"]
+    modalities = ["verified", "failed", "unverified", "unwitnessed"]
+    parts: list[str] = []
+    for key, choices in (("kind", kinds), ("type", types), ("modality", modalities)):
+        if draw(st.integers(0, 3)) == 0:
+            chosen = draw(st.lists(st.sampled_from(choices), min_size=1, max_size=3, unique=True))
+            parts.append(f"{key} = {_toml_list(chosen)}")
+    for key in ("load_bearing", "negative", "cited", "stub"):
+        if draw(st.integers(0, 5)) == 0:
+            parts.append(f"{key} = {'true' if draw(st.booleans()) else 'false'}")
+    for key, top in (("age", 4), ("score", 100), ("tokens", 40)):
+        if draw(st.integers(0, 4)) == 0:
+            op = draw(st.sampled_from(["lt", "le", "gt", "ge", "eq"]))
+            parts.append(f"{key} = {{ {op} = {draw(st.integers(0, top))} }}")
+    if draw(st.integers(0, 6)) == 0:
+        op = draw(st.sampled_from(["lt", "le", "gt", "ge"]))
+        parts.append(f"pressure = {{ {op} = {draw(st.sampled_from([1.0, 1.5, 2.0, 2.5]))} }}")
+    return "{ " + ", ".join(parts) + " }" if parts else ""
+
+
+@st.composite
+def spec_texts(draw: st.DrawFn, max_rules: int = 4) -> str:
+    """The text of a valid ``ctxproof-policy/1`` spec using every key, condition and action."""
+    lines = ['format = "ctxproof-policy/1"', 'name = "generated"']
+    if draw(st.booleans()):
+        keys = draw(st.permutations(["position", "age", "score", "tokens"]))
+        keys = keys[: draw(st.integers(1, 4))]
+        signed = [("-" if draw(st.booleans()) else "") + k for k in keys]
+        lines.append(f"order = {_toml_list(signed)}")
+    if draw(st.booleans()):
+        lines.append(f'stop = "{draw(st.sampled_from(["fits", "all"]))}"')
+    if draw(st.booleans()):
+        lines.append(f"stub_tokens = {draw(st.integers(0, 12))}")
+    if draw(st.booleans()):
+        lines.append(f"demote_orphans = {'true' if draw(st.booleans()) else 'false'}")
+    actions = ["keep", "evict", "spill", "summarize", "soften", "demote"]
+    for _ in range(draw(st.integers(0, max_rules))):
+        lines.append("[[rule]]")
+        when = draw(_when_text())
+        if when:
+            lines.append(f"when = {when}")
+        lines.append(f'do = "{draw(st.sampled_from(actions))}"')
+    return "\n".join(lines) + "\n"

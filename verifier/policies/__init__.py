@@ -1,0 +1,384 @@
+"""Rewrite policies: loading them, running them, and the spec language.
+
+A policy is a callable ``policy(window, budget)`` (docs/policies.md):
+``window`` is the policy's own deep copy of the window as plain item dicts,
+exactly as the trace holds them (no defaults filled in), ``budget`` an int of
+tokens. It returns the new window (a list of item dicts) or a dict
+``{"window": [...], "spill": [ids], "claimed_preserved": [ids]}``.
+
+:func:`run_policy` runs one and validates what it returns; anything wrong
+becomes a **PL001 policy-error** result, never an exception. :func:`run_twice`
+runs it twice on equal copies and reports **PL002 policy-nondeterministic**
+when the two outputs differ.
+
+>>> def drop_prose(window, budget):
+...     return [it for it in window if it["kind"] != "prose"]
+>>> window = [{"id": "p", "kind": "prose"}, {"id": "o", "kind": "observation"}]
+>>> res = run_policy(drop_prose, window, 10)
+>>> [it.id for it in res.window], res.ok
+(['o'], True)
+>>> run_policy(lambda w, b: None, [], 10).code
+'PL001'
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from verifier.errors import InputError
+from verifier.findings import Finding
+from verifier.io import item_from_json
+from verifier.policies.loading import Policy, as_policy, load_policy, one_line
+from verifier.policies.spec import Spec, SpecPolicy, load_spec, parse_spec
+from verifier.window import Item, Window, canonical_json
+
+__all__ = [
+    "AgeTracker",
+    "Policy",
+    "PolicyResult",
+    "Spec",
+    "SpecPolicy",
+    "item_tokens",
+    "load_policy",
+    "load_spec",
+    "parse_spec",
+    "pressure_of",
+    "run_policy",
+    "run_twice",
+    "window_tokens",
+]
+
+_RESULT_KEYS = frozenset({"window", "spill", "claimed_preserved"})
+
+
+def item_tokens(item: Item | Mapping[str, Any]) -> int:
+    """An item's size for budgets: its ``tokens``, else ``max(1, len(canonical JSON) // 4)``.
+
+    >>> item_tokens({"id": "p", "kind": "prose", "tokens": 7})
+    7
+    >>> item_tokens({"id": "p", "kind": "prose"})
+    6
+    """
+    if isinstance(item, Item):
+        return item.estimated_tokens()
+    tokens = item.get("tokens")
+    if isinstance(tokens, int) and not isinstance(tokens, bool):
+        return tokens
+    return max(1, len(canonical_json(item)) // 4)
+
+
+def window_tokens(window: Iterable[Item | Mapping[str, Any]]) -> int:
+    """The sum of :func:`item_tokens` over a window."""
+    return sum(item_tokens(it) for it in window)
+
+
+def pressure_of(window: Iterable[Item | Mapping[str, Any]], budget: int) -> float:
+    """Tokens over budget; with a budget of 0: infinite when there are tokens, else 0."""
+    total = window_tokens(window)
+    if budget > 0:
+        return total / budget
+    return math.inf if total > 0 else 0.0
+
+
+@dataclass
+class AgeTracker:
+    """Ages of ids: the number of rewrites since each id was first appended.
+
+    >>> ages = AgeTracker()
+    >>> ages.appended(["a"]); ages.rewritten(); ages.appended(["b", "a"])
+    >>> ages.ages()
+    {'a': 1, 'b': 0}
+    """
+
+    rewrites: int = 0
+    first: dict[str, int] = field(default_factory=dict)
+
+    def appended(self, ids: Iterable[str]) -> None:
+        for i in ids:
+            self.first.setdefault(i, self.rewrites)
+
+    def rewritten(self) -> None:
+        self.rewrites += 1
+
+    def ages(self) -> dict[str, int]:
+        return {i: self.rewrites - at for i, at in self.first.items()}
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyResult:
+    """What one run of a policy gave: the validated new window, or a PL finding.
+
+    On an error (``code`` PL001 or PL002) ``window`` is the window given,
+    unchanged, ``spill`` and ``claimed_preserved`` are empty, and ``message``
+    is one line: the exception type and its message, or what was wrong.
+    """
+
+    window: tuple[Item, ...]
+    spill: tuple[str, ...] = ()
+    claimed_preserved: tuple[str, ...] | None = None
+    spilled: tuple[Item, ...] = ()
+    """The ``before`` versions of the ``spill`` ids: what to write to the store first."""
+    pass_no: int = 1
+    code: str | None = None
+    message: str | None = None
+    items: tuple[str, ...] = ()
+    """Ids the error names (a duplicate id, a spill id not in the window...)."""
+
+    @property
+    def ok(self) -> bool:
+        return self.code is None
+
+    def finding(self, line: int | None = None) -> Finding | None:
+        """The PL001/PL002 finding, or None when the policy ran cleanly."""
+        if self.code is None:
+            return None
+        return Finding(self.code, self.pass_no, self.items, self.message or "", line)
+
+    def output_key(self) -> str:
+        """The output as canonical text: two runs gave the same output iff these are equal."""
+        return json.dumps(
+            {
+                "window": [it.raw for it in self.window],
+                "spill": list(self.spill),
+                "claimed_preserved": self.claimed_preserved,
+                "code": self.code,
+                "message": self.message,
+            },
+            ensure_ascii=False,
+        )
+
+
+class _Bad(Exception):
+    """What a policy returned is not a valid result."""
+
+    def __init__(self, message: str, items: Sequence[str] = ()) -> None:
+        super().__init__(message)
+        self.items = tuple(items)
+
+
+def _as_items(window: Window | Sequence[Item | Mapping[str, Any]]) -> tuple[Item, ...]:
+    entries = window.items if isinstance(window, Window) else window
+    out: list[Item] = []
+    seen: set[str] = set()
+    for it in entries:
+        item = it if isinstance(it, Item) else item_from_json(dict(it))
+        if item.id in seen:
+            raise InputError(
+                "the window given to the policy holds an id twice",
+                item=item.id,
+                fix="ids are unique within a window",
+            )
+        seen.add(item.id)
+        out.append(item)
+    return tuple(out)
+
+
+def _id_list(value: Any, what: str) -> tuple[str, ...]:
+    if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
+        raise _Bad(f"'{what}' must be a list of item ids, not {type(value).__name__}")
+    seen: set[str] = set()
+    for v in value:
+        if v in seen:
+            raise _Bad(f"'{what}' lists {v!r} twice", [v])
+        seen.add(v)
+    return tuple(value)
+
+
+def _normalize(
+    returned: Any,
+    before: tuple[Item, ...],
+    known: Callable[[str], bool] | None,
+) -> tuple[tuple[Item, ...], tuple[str, ...], tuple[str, ...] | None, tuple[Item, ...]]:
+    spill: tuple[str, ...] = ()
+    claimed: tuple[str, ...] | None = None
+    if isinstance(returned, dict):
+        unknown = sorted(str(k) for k in returned if k not in _RESULT_KEYS)
+        if unknown:
+            raise _Bad(
+                f"the result has the key {unknown[0]!r}; a result takes window, spill and"
+                " claimed_preserved"
+            )
+        if "window" not in returned:
+            raise _Bad("the result has no 'window'")
+        raw_window = returned["window"]
+        spill = _id_list(returned.get("spill", []), "spill")
+        if "claimed_preserved" in returned:
+            claimed = _id_list(returned["claimed_preserved"], "claimed_preserved")
+    else:
+        raw_window = returned
+    if not isinstance(raw_window, list | tuple):
+        raise _Bad(
+            f"returned {type(raw_window).__name__}, not a list of item dicts or a dict"
+            " with 'window'"
+        )
+    items: list[Item] = []
+    seen: set[str] = set()
+    for n, obj in enumerate(raw_window):
+        if not isinstance(obj, dict):
+            raise _Bad(f"window[{n}] is a {type(obj).__name__}, not an item dict")
+        try:
+            # a plain JSON round trip: no NaN, no sets, no objects a trace cannot hold
+            plain = json.loads(json.dumps(obj, allow_nan=False, ensure_ascii=False))
+        except (TypeError, ValueError, RecursionError) as exc:
+            raise _Bad(f"window[{n}] is not plain JSON: {one_line(exc)}") from None
+        try:
+            it = item_from_json(plain)
+        except InputError as exc:
+            iid = obj.get("id")
+            ids = [iid] if isinstance(iid, str) else []
+            what = f"item {iid!r}" if isinstance(iid, str) else f"window[{n}]"
+            fix = f"; {exc.fix}" if exc.fix else ""
+            raise _Bad(f"{what} is invalid: {exc.message}{fix}", ids) from None
+        if it.id in seen:
+            raise _Bad(f"the new window holds id {it.id!r} twice", [it.id])
+        seen.add(it.id)
+        items.append(it)
+    before_by_id = {it.id: it for it in before}
+    for sid in spill:
+        if sid not in before_by_id:
+            raise _Bad(f"'spill' names {sid!r}, which was not in the window given", [sid])
+    defined = set(before_by_id) | seen
+
+    def is_known(i: str) -> bool:
+        return i in defined or (known is not None and known(i))
+
+    for cid in claimed or ():
+        if not is_known(cid):
+            raise _Bad(f"'claimed_preserved' names {cid!r}, which is in neither window", [cid])
+    if known is not None:
+        for it in items:
+            for rel, ref in it.citations:
+                if not is_known(ref):
+                    raise _Bad(
+                        f"item {it.id!r} cites {rel} {ref!r}, which no event defines and the"
+                        " store does not hold",
+                        [it.id, ref],
+                    )
+    spilled = tuple(before_by_id[s] for s in spill if before_by_id[s].kind != "stub")
+    return tuple(items), spill, claimed, spilled
+
+
+def _call(
+    policy: Policy, window: list[dict[str, Any]], budget: int, pass_no: int, ages: Any
+) -> Any:
+    kwargs: dict[str, Any] = {}
+    if policy.takes_pass_no:
+        kwargs["pass_no"] = pass_no
+    if policy.takes_ages:
+        kwargs["ages"] = dict(ages or {})
+    return policy.function(window, budget, **kwargs)
+
+
+def run_policy(
+    policy: Policy | Callable[..., Any],
+    window: Window | Sequence[Item | Mapping[str, Any]],
+    budget: int,
+    *,
+    pass_no: int = 1,
+    ages: Mapping[str, int] | None = None,
+    known: Callable[[str], bool] | None = None,
+    check_determinism: bool = False,
+) -> PolicyResult:
+    """Run a policy once on ``window`` and validate what it returns.
+
+    The policy gets a deep copy of the window as plain dicts (each item exactly
+    as it was written) and ``budget``; policies whose signature accepts the
+    keyword arguments ``pass_no`` and ``ages`` (or ``**kwargs``) get them too.
+    The return is normalised: a list of item dicts, or a dict with ``window``,
+    ``spill`` and ``claimed_preserved``. An exception, a wrong return type, an
+    invalid item, a duplicate id, a ``spill`` id that was not in the window, or
+    a ``claimed_preserved`` id in neither window gives a PL001 result. With
+    ``known`` (does the trace or store define this id?), an item citing an id
+    defined nowhere is PL001 too. With ``check_determinism``, see
+    :func:`run_twice`.
+
+    Raises :class:`~verifier.errors.InputError` only for bad arguments: a
+    policy that is not callable, a budget that is not an int >= 0.
+    """
+    if check_determinism:
+        return run_twice(policy, window, budget, pass_no=pass_no, ages=ages, known=known)
+    pol = as_policy(policy) if not isinstance(policy, Policy) else policy
+    if isinstance(budget, bool) or not isinstance(budget, int) or budget < 0:
+        raise InputError(f"budget must be an integer >= 0, not {budget!r}")
+    before = _as_items(window)
+    given = [it.as_json() for it in before]  # fresh objects: the policy's own copy
+
+    def error(message: str, items: Sequence[str] = ()) -> PolicyResult:
+        return PolicyResult(
+            before, pass_no=pass_no, code="PL001", message=message, items=tuple(items)
+        )
+
+    try:
+        returned = _call(pol, given, budget, pass_no, ages)
+    except (Exception, SystemExit) as exc:
+        return error(f"policy {pol.name!r} raised {one_line(exc)}")
+    try:
+        items, spill, claimed, spilled = _normalize(returned, before, known)
+    except _Bad as bad:
+        return error(f"policy {pol.name!r}: {bad}", bad.items)
+    except Exception as exc:  # a result object whose methods raise
+        return error(f"policy {pol.name!r}: its result could not be read: {one_line(exc)}")
+    return PolicyResult(items, spill, claimed, spilled, pass_no)
+
+
+def run_twice(
+    policy: Policy | Callable[..., Any],
+    window: Window | Sequence[Item | Mapping[str, Any]],
+    budget: int,
+    *,
+    pass_no: int = 1,
+    ages: Mapping[str, int] | None = None,
+    known: Callable[[str], bool] | None = None,
+) -> PolicyResult:
+    """Run a policy twice on equal copies of the same input.
+
+    Returns the first run's result when both agree (a PL001 of the first run
+    included); a PL002 policy-nondeterministic result when the outputs differ.
+    """
+    pol = as_policy(policy) if not isinstance(policy, Policy) else policy
+    first = run_policy(pol, window, budget, pass_no=pass_no, ages=copy.deepcopy(ages), known=known)
+    second = run_policy(pol, window, budget, pass_no=pass_no, ages=copy.deepcopy(ages), known=known)
+    if first.output_key() == second.output_key():
+        return first
+    return PolicyResult(
+        first.window if first.code is not None else _as_items(window),
+        pass_no=pass_no,
+        code="PL002",
+        message=f"policy {pol.name!r} gave two different outputs for the same input: "
+        + _difference(first, second),
+        items=_differing_ids(first, second),
+    )
+
+
+def _describe(res: PolicyResult) -> str:
+    if res.code is not None:
+        return f"an error ({res.message})"
+    return f"{len(res.window)} item(s)"
+
+
+def _difference(a: PolicyResult, b: PolicyResult) -> str:
+    if a.code is not None or b.code is not None:
+        return f"first {_describe(a)}, then {_describe(b)}"
+    ids_a, ids_b = [it.id for it in a.window], [it.id for it in b.window]
+    if ids_a != ids_b:
+        return f"windows with ids {ids_a[:8]} and {ids_b[:8]}"
+    for x, y in zip(a.window, b.window, strict=True):
+        if x.raw != y.raw:
+            return f"item {x.id!r} differs"
+    if a.spill != b.spill:
+        return f"spill {list(a.spill)} and {list(b.spill)}"
+    return f"claimed_preserved {a.claimed_preserved} and {b.claimed_preserved}"
+
+
+def _differing_ids(a: PolicyResult, b: PolicyResult) -> tuple[str, ...]:
+    if a.code is not None or b.code is not None:
+        return ()
+    by_b = {it.id: it for it in b.window}
+    ids = [it.id for it in a.window if it.id not in by_b or by_b[it.id].raw != it.raw]
+    ids += [i for i in by_b if i not in {it.id for it in a.window}]
+    return tuple(dict.fromkeys(ids))
