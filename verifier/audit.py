@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -14,9 +14,9 @@ from verifier.rules.composition import check_append
 from verifier.rules.context import MODE_SUPPORT, History, RewriteContext, WindowView
 from verifier.solver import Session
 from verifier.store import LayeredStore, Store
-from verifier.window import Append, Item, Rewrite, Trace
+from verifier.window import Append, Event, Item, Rewrite, Trace
 
-__all__ = ["TraceReport", "audit_trace", "exit_code_for"]
+__all__ = ["Auditor", "TraceReport", "audit_trace", "exit_code_for"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +63,129 @@ def exit_code_for(reports: Iterable[TraceReport]) -> int:
     return 0
 
 
+class Auditor:
+    """An audit fed one event at a time: what ``audit_trace`` runs, for callers that build
+    the trace as they go (the fuzzer's simulated agent, a guard in an agent loop).
+
+    The store given is only read; spills go to a memory layer over it. The
+    justification graph is built along the way.
+    """
+
+    def __init__(
+        self,
+        background: Iterable[str] = (),
+        *,
+        name: str = "<trace>",
+        store: Store | None = None,
+        mode: str = MODE_SUPPORT,
+        graph: JustificationGraph | None = None,
+    ) -> None:
+        self.name = name
+        self.mode = mode
+        self.store = LayeredStore(store)
+        self.graph = graph if graph is not None else JustificationGraph()
+        self.session = Session([parse(b) for b in background])
+        self.history = History()
+        if store is not None:
+            entries = list(store.items())
+            self.graph.spill(entries, 0)  # entries that predate the trace
+            _stored(self.history, entries)
+        self.window: tuple[Item, ...] = ()
+        self.pass_no = 0
+        self.rewrites: list[RewriteResult] = []
+        self.findings: list[Finding] = []
+        self.undecided: list[str] = []
+
+    def append(self, items: Sequence[Item], line: int | None = None) -> list[Finding]:
+        """Check an append; returns its findings."""
+        history, graph = self.history, self.graph
+        after = (*self.window, *items)
+        # the append's items are in the graph when their uses are checked (CP001)
+        graph.append(items, self.pass_no, line)
+        ctx = RewriteContext(
+            session=self.session,
+            store=self.store,
+            before=WindowView(self.window, self.store),
+            after=WindowView(after, self.store),
+            pass_no=self.pass_no,
+            line=line,
+            mode=self.mode,
+            history=history,
+            graph=graph,
+        )
+        check_append(ctx, tuple(items))
+        self.findings.extend(ctx.findings)
+        self.undecided.extend(f"line {line}: {u}" for u in ctx.undecided)
+        _appended(history, items, ctx.newly_excluded)
+        for item_id in dict.fromkeys(ctx.newly_excluded):
+            code = next(
+                f.code for f in ctx.findings if f.code in ("CP003", "CP004") and item_id in f.items
+            )
+            graph.exclude(item_id, f"{code} at line {line}")
+        self.window = after
+        return ctx.findings
+
+    def spill(self, items: Sequence[Item], line: int | None = None) -> None:
+        """Record a spill: the items are in the store from now on."""
+        self.store.spill(items)
+        self.graph.spill(items, self.pass_no, line)
+        _stored(self.history, items)
+
+    def rewrite(
+        self,
+        after: Sequence[Item],
+        *,
+        policy: str | None = None,
+        claimed_preserved: Sequence[str] | None = None,
+        line: int | None = None,
+    ) -> RewriteResult:
+        """Check a rewrite of the current window into ``after``; the audit goes on from it."""
+        self.pass_no += 1
+        after = tuple(after)
+        result = check_rewrite(
+            self.window,
+            after,
+            store=self.store,
+            session=self.session,
+            history=self.history,
+            mode=self.mode,
+            claimed_preserved=claimed_preserved,
+            pass_no=self.pass_no,
+            line=line,
+            policy=policy,
+            with_repair=False,
+        )
+        self.rewrites.append(result)
+        self.findings.extend(result.findings)
+        _remember(self.history, self.window, after, self.pass_no, self.store)
+        self.graph.rewrite(self.window, after, self.pass_no, policy=policy, line=line)
+        self.window = after
+        return result
+
+    def feed(self, ev: Event) -> None:
+        """Check one parsed trace event."""
+        if isinstance(ev, Append):
+            self.append(ev.items, ev.line)
+        elif isinstance(ev, Rewrite):
+            self.rewrite(
+                ev.apply(self.window),
+                policy=ev.policy,
+                claimed_preserved=ev.claimed_preserved,
+                line=ev.line,
+            )
+        else:
+            self.spill(ev.items, ev.line)
+
+    def report(self) -> TraceReport:
+        return TraceReport(
+            self.name,
+            tuple(self.rewrites),
+            tuple(self.findings),
+            tuple(self.undecided),
+            self.window,
+        )
+
+
 def audit_trace(
     trace: Trace,
     *,
@@ -76,75 +199,14 @@ def audit_trace(
     With ``graph``, the justification graph is built along the way; with
     ``until_pass``, the audit stops after that rewrite.
     """
-    layered = LayeredStore(store)
-    graph = graph if graph is not None else JustificationGraph()
-    session = Session([parse(b) for b in trace.header.background])
-    history = History()
-    if store is not None:
-        entries = list(store.items())
-        graph.spill(entries, 0)  # entries that predate the trace
-        _stored(history, entries)
-    window: tuple[Item, ...] = ()
-    pass_no = 0
-    rewrites: list[RewriteResult] = []
-    findings: list[Finding] = []
-    undecided: list[str] = []
+    auditor = Auditor(
+        trace.header.background, name=trace.name, store=store, mode=mode, graph=graph
+    )
     for ev in trace.events:
-        if isinstance(ev, Rewrite) and until_pass is not None and pass_no >= until_pass:
+        if isinstance(ev, Rewrite) and until_pass is not None and auditor.pass_no >= until_pass:
             break
-        if isinstance(ev, Append):
-            after = (*window, *ev.items)
-            # the append's items are in the graph when their uses are checked (CP001)
-            graph.append(ev.items, pass_no, ev.line)
-            ctx = RewriteContext(
-                session=session,
-                store=layered,
-                before=WindowView(window, layered),
-                after=WindowView(after, layered),
-                pass_no=pass_no,
-                line=ev.line,
-                mode=mode,
-                history=history,
-                graph=graph,
-            )
-            check_append(ctx, ev.items)
-            findings.extend(ctx.findings)
-            undecided.extend(f"line {ev.line}: {u}" for u in ctx.undecided)
-            _appended(history, ev.items, ctx.newly_excluded)
-            for item_id in dict.fromkeys(ctx.newly_excluded):
-                code = next(
-                    f.code
-                    for f in ctx.findings
-                    if f.code in ("CP003", "CP004") and item_id in f.items
-                )
-                graph.exclude(item_id, f"{code} at line {ev.line}")
-            window = after
-        elif isinstance(ev, Rewrite):
-            pass_no += 1
-            after = ev.apply(window)
-            result = check_rewrite(
-                window,
-                after,
-                store=layered,
-                session=session,
-                history=history,
-                mode=mode,
-                claimed_preserved=ev.claimed_preserved,
-                pass_no=pass_no,
-                line=ev.line,
-                policy=ev.policy,
-                with_repair=False,
-            )
-            rewrites.append(result)
-            findings.extend(result.findings)
-            _remember(history, window, after, pass_no, layered)
-            graph.rewrite(window, after, pass_no, policy=ev.policy, line=ev.line)
-            window = after
-        else:
-            layered.spill(ev.items)
-            graph.spill(ev.items, pass_no, ev.line)
-            _stored(history, ev.items)
-    return TraceReport(trace.name, tuple(rewrites), tuple(findings), tuple(undecided), window)
+        auditor.feed(ev)
+    return auditor.report()
 
 
 def _appended(history: History, items: Iterable[Item], excluded: Iterable[str]) -> None:
