@@ -436,13 +436,13 @@ def _format_json_finding(trace: str, f: dict[str, Any]) -> str:
     return _format_finding(trace, finding)
 
 
-def _progress(obj: _Out, done: int, total: int) -> None:
+def _progress(obj: _Out, done: int, total: int, what: str = "traces") -> None:
     """A progress bar on stderr, only when stderr is a terminal."""
     if total <= 1 or not obj.stderr.isatty():
         return
     width = 30
     filled = width * done // total
-    obj.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} traces")
+    obj.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} {what}")
     if done == total:
         obj.stderr.write("\n")
     obj.stderr.flush()
@@ -550,6 +550,98 @@ def graph_cmd(obj: _Out, trace: str, out: str, store_path: str | None, fmt: str)
     return EXIT_OK
 
 
+@cli.command(epilog=_EPILOG)
+@click.argument("policy_arg", metavar="POLICY")
+@click.option(
+    "--sessions",
+    type=click.IntRange(min=1),
+    default=100,
+    show_default=True,
+    help="How many sessions the simulated agent plays.",
+)
+@click.option(
+    "--passes",
+    type=click.IntRange(min=1),
+    default=10,
+    show_default=True,
+    help="Rewrites per session, at most.",
+)
+@click.option(
+    "--seed",
+    "seed_value",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="Same seed, same sessions, same output.",
+)
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False),
+    default="ctxproof-fuzz",
+    show_default=True,
+    help="Where counterexamples, the scorecard and the plot go.",
+)
+@_mode_option
+@click.option(
+    "--jobs",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Worker processes (the same output as --jobs 1).",
+)
+@_format_option
+@click.pass_obj
+def fuzz(
+    obj: _Out,
+    policy_arg: str,
+    sessions: int,
+    passes: int,
+    seed_value: int,
+    out_dir: str,
+    mode: str,
+    jobs: int,
+    fmt: str,
+) -> int:
+    """Fuzz a rewrite POLICY with a simulated agent.
+
+    POLICY is path/to/file.py:function, package.module:function, or a spec
+    (path/to/spec.toml). For each rule found, the shrunk session is written to
+    OUT/cex-CODE.jsonl (ctxproof audit replays it); OUT/scorecard.json and
+    OUT/pressure.png summarize the run. Exit 0: no finding; 1: findings;
+    2: bad POLICY or usage. See docs/fuzz.md.
+    """
+    from verifier.fuzz import fuzz as run_fuzz
+    from verifier.fuzz import scorecard_text, write_outputs
+    from verifier.policies import load_policy
+
+    policy = load_policy(policy_arg)
+
+    def progress(done: int, total: int) -> None:
+        _progress(obj, done, total, "chunks of sessions")
+
+    report = run_fuzz(
+        policy,
+        sessions=sessions,
+        passes=passes,
+        seed_value=seed_value,
+        out_dir=out_dir,
+        mode=mode,
+        jobs=jobs,
+        policy_arg=policy_arg,
+        progress=progress,
+    )
+    card = write_outputs(report, out_dir)
+    if fmt == "json":
+        obj.line(json.dumps(report.to_json(), ensure_ascii=False))
+    else:
+        for text in scorecard_text(report, card["by_pressure"]):
+            obj.line(text)
+        out = Path(out_dir)
+        obj.line(f"scorecard: {out / 'scorecard.json'}, plot: {out / 'pressure.png'}")
+    return report.exit_code
+
+
 @cli.command(name="import")
 @click.argument("history_format", metavar="FORMAT", type=click.Choice(IMPORT_FORMATS))
 @click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
@@ -586,7 +678,9 @@ def import_cmd(
     from verifier.importers import import_history
 
     text = import_history(
-        history_format, [Path(f) for f in files], Path(annotations) if annotations else None,
+        history_format,
+        [Path(f) for f in files],
+        Path(annotations) if annotations else None,
         sample=sample,
     )
     if out is None:

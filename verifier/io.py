@@ -186,11 +186,48 @@ def _formula_field(value: Any, name: str, ctx: _Ctx, item: str) -> str:
     return value
 
 
+_VALID: dict[str, Item] = {}
+"""Items already validated, by their canonical JSON: an item seen again is not checked again."""
+_VALID_MAX = 1 << 16
+
+
 def item_from_json(obj: Any, ctx: _Ctx | None = None) -> Item:
     """Validate one item object and build the :class:`Item`."""
     ctx = ctx or _Ctx("<input>", None)
     if not isinstance(obj, dict):
         raise ctx.error("an item must be a JSON object", fix='write {"id": ..., "kind": ...}')
+    try:
+        raw = canonical_json(obj)
+    except (TypeError, ValueError, RecursionError):
+        raw = None  # not plain JSON: the checks below say what is wrong
+    if raw is not None:
+        hit = _VALID.get(raw)
+        if hit is not None:
+            return hit
+    item = _item_from_json(obj, ctx, raw)
+    if raw is not None and item.raw == raw:
+        if len(_VALID) >= _VALID_MAX:
+            _VALID.clear()
+        _VALID[raw] = item
+    return item
+
+
+def item_from_plain(obj: Any) -> Item:
+    """An item from an object that must be plain JSON (what a policy returns).
+
+    Raises ValueError or TypeError when it is not plain JSON (NaN, a set, an
+    object), :class:`InputError` when it is not a valid item.
+    """
+    text = json.dumps(
+        obj, allow_nan=False, ensure_ascii=False, sort_keys=True, separators=(",", ":")
+    )
+    hit = _VALID.get(text)
+    if hit is not None:
+        return hit
+    return item_from_json(json.loads(text))
+
+
+def _item_from_json(obj: dict[str, Any], ctx: _Ctx, raw: str | None) -> Item:
     iid = obj.get("id")
     if not isinstance(iid, str) or not 1 <= len(iid) <= MAX_ID_LENGTH:
         shown = iid if isinstance(iid, str) and len(iid) <= 40 else None
@@ -233,7 +270,7 @@ def item_from_json(obj: Any, ctx: _Ctx | None = None) -> Item:
     fields: dict[str, Any] = {
         "id": iid,
         "kind": kind,
-        "raw": canonical_json(obj),
+        "raw": raw if raw is not None else canonical_json(obj),
         "text": text,
         "tokens": tokens,
         "score": score,

@@ -109,6 +109,18 @@ def _literal(f: Formula) -> tuple[str, bool] | None:
     return None
 
 
+def _literals_of(f: Formula) -> dict[str, bool]:
+    """atom -> polarity for a conjunction of literals (empty when f is not one)."""
+    parts = f.args if isinstance(f, And) else (f,)
+    out: dict[str, bool] = {}
+    for p in parts:
+        lit = _literal(p)
+        if lit is None:
+            return {}
+        out.setdefault(lit[0], lit[1])
+    return out
+
+
 class UnionFind:
     """Disjoint sets of atom names."""
 
@@ -373,6 +385,7 @@ class PremiseSet:
         self._members = seen
         self._global: Result | None = None
         self._vacuous: Result | None = None
+        self._checked_model: dict[str, bool] | None = None
         self._big_solvers: dict[frozenset[str], Any] = {}
 
     def _roots(self, goal: Formula) -> set[str]:
@@ -402,6 +415,9 @@ class PremiseSet:
             return self.vacuous()
         if self._obviously_entailed(goal):
             return HOLDS
+        refuted = self._refuted_by_model(goal)
+        if refuted is not None:
+            return refuted
         roots = self._roots(goal)
         inside = list(self._constants)
         for r in sorted(roots):
@@ -412,6 +428,49 @@ class PremiseSet:
         if not first.fails:
             return first
         return self._complete(first, goal, roots)
+
+    def _model(self) -> dict[str, bool]:
+        """A model of background ∧ premises over their atoms, checked once in Python."""
+        if self._checked_model is None:
+            every = self.consistent()
+            assert every.holds and every.counterexample is not None
+            model = dict(every.counterexample)
+            session = self.session
+            missing = [a for a in session.bg_atom_set if a not in model]
+            if missing:
+                # literal premises leave the background's atoms to a model of the background
+                if session._bg_model is None:
+                    session._bg_model = session.satisfiable(())
+                bg = session._bg_model.counterexample or {}
+                model.update({a: bg.get(a, False) for a in missing})
+            session._recheck(model, self.formulas, None)
+            self._checked_model = model
+        return self._checked_model
+
+    def _refuted_by_model(self, goal: Formula) -> Result | None:
+        """A model of the premises that falsifies the goal refutes it, with no solver call.
+
+        Atoms the premises and the background never mention are free: for a
+        goal ``!(l1 & ... & ln)`` over literals, they are set to make the
+        literals true.
+        """
+        model = self._model()
+        known = self._uf.parent
+        trial = model
+        free = [a for a in atoms(goal) if a not in known]
+        if free:
+            trial = dict(model)
+            wanted = _literals_of(goal.arg) if isinstance(goal, Not) else None
+            for name in free:
+                trial[name] = wanted.get(name, False) if wanted is not None else False
+        if evaluate(goal, trial):
+            return None
+        roots = self._roots(goal)
+        focus = set(atoms(goal)) | set(self.session.bg_atom_set)
+        for r in roots:
+            for f in self._groups.get(r, ()):
+                focus |= atoms(f)
+        return Result(Verdict.FAILS, counterexample=trial, focus=frozenset(focus))
 
     def vacuous(self) -> Result:
         """The answer to every goal when the premises are unsatisfiable: unknown, with a core."""

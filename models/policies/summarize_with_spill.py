@@ -6,7 +6,10 @@ cites and that is no tool result is folded into one summary ``summary@PASS``
 (and spilled, so the original text stays retrievable); every other item
 bigger than a stub — commitments, claims, witnesses, tool calls and results,
 cited prose — is spilled and left as a stub, which keeps its identity, its
-citations and its pairing. It claims only what it left untouched.
+citations and its pairing. A tool result goes to the store together with the
+call it answers: a stub shows no ``call``, so a later pass could not tell the
+lone call from free prose and would fold it away (TP001). It claims only what
+it left untouched.
 
 Caught by: nothing; ``check_rewrite`` accepts its rewrites (a property test).
 
@@ -39,6 +42,7 @@ def summarize_with_spill(
     window: list[dict[str, Any]], budget: int, *, pass_no: int = 1
 ) -> dict[str, Any]:
     cited = _cited(window)
+    position = {it["id"]: i for i, it in enumerate(window)}
     total = sum(item_tokens(it) for it in window)
     out: list[dict[str, Any] | None] = list(window)
     spill: list[str] = []
@@ -61,6 +65,13 @@ def summarize_with_spill(
         elif tokens > STUB_TOKENS:
             out[i] = {**stub_for(it), "tokens": STUB_TOKENS}
             total += STUB_TOKENS - tokens
+            partner = position.get(it.get("call", ""))
+            if partner is not None and out[partner] is window[partner]:
+                # the call goes with its result, behind a stub of its own
+                call = window[partner]
+                out[partner] = {**stub_for(call), "tokens": STUB_TOKENS}
+                total += STUB_TOKENS - item_tokens(call)
+                spill.append(call["id"])
         else:
             continue
         spill.append(it["id"])

@@ -32,7 +32,7 @@ from typing import Any
 
 from verifier.errors import InputError
 from verifier.findings import Finding
-from verifier.io import item_from_json
+from verifier.io import item_from_json, item_from_plain
 from verifier.policies.loading import Policy, as_policy, load_policy, one_line
 from verifier.policies.spec import Spec, SpecPolicy, load_spec, parse_spec
 from verifier.window import Item, Window, canonical_json
@@ -222,18 +222,16 @@ def _normalize(
         if not isinstance(obj, dict):
             raise _Bad(f"window[{n}] is a {type(obj).__name__}, not an item dict")
         try:
-            # a plain JSON round trip: no NaN, no sets, no objects a trace cannot hold
-            plain = json.loads(json.dumps(obj, allow_nan=False, ensure_ascii=False))
-        except (TypeError, ValueError, RecursionError) as exc:
-            raise _Bad(f"window[{n}] is not plain JSON: {one_line(exc)}") from None
-        try:
-            it = item_from_json(plain)
+            # plain JSON only: no NaN, no sets, no objects a trace cannot hold
+            it = item_from_plain(obj)
         except InputError as exc:
             iid = obj.get("id")
             ids = [iid] if isinstance(iid, str) else []
             what = f"item {iid!r}" if isinstance(iid, str) else f"window[{n}]"
             fix = f"; {exc.fix}" if exc.fix else ""
             raise _Bad(f"{what} is invalid: {exc.message}{fix}", ids) from None
+        except (TypeError, ValueError, RecursionError) as exc:
+            raise _Bad(f"window[{n}] is not plain JSON: {one_line(exc)}") from None
         if it.id in seen:
             raise _Bad(f"the new window holds id {it.id!r} twice", [it.id])
         seen.add(it.id)

@@ -1,0 +1,1009 @@
+"""Fuzzing a rewrite policy with a simulated agent (docs/fuzz.md).
+
+A *session* is what an agent does over many turns: it records decisions with
+their reasons, rejects options, states invariants and open obligations, takes
+user instructions, calls tools and reads their results (passing and failing
+runs, with sources and exit codes), derives claims from what it observed,
+digests its claims, and writes prose. Whenever the window's tokens exceed the
+budget, the policy under test rewrites the window, and the rewrite is audited
+like any trace.
+
+The agent reacts to what it can still see (an item in the window, or behind
+a stub: it can retrieve that): it runs again a command whose failure it can
+no longer see, adopts again an option whose rejection it can no longer see,
+and cites the claims it sees. Everything it asserts is true in a hidden world,
+so every finding is the policy's doing.
+
+Sessions are drawn by hypothesis as *plans* (abstract turns, resolved against
+what the agent sees when they run), so hypothesis can shrink a whole session:
+for each rule found, the smallest session that still shows it is written as a
+trace that ``ctxproof audit`` replays. The same seed gives the same output.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hypothesis import HealthCheck, Phase, Verbosity, given, seed, settings
+from hypothesis import strategies as st
+
+from verifier.audit import Auditor
+from verifier.errors import InternalError
+from verifier.findings import Finding
+from verifier.io import item_from_json, parse_trace_text, ref_of
+from verifier.policies import Policy, item_tokens, run_policy
+from verifier.window import Item
+
+__all__ = [
+    "ACTIONS",
+    "FuzzReport",
+    "Plan",
+    "SessionResult",
+    "Step",
+    "Turn",
+    "fuzz",
+    "keep_everything",
+    "run_session",
+    "session_plans",
+]
+
+Obj = dict[str, Any]
+
+ACTIONS: tuple[str, ...] = (
+    "prose",
+    "tool",
+    "instruct",
+    "decide",
+    "reject",
+    "invariant",
+    "obligation",
+    "claim",
+    "digest",
+    "use",
+    "rerun",
+    "readopt",
+)
+"""What one step of a turn does (hypothesis shrinks towards the first)."""
+
+TOOLS: tuple[tuple[str, str], ...] = (
+    ("make test", "tests.pass"),
+    ("pip install -r requirements.txt", "deps.installed"),
+    ("make migrate", "db.migrated"),
+    ("npm run build", "build.ok"),
+    ("curl -fsS localhost:8080/health", "svc.healthy"),
+    ("git push origin main", "push.accepted"),
+)
+"""The tools the agent runs: the command and the fact its output shows."""
+
+OPTIONS: tuple[tuple[str, str], ...] = (
+    ("db.postgres", "db.mysql"),
+    ("queue.kafka", "queue.rabbitmq"),
+    ("auth.oidc", "auth.saml"),
+    ("deploy.blue_green", "deploy.in_place"),
+)
+"""Mutually exclusive choices the agent decides between (the background says so)."""
+
+BACKGROUND: tuple[str, ...] = tuple(f"{a} -> !{b}" for a, b in OPTIONS)
+
+TURNS_PER_PASS = 8
+"""A session plays at most this many turns per pass it may make."""
+
+MAX_PRESSURE = 3.0
+"""A session ends when an append would take the window past this many budgets."""
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One thing the agent does in a turn; ``a`` and ``b`` pick among what it sees."""
+
+    action: str
+    a: int = 0
+    b: int = 0
+    flag: bool = False
+    size: int = 8
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """One append: its steps, and (``fill`` > 0) a bulky output that brings the window to
+    ``fill`` hundredths of the budget."""
+
+    steps: tuple[Step, ...]
+    fill: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """A whole session in the abstract: the budget, the hidden world, the turns."""
+
+    budget: int
+    world: tuple[bool, ...]
+    turns: tuple[Turn, ...]
+
+
+def session_plans(
+    passes: int = 10, pressure: tuple[float, float] = (1.05, 3.0), max_budget: int = 1500
+) -> st.SearchStrategy[Plan]:
+    """Sessions for :func:`run_session`: up to about ``passes`` rewrites each.
+
+    ``pressure`` bounds the fill that some turns bring (tokens over budget
+    when the policy runs): from just over 1 (the window barely overflows) to
+    3 (a turn that dumps two budgets' worth of output).
+    """
+    lo, hi = (max(101, round(p * 100)) for p in pressure)
+    # one draw a step (hypothesis draws are the cost of a session's plan, and a plan is
+    # drawn again for every candidate while shrinking): the action in the low digits
+    step = st.integers(0, len(ACTIONS) * 8 * 8 * 2 * 37 - 1).map(_decode_step)
+    fill = st.integers(0, 2 * (hi - lo + 1)).map(
+        lambda k: 0 if k <= hi - lo else lo + k % (hi - lo + 1)
+    )
+    turn = st.tuples(st.lists(step, min_size=1, max_size=4), fill).map(
+        lambda t: Turn(tuple(t[0]), t[1])
+    )
+    facts = len(TOOLS) + len(OPTIONS)
+    world = st.integers(0, 2**facts - 1).map(
+        lambda w: tuple(bool(w >> i & 1) for i in range(facts))
+    )
+    return st.builds(
+        Plan,
+        st.integers(24, max(24, max_budget)),
+        world,
+        st.lists(turn, min_size=1, max_size=max(2, passes * 4)).map(tuple),
+    )
+
+
+def _decode_step(code: int) -> Step:
+    code, action = divmod(code, len(ACTIONS))
+    code, a = divmod(code, 8)
+    code, b = divmod(code, 8)
+    code, flag = divmod(code, 2)
+    return Step(ACTIONS[action], a, b, bool(flag), 4 + code % 37)
+
+
+# -- one session -------------------------------------------------------------------------------
+
+
+@dataclass
+class SessionResult:
+    """What one session showed: its trace, its rewrites and what the audit found."""
+
+    trace: list[Obj]
+    findings: list[Finding]
+    rewrites: int = 0
+    tokens_before: int = 0
+    tokens_after: int = 0
+    pressures: list[tuple[float, int]] = field(default_factory=list)
+    """(pressure, findings at that pass) for every rewrite."""
+
+    def codes(self) -> set[str]:
+        return {f.code for f in self.findings}
+
+    def text(self) -> str:
+        return "\n".join(json.dumps(ev, ensure_ascii=False) for ev in self.trace) + "\n"
+
+
+class _Agent:
+    """The simulated agent: turns a plan into appends, and lets the policy rewrite."""
+
+    def __init__(self, plan: Plan, policy: Policy, passes: int, mode: str) -> None:
+        self.plan = plan
+        self.policy = policy
+        self.passes = passes
+        self.world = plan.world
+        self.budget = plan.budget
+        self.window: list[Obj] = []
+        self.items: list[Item] = []  # the same window, validated
+        self.total = 0  # its tokens
+        self.stored: dict[str, Obj] = {}  # ref -> item
+        self.counter = 0
+        self.rejections: list[tuple[str, str]] = []  # (id, rejected option atom)
+        self.failures: list[tuple[str, str]] = []  # (observation id, source)
+        self.first_seen: dict[str, int] = {}
+        header: Obj = {
+            "event": "header",
+            "format": "ctxproof-trace/1",
+            "background": list(BACKGROUND),
+            "budget": plan.budget,
+        }
+        self.trace: list[Obj] = [header]
+        self.auditor = Auditor(BACKGROUND, name="session", mode=mode)
+        self.result = SessionResult(self.trace, self.auditor.findings)
+
+    # -- what the agent sees --------------------------------------------------------------
+    def visible(self) -> list[Obj]:
+        """The window as the agent reads it: items, and what stubs stand for."""
+        out: list[Obj] = []
+        for it in self.window:
+            if it.get("kind") == "stub":
+                real = self.stored.get(str(it.get("ref")))
+                if real is not None:
+                    out.append(real)
+            else:
+                out.append(it)
+        return out
+
+    def tokens(self) -> int:
+        return self.total
+
+    def fresh(self, prefix: str) -> str:
+        self.counter += 1
+        return f"{prefix}{self.counter}"
+
+    def fact(self, index: int) -> bool:
+        return self.world[index % len(self.world)]
+
+    # -- the turns -------------------------------------------------------------------------
+    def run(self, stop_on: str | None = None) -> SessionResult:
+        findings = self.result.findings
+        turns = self.plan.turns
+        # the plan's turns come round again (each time on a different window) until the
+        # session has its passes: a short plan makes a long session, and shrinking a
+        # session is deleting turns from a short list
+        for k in range(TURNS_PER_PASS * self.passes):
+            turn = turns[k % len(turns)]
+            if self.result.rewrites >= self.passes:
+                break
+            items = self.turn(turn)
+            if not items:
+                continue
+            if (self.tokens() + sum(item_tokens(i) for i in items)) > MAX_PRESSURE * self.budget:
+                break  # the window cannot take this turn
+            self.append(items)
+            if self.tokens() > self.budget and not self.rewrite():
+                break
+            if stop_on is not None and any(f.code == stop_on for f in findings):
+                break  # what is sought is found: the rest of the session cannot matter
+        return self.result
+
+    def turn(self, turn: Turn) -> list[Obj]:
+        new: list[Obj] = []
+        for step in turn.steps:
+            new.extend(self.step(step, new))
+        if turn.fill and new:
+            target = turn.fill * self.budget // 100
+            have = self.tokens() + sum(item_tokens(i) for i in new)
+            if have < target:
+                new.extend(self.tool_run(turn.fill, target - have, new))
+        return new
+
+    def step(self, step: Step, new: list[Obj]) -> list[Obj]:
+        seen = self.visible() + new
+        action = step.action
+        if action == "prose":
+            return [self.item("p", "prose", step.size, text="notes on the plan")]
+        if action == "tool":
+            return self.tool_run(step.a, step.size, new)
+        if action == "instruct":
+            k = step.a % 4
+            return [
+                self.item(
+                    "u",
+                    "observation",
+                    step.size,
+                    source="user",
+                    shows=f"user.asks_{k}",
+                    modality="verified",
+                    content=f"please take care of task {k}",
+                )
+            ]
+        if action == "decide":
+            return self.decide(step, seen)
+        if action == "reject":
+            return self.reject(step, seen)
+        if action == "invariant":
+            observed = [o for o in seen if _ok(o) and o.get("source") != "user"]
+            if not observed:
+                return []
+            o = observed[step.a % len(observed)]
+            return [
+                self.item(
+                    "inv",
+                    "commitment",
+                    step.size,
+                    type="invariant",
+                    formula=o["shows"],
+                    witnesses=[o["id"]],
+                    modality="verified",
+                )
+            ]
+        if action == "obligation":
+            return [
+                self.item(
+                    "todo",
+                    "commitment",
+                    step.size,
+                    type="obligation",
+                    formula=f"todo.task_{step.a % 4}",
+                    rationale=[u["id"] for u in seen if u.get("source") == "user"][-1:],
+                )
+            ]
+        if action == "claim":
+            return self.claim(step, seen)
+        if action == "digest":
+            return self.digest(step, seen)
+        if action == "use":
+            return self.use(step, seen)
+        if action == "rerun":
+            return self.rerun(step, seen, new)
+        return self.readopt(step, seen)
+
+    def item(self, prefix: str, kind: str, tokens: int, **fields: Any) -> Obj:
+        obj: Obj = {"id": self.fresh(prefix), "kind": kind, **fields, "tokens": tokens}
+        if "score" not in obj:
+            obj["score"] = (self.counter * 37) % 101
+        return {k: v for k, v in obj.items() if v not in (None, [])}
+
+    def tool_run(
+        self, which: int, size: int, new: list[Obj], source: str | None = None
+    ) -> list[Obj]:
+        index = which % len(TOOLS)
+        if source is not None:
+            index = next(i for i, (s, _) in enumerate(TOOLS) if s == source)
+        src, atom = TOOLS[index]
+        passed = self.fact(index)
+        call = self.item("call", "prose", 6, text=f"run: {src}")
+        result = self.item(
+            "r",
+            "observation",
+            size,
+            call=call["id"],
+            source=src,
+            shows=atom if passed else f"!{atom}",
+            modality="verified" if passed else "failed",
+            exit_code=0 if passed else 1,
+            content=f"$ {src}\n{'ok' if passed else 'error: exit status 1'}",
+        )
+        if not passed:
+            self.failures.append((result["id"], src))
+        return [call, result]
+
+    def decide(self, step: Step, seen: list[Obj]) -> list[Obj]:
+        k = step.a % len(OPTIONS)
+        chosen, _ = self.option(k)
+        reasons = [o["id"] for o in seen if o["kind"] in ("prose", "observation", "claim")]
+        rationale = reasons[-1 - (step.b % 2) :] if reasons else []
+        return [
+            self.item(
+                "d",
+                "commitment",
+                step.size,
+                type="decision",
+                formula=chosen,
+                rationale=rationale,
+                text=f"we use {chosen}",
+            )
+        ]
+
+    def option(self, k: int) -> tuple[str, str]:
+        a, b = OPTIONS[k]
+        return (a, b) if self.fact(len(TOOLS) + k) else (b, a)
+
+    def reject(self, step: Step, seen: list[Obj]) -> list[Obj]:
+        k = step.a % len(OPTIONS)
+        _, rejected = self.option(k)
+        failed = [o["id"] for o in seen if o.get("modality") == "failed" and o["kind"] != "claim"]
+        rej = self.item(
+            "rej",
+            "commitment",
+            step.size,
+            type="rejection",
+            formula=f"!{rejected}",
+            rationale=failed[-1:],
+            text=f"{rejected} is ruled out",
+        )
+        self.rejections.append((rej["id"], rejected))
+        return [rej]
+
+    def claim(self, step: Step, seen: list[Obj]) -> list[Obj]:
+        observed = [o for o in seen if o["kind"] == "observation" and "shows" in o]
+        if not observed:
+            return []
+        first = observed[step.a % len(observed)]
+        witnesses = [first]
+        if step.b % 3 == 0 and len(observed) > 1:
+            second = observed[step.b % len(observed)]
+            if second["id"] != first["id"]:
+                witnesses.append(second)
+        failed = any(w.get("modality") == "failed" for w in witnesses)
+        formula = " & ".join(f"({w['shows']})" for w in witnesses)
+        modality = "failed" if failed else ("verified" if step.b % 4 else "unverified")
+        return [
+            self.item(
+                "k",
+                "claim",
+                step.size,
+                formula=formula,
+                witnesses=[w["id"] for w in witnesses],
+                modality=modality,
+                load_bearing=step.flag or None,
+                text="what the output shows",
+            )
+        ]
+
+    def digest(self, step: Step, seen: list[Obj]) -> list[Obj]:
+        claims = [c for c in seen if c["kind"] == "claim" and "formula" in c]
+        if len(claims) < 2:
+            return []
+        start = step.a % len(claims)
+        covered = (claims[start:] + claims[:start])[: 2 + step.b % 2]
+        witnesses = list(dict.fromkeys(w for c in covered for w in c.get("witnesses", ())))
+        visible = {o["id"] for o in seen if o["kind"] == "observation"}
+        modalities = {c.get("modality", "unverified") for c in covered}
+        # a checked digest only when every witness of what it merges is in sight
+        if witnesses and set(witnesses) <= visible and modalities in ({"verified"}, {"failed"}):
+            (modality,) = modalities
+        else:
+            modality = "unverified"
+            witnesses = []
+        return [
+            self.item(
+                "dg",
+                "claim",
+                step.size,
+                formula=" & ".join(f"({c['formula']})" for c in covered),
+                covers=[c["id"] for c in covered],
+                derived_from=[c["id"] for c in covered],
+                witnesses=witnesses,
+                modality=modality,
+                load_bearing=step.flag or None,
+                text="digest of earlier findings",
+            )
+        ]
+
+    def use(self, step: Step, seen: list[Obj]) -> list[Obj]:
+        claims = [c for c in seen if c["kind"] == "claim" and "formula" in c]
+        if not claims:
+            return []
+        cited = claims[step.a % len(claims)]
+        return [
+            self.item(
+                "k",
+                "claim",
+                step.size,
+                formula=cited["formula"],
+                derived_from=[cited["id"]],
+                text="building on an earlier finding",
+            )
+        ]
+
+    def rerun(self, step: Step, seen: list[Obj], new: list[Obj]) -> list[Obj]:
+        """Run again a command whose failure the agent can no longer see."""
+        seen_ids = {o["id"] for o in seen}
+        cited = {w for o in seen for w in o.get("witnesses", ())}
+        forgotten = [src for oid, src in self.failures if oid not in seen_ids and oid not in cited]
+        forgotten = [s for s in forgotten if not any(o.get("source") == s for o in seen)]
+        if not forgotten:
+            return []
+        return self.tool_run(0, step.size, new, source=forgotten[step.a % len(forgotten)])
+
+    def readopt(self, step: Step, seen: list[Obj]) -> list[Obj]:
+        """Adopt again an option whose rejection the agent can no longer see."""
+        seen_ids = {o["id"] for o in seen}
+        in_sight = {a for o in seen if o["kind"] == "commitment" for a in _atoms_in(o)}
+        forgotten = [
+            opt
+            for rid, opt in self.rejections
+            if rid not in seen_ids
+            # nothing in sight decides between the two options either
+            and not any(
+                opt in pair and (pair[0] in in_sight or pair[1] in in_sight) for pair in OPTIONS
+            )
+        ]
+        if not forgotten:
+            return []
+        option = forgotten[step.a % len(forgotten)]
+        return [
+            self.item(
+                "d",
+                "commitment",
+                step.size,
+                type="decision",
+                formula=option,
+                text=f"we use {option}",
+            )
+        ]
+
+    # -- events ----------------------------------------------------------------------------
+    def line(self) -> int:
+        return len(self.trace) + 1
+
+    def append(self, items: list[Obj]) -> None:
+        for it in items:
+            self.first_seen.setdefault(it["id"], self.result.rewrites)
+        checked = [item_from_json(it) for it in items]
+        self.auditor.append(checked, self.line())
+        self.trace.append({"event": "append", "items": items})
+        self.window = self.window + items
+        self.items = self.items + checked
+        self.total += sum(it.estimated_tokens() for it in checked)
+
+    def rewrite(self) -> bool:
+        """Run the policy on the window and audit its rewrite; False when it failed (PL)."""
+        pass_no = self.result.rewrites + 1
+        before = self.tokens()
+        pressure = before / self.budget
+        ages = {i: self.result.rewrites - at for i, at in self.first_seen.items()}
+        res = run_policy(
+            self.policy,
+            self.items,
+            self.budget,
+            pass_no=pass_no,
+            ages=ages,
+            check_determinism=True,
+        )
+        if not res.ok:
+            finding = res.finding(self.line())
+            assert finding is not None
+            self.result.findings.append(
+                Finding(finding.code, pass_no, finding.items, finding.message, self.line())
+            )
+            return False
+        if res.spilled:
+            spilled = [it.as_json() for it in res.spilled]
+            self.auditor.spill(list(res.spilled), self.line())
+            self.trace.append({"event": "spill", "items": spilled})
+            for obj in spilled:
+                self.stored[ref_of(obj)] = obj
+        after = [it.as_json() for it in res.window]
+        event: Obj = {
+            "event": "rewrite",
+            "policy": self.policy.name,
+            "window": after,
+            "pressure": round(pressure, 4),
+        }
+        if res.claimed_preserved is not None:
+            event["claimed_preserved"] = list(res.claimed_preserved)
+        count = len(self.auditor.findings)
+        self.auditor.rewrite(
+            res.window,
+            policy=self.policy.name,
+            claimed_preserved=res.claimed_preserved,
+            line=self.line(),
+        )
+        self.trace.append(event)
+        self.window = after
+        self.items = list(res.window)
+        self.total = sum(it.estimated_tokens() for it in self.items)
+        self.result.rewrites = pass_no
+        self.result.tokens_before += before
+        self.result.tokens_after += self.tokens()
+        self.result.pressures.append((pressure, len(self.auditor.findings) - count))
+        return True
+
+
+def _atoms_in(o: Obj) -> set[str]:
+    text = str(o.get("formula", o["id"]))
+    return {t for t in text.replace("!", " ").replace("(", " ").replace(")", " ").split()}
+
+
+def _ok(o: Obj) -> bool:
+    return o["kind"] == "observation" and o.get("modality") == "verified" and "shows" in o
+
+
+def run_session(
+    policy: Policy,
+    plan: Plan,
+    *,
+    passes: int = 10,
+    mode: str = "support",
+    stop_on: str | None = None,
+) -> SessionResult:
+    """Play one session of the simulated agent against a policy, auditing as it goes.
+
+    With ``stop_on`` (a rule code) the session ends at the turn that shows it.
+    """
+    result = _Agent(plan, policy, passes, mode).run(stop_on)
+    # findings made at an append count towards the rewrite before them
+    if result.pressures:
+        per_pass: dict[int, int] = {}
+        for f in result.findings:
+            per_pass[f.pass_] = per_pass.get(f.pass_, 0) + 1
+        result.pressures = [
+            (p, per_pass.get(i + 1, 0)) for i, (p, _) in enumerate(result.pressures)
+        ]
+    return result
+
+
+def keep_everything(window: list[Obj], budget: int) -> list[Obj]:
+    """The baseline policy: it changes nothing. Safe, and useless (nothing is saved)."""
+    return window
+
+
+# -- many sessions -----------------------------------------------------------------------------
+
+CHUNK = 25
+"""Sessions per chunk: chunk j is drawn with a seed of its own, so chunks can run anywhere."""
+
+SHRINK_CALLS = 300
+"""Sessions played while shrinking one counterexample, at most."""
+
+
+@dataclass(frozen=True, slots=True)
+class Counterexample:
+    code: str
+    path: str
+    pass_: int
+    items: tuple[str, ...]
+
+    def to_json(self) -> Obj:
+        return {"code": self.code, "path": self.path, "pass": self.pass_, "items": list(self.items)}
+
+
+@dataclass
+class FuzzReport:
+    """What fuzzing a policy found: the JSON output of ``ctxproof fuzz``."""
+
+    policy: str
+    seed: int
+    sessions: int = 0
+    rewrites: int = 0
+    findings_by_rule: dict[str, int] = field(default_factory=dict)
+    counterexamples: list[Counterexample] = field(default_factory=list)
+    tokens_before: int = 0
+    tokens_after: int = 0
+    seconds: float = 0.0
+    pressures: list[tuple[float, int]] = field(default_factory=list)
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.findings_by_rule else 0
+
+    def to_json(self) -> Obj:
+        return {
+            "policy": self.policy,
+            "sessions": self.sessions,
+            "rewrites": self.rewrites,
+            "seed": self.seed,
+            "findings_by_rule": dict(sorted(self.findings_by_rule.items())),
+            "counterexamples": [c.to_json() for c in self.counterexamples],
+            "tokens_before": self.tokens_before,
+            "tokens_after": self.tokens_after,
+            "seconds": round(self.seconds, 3),
+        }
+
+
+def chunk_seed(seed_value: int, chunk: int) -> int:
+    return (seed_value * 1_000_003 + chunk * 7_919) % (2**32)
+
+
+def _settings(examples: int) -> settings:
+    """One set of settings for exploring and shrinking: the draws must be the same."""
+    return settings(
+        max_examples=max(1, examples),
+        database=None,
+        deadline=None,
+        derandomize=False,
+        phases=(Phase.generate, Phase.shrink),
+        report_multiple_bugs=False,
+        suppress_health_check=list(HealthCheck),
+        verbosity=Verbosity.quiet,
+        print_blob=False,
+    )
+
+
+@dataclass
+class _Chunk:
+    index: int
+    sessions: int = 0
+    rewrites: int = 0
+    tokens_before: int = 0
+    tokens_after: int = 0
+    counts: dict[str, int] = field(default_factory=dict)
+    first: dict[str, int] = field(default_factory=dict)
+    """code -> index (within the chunk) of the first session that showed it."""
+    pressures: list[tuple[float, int]] = field(default_factory=list)
+
+
+def explore_chunk(
+    policy: Policy, index: int, size: int, seed_value: int, passes: int, mode: str
+) -> _Chunk:
+    """Run one chunk of sessions; record what each found (no shrinking)."""
+    out = _Chunk(index)
+    strategy = session_plans(passes)
+
+    @_settings(size)
+    @seed(chunk_seed(seed_value, index))
+    @given(strategy)
+    def explore(plan: Plan) -> None:
+        res = run_session(policy, plan, passes=passes, mode=mode)
+        for code in sorted(res.codes()):
+            out.first.setdefault(code, out.sessions)
+        for f in res.findings:
+            out.counts[f.code] = out.counts.get(f.code, 0) + 1
+        out.sessions += 1
+        out.rewrites += res.rewrites
+        out.tokens_before += res.tokens_before
+        out.tokens_after += res.tokens_after
+        out.pressures.extend(res.pressures)
+
+    explore()
+    return out
+
+
+class _Found(Exception):
+    def __init__(self, result: SessionResult) -> None:
+        super().__init__("found")
+        self.result = result
+
+
+def shrink_code(
+    policy: Policy,
+    code: str,
+    chunk: int,
+    at: int,
+    size: int,
+    seed_value: int,
+    passes: int,
+    mode: str,
+    shrink_calls: int = 0,
+) -> SessionResult:
+    """The smallest session hypothesis finds that still shows ``code``.
+
+    It replays the chunk's generation (same seed, same draws) up to the session
+    that first showed the code, and shrinks from there. Shrinking plays at most
+    ``SHRINK_CALLS`` sessions (a count, not a clock: the same seed gives the
+    same counterexample); after that every new candidate counts as not
+    showing the code, so hypothesis settles on the smallest one it has.
+    """
+    calls = [0]
+    failing: dict[Plan, SessionResult] = {}
+    strategy = session_plans(passes)
+
+    @_settings(size)
+    @seed(chunk_seed(seed_value, chunk))
+    @given(strategy)
+    def hunt(plan: Plan) -> None:
+        calls[0] += 1
+        if calls[0] <= at:
+            return  # sessions before the first that showed it: known not to
+        hit = failing.get(plan)
+        if hit is None and calls[0] <= at + 1 + (shrink_calls or SHRINK_CALLS):
+            res = run_session(policy, plan, passes=passes, mode=mode, stop_on=code)
+            if code in res.codes():
+                hit = failing[plan] = res
+        if hit is not None:
+            raise _Found(hit)
+
+    try:
+        hunt()
+    except _Found as found:
+        return found.result
+    raise InternalError(f"the session that showed {code} did not show it again when replayed")
+
+
+def _first_finding(result: SessionResult, code: str) -> Finding:
+    return next(f for f in result.findings if f.code == code)
+
+
+def fuzz(
+    policy: Policy,
+    *,
+    sessions: int = 100,
+    passes: int = 10,
+    seed_value: int = 0,
+    out_dir: str | Path = "ctxproof-fuzz",
+    mode: str = "support",
+    jobs: int = 1,
+    policy_arg: str | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    shrink_calls: int = SHRINK_CALLS,
+) -> FuzzReport:
+    """Fuzz a policy: explore sessions, shrink one counterexample per rule found.
+
+    With ``jobs`` > 1 (and ``policy_arg``, how to load the policy in a worker)
+    chunks of sessions run in worker processes; the result is the same.
+    """
+    started = time.perf_counter()
+    report = FuzzReport(policy.name, seed_value)
+    n_chunks = max(1, math.ceil(sessions / CHUNK))
+    sizes = [min(CHUNK, sessions - j * CHUNK) for j in range(n_chunks)]
+    tasks = [(j, sizes[j]) for j in range(n_chunks) if sizes[j] > 0]
+    chunks = _map(
+        _explore_task,
+        [(policy_arg, policy, j, size, seed_value, passes, mode) for j, size in tasks],
+        jobs if policy_arg is not None else 1,
+        progress,
+    )
+    first: dict[str, tuple[int, int]] = {}
+    for ch in chunks:
+        report.sessions += ch.sessions
+        report.rewrites += ch.rewrites
+        report.tokens_before += ch.tokens_before
+        report.tokens_after += ch.tokens_after
+        report.pressures.extend(ch.pressures)
+        for code, n in ch.counts.items():
+            report.findings_by_rule[code] = report.findings_by_rule.get(code, 0) + n
+        for code, at in ch.first.items():
+            first.setdefault(code, (ch.index, at))
+    out = Path(out_dir)
+    codes = sorted(first)
+    shrunk = _map(
+        _shrink_task,
+        [
+            (
+                policy_arg,
+                policy,
+                code,
+                first[code][0],
+                first[code][1],
+                sizes[first[code][0]],
+                seed_value,
+                passes,
+                mode,
+                shrink_calls,
+            )
+            for code in codes
+        ],
+        jobs if policy_arg is not None else 1,
+        None,
+    )
+    if codes:
+        out.mkdir(parents=True, exist_ok=True)
+    for code, result in zip(codes, shrunk, strict=True):
+        path = out / f"cex-{code}.jsonl"
+        _write(path, result.text())
+        finding = _first_finding(result, code)
+        _check_replay(path, code, result, mode)
+        report.counterexamples.append(Counterexample(code, str(path), finding.pass_, finding.items))
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def _explore_task(args: tuple[Any, ...]) -> _Chunk:
+    policy_arg, policy, j, size, seed_value, passes, mode = args
+    pol = _policy_in_worker(policy_arg, policy)
+    return explore_chunk(pol, j, size, seed_value, passes, mode)
+
+
+def _shrink_task(args: tuple[Any, ...]) -> SessionResult:
+    policy_arg, policy, code, chunk, at, size, seed_value, passes, mode, calls = args
+    pol = _policy_in_worker(policy_arg, policy)
+    return shrink_code(pol, code, chunk, at, size, seed_value, passes, mode, calls)
+
+
+def _policy_in_worker(policy_arg: str | None, policy: Policy | None) -> Policy:
+    if policy is not None:
+        return policy
+    from verifier.policies import load_policy
+
+    assert policy_arg is not None
+    return load_policy(policy_arg)
+
+
+def _map(
+    fn: Callable[[tuple[Any, ...]], Any],
+    tasks: Sequence[tuple[Any, ...]],
+    jobs: int,
+    progress: Callable[[int, int], None] | None,
+) -> list[Any]:
+    """Run tasks in order, in this process or in worker processes (policies are loaded
+    there again from their argument: a policy object need not pickle)."""
+    if jobs <= 1 or len(tasks) <= 1:
+        out = []
+        for i, t in enumerate(tasks):
+            out.append(fn(t))
+            if progress is not None:
+                progress(i + 1, len(tasks))
+        return out
+    from concurrent.futures import ProcessPoolExecutor
+
+    portable = [(t[0], None, *t[2:]) for t in tasks]
+    results = []
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        for i, res in enumerate(pool.map(fn, portable)):
+            results.append(res)
+            if progress is not None:
+                progress(i + 1, len(tasks))
+    return results
+
+
+def _write(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".part")
+    tmp.write_text(text, "utf-8")
+    tmp.replace(path)
+
+
+def _check_replay(path: Path, code: str, result: SessionResult, mode: str) -> None:
+    """A written counterexample must replay with its finding (PL findings excepted: the
+    policy is not part of a trace)."""
+    if code.startswith("PL"):
+        return
+    from verifier.audit import audit_trace
+
+    replay = audit_trace(parse_trace_text(path.read_bytes(), str(path)), mode=mode)
+    if code not in {f.code for f in replay.findings}:
+        raise InternalError(f"{path}: the shrunk session does not replay with {code}")
+
+
+def summarize_pressure(
+    points: Iterable[tuple[float, int]], bins: Sequence[float] = (1.0, 1.25, 1.5, 2.0, 2.5, 3.0)
+) -> list[Obj]:
+    """Findings per rewrite by pressure band: the load-correlated failure, as numbers."""
+    rows: list[Obj] = []
+    pts = list(points)
+    for lo, hi in itertools.pairwise(bins):
+        inside = [n for p, n in pts if lo < p <= hi or (hi == bins[-1] and p > hi)]
+        rows.append(
+            {
+                "pressure_from": lo,
+                "pressure_to": hi,
+                "rewrites": len(inside),
+                "findings": sum(inside),
+                "findings_per_rewrite": round(sum(inside) / len(inside), 3) if inside else None,
+            }
+        )
+    return rows
+
+
+def plot_pressure(points: Sequence[tuple[float, int]], path: Path, title: str) -> None:
+    """Findings per rewrite against pressure, as a PNG."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4), dpi=110)
+    xs = [p for p, _ in points]
+    ys = [n for _, n in points]
+    ax.scatter(xs, ys, s=10, alpha=0.35, color="#1565c0", label="one rewrite")
+    rows = summarize_pressure(points)
+    mids = [(r["pressure_from"] + r["pressure_to"]) / 2 for r in rows if r["rewrites"]]
+    means = [r["findings_per_rewrite"] for r in rows if r["rewrites"]]
+    if mids:
+        ax.plot(mids, means, color="#c62828", marker="o", label="mean per band")
+    ax.set_xlabel("pressure (tokens / budget when the policy ran)")
+    ax.set_ylabel("findings at that rewrite")
+    ax.set_title(title)
+    ax.set_xlim(1.0, max([3.05, *xs]))
+    ax.grid(alpha=0.3)
+    ax.legend(loc="upper left")
+    fig.tight_layout()
+    tmp = path.with_name(path.name + ".part")
+    fig.savefig(tmp, format="png")
+    plt.close(fig)
+    tmp.replace(path)
+
+
+def write_outputs(report: FuzzReport, out_dir: str | Path) -> Obj:
+    """Write ``scorecard.json`` and ``pressure.png``; return the scorecard."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    card = {**report.to_json(), "by_pressure": summarize_pressure(report.pressures)}
+    _write(out / "scorecard.json", json.dumps(card, indent=2, ensure_ascii=False) + "\n")
+    plot_pressure(report.pressures, out / "pressure.png", f"{report.policy}: findings vs pressure")
+    return card
+
+
+def scorecard_text(report: FuzzReport, by_pressure: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The scorecard as text lines."""
+    from verifier.findings import RULES
+
+    saved = report.tokens_before - report.tokens_after
+    kept = report.tokens_after / report.tokens_before if report.tokens_before else 1.0
+    lines = [
+        f"policy {report.policy}: {report.sessions} session(s), {report.rewrites} rewrite(s),"
+        f" seed {report.seed}, {report.seconds:.1f} s",
+        f"  tokens {report.tokens_before} -> {report.tokens_after}"
+        f" ({saved} saved, {kept:.0%} kept)",
+    ]
+    if not report.findings_by_rule:
+        lines.append("  no findings")
+    for code, n in sorted(report.findings_by_rule.items()):
+        cex = next((c for c in report.counterexamples if c.code == code), None)
+        where = f"  shrunk: {cex.path} (pass {cex.pass_}, {','.join(cex.items)})" if cex else ""
+        lines.append(f"  {code} {RULES.get(code, '?')}: {n}{where}")
+    bands = [
+        f"{r['pressure_from']}-{r['pressure_to']}: {r['findings_per_rewrite']}"
+        for r in by_pressure
+        if r["rewrites"]
+    ]
+    if bands:
+        lines.append("  findings per rewrite by pressure: " + ", ".join(bands))
+    return lines
