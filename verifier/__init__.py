@@ -3,36 +3,94 @@
 The public API:
 
 * :func:`check_rewrite` — check one rewrite (before, after, store) and get a verdict,
-  findings and a repair;
-* :func:`audit_trace` — check every event of a trace;
+  findings and a repair; windows may be plain item dicts;
+* :func:`audit_trace` — check every event of a trace; :class:`Auditor` — the same,
+  fed one event at a time;
 * :func:`load_trace`, :func:`load_window`, :func:`parse_trace_text` — read input;
+* :func:`ref_of`, :func:`stub_for` — the store key of an item, and its stub;
 * :class:`SqliteStore`, :class:`MemoryStore` — the durable store;
 * :func:`load_policy`, :func:`run_policy`, :func:`run_twice` — load a rewrite policy
-  (a Python function or a spec) and run it, its errors turned into PL001/PL002.
+  (a Python function or a spec) and run it, its errors turned into PL001/PL002;
+* :func:`fuzz` — validate a policy against the simulated agent.
+
+Names are imported on first use, so ``import verifier`` is cheap and loads no solver.
 """
 
-from verifier.audit import TraceReport, audit_trace
-from verifier.check import Guarded, Repair, RewriteResult, check_rewrite, guard
-from verifier.errors import CtxproofError, FormulaError, InputError, InternalError, StoreError
-from verifier.findings import RULES, Finding
-from verifier.io import (
-    item_from_json,
-    load_trace,
-    load_window,
-    parse_trace_text,
-    parse_window_text,
-    ref_of,
-    stub_for,
-)
-from verifier.policies import Policy, PolicyResult, load_policy, run_policy, run_twice
-from verifier.store import MemoryStore, SqliteStore, Store
-from verifier.window import Item, Trace, Window
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from verifier.audit import Auditor, TraceReport, audit_trace
+    from verifier.check import Guarded, Repair, RewriteResult, check_rewrite, guard
+    from verifier.errors import (
+        CtxproofError,
+        FormulaError,
+        InputError,
+        InternalError,
+        StoreError,
+    )
+    from verifier.findings import RULES, Finding
+    from verifier.fuzz import FuzzReport, fuzz
+    from verifier.io import (
+        item_from_json,
+        load_trace,
+        load_window,
+        parse_trace_text,
+        parse_window_text,
+        ref_of,
+        stub_for,
+    )
+    from verifier.policies import Policy, PolicyResult, load_policy, run_policy, run_twice
+    from verifier.store import MemoryStore, SqliteStore, Store
+    from verifier.window import Item, Trace, Window
+
+_WHERE: dict[str, str] = {
+    "Auditor": "verifier.audit",
+    "TraceReport": "verifier.audit",
+    "audit_trace": "verifier.audit",
+    "Guarded": "verifier.check",
+    "Repair": "verifier.check",
+    "RewriteResult": "verifier.check",
+    "check_rewrite": "verifier.check",
+    "guard": "verifier.check",
+    "CtxproofError": "verifier.errors",
+    "FormulaError": "verifier.errors",
+    "InputError": "verifier.errors",
+    "InternalError": "verifier.errors",
+    "StoreError": "verifier.errors",
+    "RULES": "verifier.findings",
+    "Finding": "verifier.findings",
+    "FuzzReport": "verifier.fuzz",
+    "fuzz": "verifier.fuzz",
+    "item_from_json": "verifier.io",
+    "load_trace": "verifier.io",
+    "load_window": "verifier.io",
+    "parse_trace_text": "verifier.io",
+    "parse_window_text": "verifier.io",
+    "ref_of": "verifier.io",
+    "stub_for": "verifier.io",
+    "Policy": "verifier.policies",
+    "PolicyResult": "verifier.policies",
+    "load_policy": "verifier.policies",
+    "run_policy": "verifier.policies",
+    "run_twice": "verifier.policies",
+    "MemoryStore": "verifier.store",
+    "SqliteStore": "verifier.store",
+    "Store": "verifier.store",
+    "Item": "verifier.window",
+    "Trace": "verifier.window",
+    "Window": "verifier.window",
+}
 
 __all__ = [
     "RULES",
+    "Auditor",
     "CtxproofError",
     "Finding",
     "FormulaError",
+    "FuzzReport",
     "Guarded",
     "InputError",
     "InternalError",
@@ -50,6 +108,7 @@ __all__ = [
     "Window",
     "audit_trace",
     "check_rewrite",
+    "fuzz",
     "guard",
     "item_from_json",
     "load_policy",
@@ -62,3 +121,16 @@ __all__ = [
     "run_twice",
     "stub_for",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    where = _WHERE.get(name)
+    if where is None:
+        raise AttributeError(f"module 'verifier' has no attribute {name!r}")
+    value = getattr(importlib.import_module(where), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_WHERE])

@@ -9,12 +9,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from verifier.findings import REFUSING, Finding
 from verifier.formula import parse
-from verifier.io import stub_for
+from verifier.io import item_from_json, stub_for
 from verifier.rules.commitments import check_commitments
 from verifier.rules.composition import check_cycles
 from verifier.rules.context import (
@@ -65,8 +66,14 @@ class RewriteResult:
         return self.verdict in ("accept", "accept-demoted")
 
 
-def _items(w: Window | Sequence[Item]) -> tuple[Item, ...]:
-    return w.items if isinstance(w, Window) else tuple(w)
+WindowLike = Window | Sequence[Item] | Sequence[Mapping[str, Any]]
+"""A window as the API takes it: a Window, Items, or plain item dicts (validated)."""
+
+
+def _items(w: WindowLike) -> tuple[Item, ...]:
+    if isinstance(w, Window):
+        return w.items
+    return tuple(it if isinstance(it, Item) else item_from_json(dict(it)) for it in w)
 
 
 def run_rules(
@@ -110,8 +117,8 @@ def verdict_of(ctx: RewriteContext) -> str:
 
 
 def check_rewrite(
-    before: Window | Sequence[Item],
-    after: Window | Sequence[Item],
+    before: WindowLike,
+    after: WindowLike,
     *,
     store: Store | None = None,
     background: Iterable[str] = (),
@@ -388,8 +395,8 @@ class Guarded:
 
 
 def guard(
-    before: Window | Sequence[Item],
-    after: Window | Sequence[Item],
+    before: WindowLike,
+    after: WindowLike,
     store: Store,
     *,
     background: Iterable[str] = (),
