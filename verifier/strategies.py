@@ -1,13 +1,23 @@
-"""Hypothesis strategies for windows, rewrites and traces.
+"""Hypothesis strategies for items, windows, sessions and traces.
 
 Researchers can property-test their own rewrite policies with the same
-machinery ctxproof's tests use::
+machinery ctxproof's tests use (docs/fuzz.md, "Your own property tests")::
 
     from hypothesis import given
-    from verifier.strategies import traces
+    from verifier import check_rewrite, run_policy
+    from verifier.strategies import windows_under_pressure
 
-    @given(traces())
-    def test_my_policy_never_drops_commitments(trace_text): ...
+    @given(windows_under_pressure(pressure=(1.5, 3.0)))
+    def test_my_policy_keeps_commitments(case):
+        window, stored, budget = case
+        result = run_policy(my_policy, window, budget)
+        ...
+
+    from verifier.strategies import sessions_of
+
+    @given(sessions_of(my_policy, passes=8, pressure=(1.05, 1.5)))
+    def test_no_finding_under_light_load(session):
+        assert not session.findings
 
 Items are generated as JSON objects (dicts) in the formats of SPEC §5, with
 every reference pointing at an item that exists, so generated traces are
@@ -18,6 +28,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -34,9 +45,12 @@ __all__ = [
     "item_dicts",
     "policy_windows",
     "rewrite_of",
+    "session_plans",
+    "sessions_of",
     "spec_texts",
     "traces",
     "windows",
+    "windows_under_pressure",
 ]
 
 ATOMS: tuple[str, ...] = ("p.a", "p.b", "p.c", "p.d", "p.e")
@@ -410,3 +424,52 @@ def spec_texts(draw: st.DrawFn, max_rules: int = 4) -> str:
             lines.append(f"when = {when}")
         lines.append(f'do = "{draw(st.sampled_from(actions))}"')
     return "\n".join(lines) + "\n"
+
+
+@st.composite
+def windows_under_pressure(
+    draw: st.DrawFn,
+    pressure: tuple[float, float] = (1.05, 3.0),
+    min_size: int = 1,
+    max_size: int = 12,
+) -> tuple[list[Obj], list[Obj], int]:
+    """``(window, stored, budget)``: a rich window (:func:`policy_windows`) and a budget
+    that puts it under the given pressure (tokens / budget, from ``pressure[0]`` to
+    ``pressure[1]``), as a policy sees it when it must compact."""
+    from verifier.policies import window_tokens
+
+    window, stored = draw(policy_windows(max(1, min_size), max_size))
+    tokens = window_tokens(window)
+    lo, hi = pressure
+    p = draw(st.integers(round(lo * 100), max(round(lo * 100), round(hi * 100)))) / 100
+    budget = max(1, math.floor(tokens / p))
+    return window, stored, budget
+
+
+def session_plans(
+    passes: int = 10, pressure: tuple[float, float] = (1.05, 3.0)
+) -> st.SearchStrategy[Any]:
+    """Plans of the fuzzer's simulated agent (``verifier.fuzz.Plan``): a budget, a hidden
+    world and the agent's turns; ``pressure`` bounds how far a turn overfills the window."""
+    from verifier.fuzz import session_plans as plans
+
+    return plans(passes, pressure)
+
+
+def sessions_of(
+    policy: Any,
+    passes: int = 10,
+    pressure: tuple[float, float] = (1.05, 3.0),
+    mode: str = "support",
+) -> st.SearchStrategy[Any]:
+    """Sessions the simulated agent plays against ``policy`` (a callable or a POLICY
+    string), audited as they go: ``verifier.fuzz.SessionResult`` with ``findings``,
+    ``trace`` and the pressure of each rewrite. Hypothesis shrinks a failing session."""
+    from verifier.fuzz import run_session
+    from verifier.policies import load_policy
+    from verifier.policies.loading import as_policy
+
+    loaded = load_policy(policy) if isinstance(policy, str) else as_policy(policy)
+    return session_plans(passes, pressure).map(
+        lambda plan: run_session(loaded, plan, passes=passes, mode=mode)
+    )

@@ -14,7 +14,8 @@ from verifier.audit import audit_trace
 from verifier.cli import main
 from verifier.fuzz import FuzzReport, Plan, fuzz, run_session, session_plans
 from verifier.io import parse_trace_text
-from verifier.policies import Policy, load_policy
+from verifier.policies import Policy, load_policy, pressure_of
+from verifier.strategies import sessions_of, windows_under_pressure
 
 ROOT = Path(__file__).resolve().parents[2]
 MODELS = ROOT / "models" / "policies"
@@ -228,3 +229,23 @@ def test_the_agent_alone_never_makes_a_finding(plan: Plan) -> None:
     keep = load_policy("verifier.fuzz:keep_everything")
     res = run_session(keep, plan, passes=4)
     assert res.findings == [], [(f.code, f.items, f.message) for f in res.findings]
+
+
+# -- the strategies users get --------------------------------------------------------------------
+
+
+@settings(max_examples=40, deadline=None)
+@given(windows_under_pressure(pressure=(1.5, 2.5)))
+def test_windows_under_pressure_are_under_that_pressure(
+    case: tuple[list[dict[str, Any]], list[dict[str, Any]], int],
+) -> None:
+    window, _, budget = case
+    assert 1.5 - 0.05 <= pressure_of(window, budget) <= 2.5 + 0.5  # floor of the budget
+
+
+@settings(max_examples=15, deadline=None)
+@given(sessions_of(f"{MODELS / 'keep_recent'}.py:keep_recent", passes=4, pressure=(2.0, 3.0)))
+def test_sessions_of_a_policy_are_audited_sessions(session: Any) -> None:
+    assert session.trace[0]["event"] == "header"
+    for pressure, _ in session.pressures:
+        assert 1.0 < pressure <= 3.0
