@@ -203,7 +203,7 @@ def _with_lines(result: RewriteResult, path: str) -> RewriteResult:
     """Findings of a window check point at the line of their first item in the file."""
     try:
         text = Path(path).read_text("utf-8")
-    except OSError:
+    except (OSError, ValueError):  # gone or changed since it was read: lines stay 1
         return result
     fixed = []
     for f in result.findings:
@@ -284,12 +284,17 @@ def _audit_or_error(args: tuple[str, bytes, str | None, str]) -> dict[str, Any] 
 
 def _header_store_name(data: bytes) -> str | None:
     """The ``store`` a trace's header names, read before the trace is validated."""
-    for raw in data.split(b"\n"):
+    start = 0
+    while start < len(data):
+        end = data.find(b"\n", start)
+        end = len(data) if end < 0 else end
+        raw = data[start:end]
+        start = end + 1
         if raw.strip():
             try:
                 head = json.loads(raw.decode("utf-8-sig"))
-            except (ValueError, UnicodeDecodeError):
-                return None  # the full parse reports it
+            except (ValueError, UnicodeDecodeError, RecursionError):
+                return None  # the full parse reports it (too deep, malformed, not UTF-8)
             store = head.get("store") if isinstance(head, dict) else None
             return store if isinstance(store, str) else None
     return None
@@ -301,9 +306,14 @@ def _load(name: str, data: bytes, given: Store | None) -> tuple[Trace, Store | N
     header_store = _header_store_name(data)
     if store is None and header_store is not None:
         path = Path(name).parent / header_store
-        if not path.exists():
+        try:
+            present = path.exists()
+        except (OSError, ValueError):  # a NUL byte, a name too long
+            present = False
+        if not present:
+            shown = header_store if len(header_store) <= 200 else header_store[:200] + "..."
             raise InputError(
-                f"header names store {header_store!r}, which does not exist",
+                f"header names store {shown!r}, which does not exist",
                 file=name,
                 line=1,
                 fix="fix the path or drop 'store'",
