@@ -85,10 +85,7 @@ def _open_store(path: str | None, *, writable: bool = False) -> Store | None:
         return None
     if not writable and not Path(path).exists():
         raise InputError("store does not exist", file=path, fix="check the path, or drop --store")
-    try:
-        return SqliteStore(path, readonly=not writable)
-    except StoreError as exc:
-        raise InputError(str(exc), file=path, fix="give a ctxproof SQLite store") from None
+    return SqliteStore(path, readonly=not writable)  # a StoreError names the path: exit 2
 
 
 def _format_option(f: Any) -> Any:
@@ -270,15 +267,29 @@ def _audit_one(args: tuple[str, bytes, str | None, str]) -> dict[str, Any]:
     """Worker: audit one trace given as bytes; return its JSON report."""
     name, data, store_path, mode = args
     given = SqliteStore(store_path, readonly=True) if store_path else None
-    trace, store = _load(name, data, given)
-    return audit_trace(trace, store=store, mode=mode).to_json()
+    try:
+        trace, store = _load(name, data, given)
+        try:
+            return audit_trace(trace, store=store, mode=mode).to_json()
+        finally:
+            _close(store)
+    finally:
+        _close(given)
 
 
-def _audit_or_error(args: tuple[str, bytes, str | None, str]) -> dict[str, Any] | InputError:
-    """Worker: the JSON report, or the bad-input error (returned, so order is kept)."""
+def _close(store: Store | None) -> None:
+    """Close a store a command opened (its file may sit on a mount that must be released)."""
+    if store is not None:
+        store.close()
+
+
+def _audit_or_error(
+    args: tuple[str, bytes, str | None, str],
+) -> dict[str, Any] | InputError | StoreError:
+    """Worker: the JSON report, or the bad-input or store error (returned, so order is kept)."""
     try:
         return _audit_one(args)
-    except InputError as exc:
+    except (InputError, StoreError) as exc:
         return exc
 
 
@@ -320,7 +331,12 @@ def _load(name: str, data: bytes, given: Store | None) -> tuple[Trace, Store | N
             )
         store = SqliteStore(path, readonly=True)
     known = store.has_id if store is not None else None
-    return parse_trace_text(data, name, known_ids=known), store
+    try:
+        return parse_trace_text(data, name, known_ids=known), store
+    except BaseException:
+        if store is not given:
+            _close(store)
+        raise
 
 
 @cli.command(epilog=_EPILOG)
@@ -353,11 +369,13 @@ def audit(
     fmt: str,
 ) -> int:
     """Audit traces (JSONL), every event in order."""
-    _open_store(store_path)
+    given = _open_store(store_path)  # opened here too, so a bad store fails before any work
+    if given is not None:
+        given.close()
     work = [(p, read_input(p), store_path, mode) for p in traces]
     # every trace is validated where it is audited; nothing is printed until all are done,
     # so bad input in any of them (the first, in input order) leaves no output at all
-    outcomes: list[dict[str, Any] | InputError] = []
+    outcomes: list[dict[str, Any] | InputError | StoreError] = []
     if jobs > 1 and len(work) > 1:
         with ProcessPoolExecutor(max_workers=jobs) as pool:
             for i, res in enumerate(pool.map(_audit_or_error, work)):
@@ -369,7 +387,7 @@ def audit(
             _progress(obj, i + 1, len(work))
     results: list[dict[str, Any]] = []
     for res in outcomes:
-        if isinstance(res, InputError):
+        if isinstance(res, InputError | StoreError):
             raise res
         results.append(res)
     for res in results:
@@ -396,8 +414,10 @@ def _report(report_dir: str, results: Sequence[dict[str, Any]], store_path: str 
 
     graphs = []
     whys = []
+    stores: list[Store | None] = []
     for res in results:
         loaded, store = _load_for_graph(res["trace"], store_path)
+        stores.append(store)
         graph = JustificationGraph()
         audit_trace(loaded, store=store, graph=graph)
         graphs.append(graph)
@@ -417,6 +437,8 @@ def _report(report_dir: str, results: Sequence[dict[str, Any]], store_path: str 
             return at_pass[pass_no]
 
         whys.append(why_texts(res, graph_at))
+    for store in stores:
+        _close(store)
     return write_report(report_dir, results, graphs, whys)
 
 
@@ -504,6 +526,7 @@ def why_cmd(
         )
     graph = JustificationGraph()
     audit_trace(loaded, store=store, graph=graph, until_pass=pass_no)
+    _close(store)
     try:
         answer = why(graph, item)
     except KeyError:
@@ -542,6 +565,7 @@ def graph_cmd(obj: _Out, trace: str, out: str, store_path: str | None, fmt: str)
     loaded, store = _load_for_graph(trace, store_path)
     graph = JustificationGraph()
     audit_trace(loaded, store=store, graph=graph)
+    _close(store)
     path = export(graph, out)
     summary = {
         "trace": trace,
