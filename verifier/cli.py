@@ -24,8 +24,9 @@ import click
 
 from verifier.audit import TraceReport, audit_trace, exit_code_for
 from verifier.check import RewriteResult, check_rewrite
-from verifier.errors import CtxproofError, InputError, StoreError
+from verifier.errors import CtxproofError, InputError, OutputError, StoreError
 from verifier.findings import Finding
+from verifier.fsutil import stage
 from verifier.io import (
     check_references,
     load_window,
@@ -148,7 +149,10 @@ def check(
     """Check one rewrite: BEFORE and AFTER are window files."""
     if repair_out is not None and store_path is None:
         raise click.UsageError("--repair needs --store: the repair spills there before it writes")
-    store = _open_store(store_path, writable=repair_out is not None)
+    # the store is only read here; a repair that spills opens it for writing (creating
+    # it) once everything is checked and OUT is staged
+    creating = repair_out is not None and store_path is not None and not Path(store_path).exists()
+    store = None if creating else _open_store(store_path)
     w_before = load_window(before)
     w_after = load_window(after)
 
@@ -175,7 +179,13 @@ def check(
         claimed_preserved=claimed or None,
         line=None,
     )
+    _close(store)  # only read; a spill opens it for writing
     result = _with_lines(result, after)
+    # the repair is written before anything is printed: a failure there (exit 2) leaves
+    # no output that promises another exit code
+    note = None
+    if repair_out is not None and store_path is not None:
+        note = _write_repair(result, repair_out, store_path, background, w_after.items)
     if fmt == "json":
         payload = _report_json(after, [result], list(result.findings))
         if result.repair is not None:
@@ -190,8 +200,8 @@ def check(
         for f in result.findings:
             obj.line(_format_finding(after, f))
     obj.progress(f"{after}: verdict {result.verdict}, {len(result.findings)} finding(s)")
-    if repair_out is not None:
-        _write_repair(obj, result, repair_out, store, background, w_after.items)
+    if note is not None:
+        obj.note(note)
     code = exit_code_for([TraceReport(after, (result,), result.findings)])
     return code
 
@@ -221,39 +231,36 @@ def _with_lines(result: RewriteResult, path: str) -> RewriteResult:
 
 
 def _write_repair(
-    obj: _Out,
     result: RewriteResult,
     out: str,
-    store: Store | None,
+    store_path: str,
     background: Sequence[str],
     after_items: Sequence[Item],
-) -> None:
+) -> str:
+    """Spill what the repair spills, then write OUT; return the note to show.
+
+    OUT is staged (written beside its place, synced) before the store is
+    touched, so a missing folder or a full disk fails before any spill is
+    committed; it is put in place once the spill is committed.
+    """
     repair = result.repair
+    items = after_items if repair is None else repair.window
+    payload = window_to_json(items, background)
+    with stage(out, json.dumps(payload, ensure_ascii=False, indent=2) + "\n") as staged:
+        if repair is not None and repair.spill:
+            target = SqliteStore(store_path, readonly=False)
+            try:
+                target.spill(list(repair.spill))  # commits before returning
+            finally:
+                target.close()
+        staged.commit()
     if repair is None:
         # nothing to repair: OUT is the window the rewrite produced, as it is
-        _write_window(out, after_items, background)
-        obj.note(f"{out}: nothing to repair; the rewritten window is written as it is")
-        return
-    if repair.spill:
-        if store is None:
-            raise InputError(
-                "the repair must spill items, and no store was given",
-                file=out,
-                fix="add --store DB",
-            )
-        store.spill(list(repair.spill))  # commits before returning
-    _write_window(out, repair.window, background)
-    obj.note(
+        return f"{out}: nothing to repair; the rewritten window is written as it is"
+    return (
         f"{out}: repaired window written ({len(repair.spill)} item(s) spilled;"
         f" repaired rewrite: {repair.verdict})"
     )
-
-
-def _write_window(out: str, items: Sequence[Item], background: Sequence[str]) -> None:
-    payload = window_to_json(items, background)
-    tmp = Path(out).with_name(Path(out).name + ".tmp")
-    tmp.write_text(json.dumps(payload, ensure_ascii=False, indent=2) + "\n", "utf-8")
-    os.replace(tmp, out)
 
 
 def _report_json(
@@ -390,6 +397,9 @@ def audit(
         if isinstance(res, InputError | StoreError):
             raise res
         results.append(res)
+    # the report is written before anything is printed: a failure there (exit 2) leaves
+    # no output that promises another exit code
+    index = _report(report_dir, results, store_path) if report_dir is not None else None
     for res in results:
         if fmt == "json":
             obj.line(json.dumps(res, ensure_ascii=False))
@@ -401,8 +411,7 @@ def audit(
             f"{res['trace']}: {len(verdicts)} rewrite(s) "
             f"[{', '.join(verdicts) or 'none'}], {len(res['findings'])} finding(s)"
         )
-    if report_dir is not None:
-        index = _report(report_dir, results, store_path)
+    if index is not None:
         obj.progress(f"report: {index}")
     return _exit_from_json(results)
 
@@ -600,6 +609,7 @@ def demo(obj: _Out, report_dir: str, fmt: str) -> int:
             "no bundled scenarios found", file=str(folder), fix="run from the ctxproof repository"
         )
     results = [_audit_one((t, Path(t).read_bytes(), None, "support")) for t in traces]
+    index = _report(report_dir, results, None)  # before any output, as for audit --report
     for res in results:
         if fmt == "json":
             obj.line(json.dumps(res, ensure_ascii=False))
@@ -610,7 +620,6 @@ def demo(obj: _Out, report_dir: str, fmt: str) -> int:
             obj.line("  " + _format_json_finding(Path(res["trace"]).name, f))
         if not res["findings"]:
             obj.line("  no findings")
-    index = _report(report_dir, results, None)
     if fmt == "json":
         obj.progress(f"report written: {index}")
     else:
@@ -653,6 +662,9 @@ def main(
         return EXIT_INPUT
     except StoreError as exc:
         out.note(f"ctxproof: store error: {exc}")
+        return EXIT_INPUT
+    except OutputError as exc:
+        out.note(f"ctxproof: {exc}")
         return EXIT_INPUT
     except CtxproofError as exc:
         out.note(f"ctxproof: internal error: {exc}")
