@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench screenshot clean
+.PHONY: demo test test-slow bench screenshot clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -17,7 +17,11 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(BIN)/ruff check verifier tests benchmarks models
 	$(BIN)/mypy
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -m "not slow"
+
+# The long tier: tests marked slow (the bad-input fuzzer at length).
+test-slow: $(STAMP)
+	$(BIN)/pytest -q -m slow
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_check.py --write

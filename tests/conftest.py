@@ -10,10 +10,51 @@ Each property test sets its own ``max_examples`` (100-200) and ``deadline=None``
 
 from __future__ import annotations
 
+import gc
 import os
+import subprocess
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
+import pytest
 from hypothesis import settings
 
 settings.register_profile("ci", derandomize=True, database=None, deadline=None, print_blob=True)
 settings.register_profile("dev", deadline=None, print_blob=True)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+@pytest.fixture
+def make_readonly() -> Iterator[Callable[[Path], None]]:
+    """Make a folder read-only for the rest of the test.
+
+    Permissions do not stop root, so as root the folder becomes a read-only bind
+    mount of itself (unmounted at the end); otherwise its mode becomes 0555.
+    """
+    mounted: list[Path] = []
+    chmodded: list[Path] = []
+
+    def make(folder: Path) -> None:
+        if os.geteuid() != 0:
+            folder.chmod(0o555)
+            chmodded.append(folder)
+        else:
+            first = subprocess.run(
+                ["mount", "--bind", str(folder), str(folder)], capture_output=True, check=False
+            )
+            if first.returncode != 0:
+                pytest.skip(f"root without mount rights: {first.stderr.decode().strip()}")
+            mounted.append(folder)
+            subprocess.run(
+                ["mount", "-o", "remount,bind,ro", str(folder)], capture_output=True, check=True
+            )
+        assert not os.access(folder, os.W_OK)
+
+    yield make
+    gc.collect()  # a store left open by a failed assertion would keep the mount busy
+    for folder in reversed(mounted):
+        done = subprocess.run(["umount", str(folder)], capture_output=True, check=False)
+        if done.returncode != 0:
+            subprocess.run(["umount", "-l", str(folder)], capture_output=True, check=False)
+    for folder in chmodded:
+        folder.chmod(0o755)

@@ -14,7 +14,6 @@ import contextlib
 import json
 import os
 import sys
-import tempfile
 import traceback
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -25,8 +24,9 @@ import click
 
 from verifier.audit import TraceReport, audit_trace, exit_code_for
 from verifier.check import RewriteResult, check_rewrite
-from verifier.errors import CtxproofError, InputError, StoreError
+from verifier.errors import CtxproofError, InputError, OutputError, StoreError
 from verifier.findings import Finding
+from verifier.fsutil import atomic_write, make_folder, stage
 from verifier.importers import FORMATS as IMPORT_FORMATS
 from verifier.io import (
     check_background,
@@ -88,10 +88,7 @@ def _open_store(path: str | None, *, writable: bool = False) -> Store | None:
         return None
     if not writable and not Path(path).exists():
         raise InputError("store does not exist", file=path, fix="check the path, or drop --store")
-    try:
-        return SqliteStore(path, readonly=not writable)
-    except StoreError as exc:
-        raise InputError(str(exc), file=path, fix="give a ctxproof SQLite store") from None
+    return SqliteStore(path, readonly=not writable)  # a StoreError names the path: exit 2
 
 
 def _format_option(f: Any) -> Any:
@@ -154,7 +151,10 @@ def check(
     """Check one rewrite: BEFORE and AFTER are window files."""
     if repair_out is not None and store_path is None:
         raise click.UsageError("--repair needs --store: the repair spills there before it writes")
-    store = _open_store(store_path, writable=repair_out is not None)
+    # the store is only read here; a repair that spills opens it for writing (creating
+    # it) once everything is checked and OUT is staged
+    creating = repair_out is not None and store_path is not None and not Path(store_path).exists()
+    store = None if creating else _open_store(store_path)
     w_before = load_window(before)
     w_after = load_window(after)
 
@@ -182,7 +182,13 @@ def check(
         claimed_preserved=claimed or None,
         line=None,
     )
+    _close(store)  # only read; a spill opens it for writing
     result = _with_lines(result, after)
+    # the repair is written before anything is printed: a failure there (exit 2) leaves
+    # no output that promises another exit code
+    note = None
+    if repair_out is not None and store_path is not None:
+        note = _write_repair(result, repair_out, store_path, background, w_after.items)
     if fmt == "json":
         payload = _report_json(after, [result], list(result.findings))
         if result.repair is not None:
@@ -197,8 +203,8 @@ def check(
         for f in result.findings:
             obj.line(_format_finding(after, f))
     obj.progress(f"{after}: verdict {result.verdict}, {len(result.findings)} finding(s)")
-    if repair_out is not None:
-        _write_repair(obj, result, repair_out, store, background, w_after.items)
+    if note is not None:
+        obj.note(note)
     code = exit_code_for([TraceReport(after, (result,), result.findings)])
     return code
 
@@ -207,7 +213,7 @@ def _with_lines(result: RewriteResult, path: str) -> RewriteResult:
     """Findings of a window check point at the line of their first item in the file."""
     try:
         text = Path(path).read_text("utf-8")
-    except OSError:
+    except (OSError, ValueError):  # gone or changed since it was read: lines stay 1
         return result
     fixed = []
     for f in result.findings:
@@ -228,39 +234,36 @@ def _with_lines(result: RewriteResult, path: str) -> RewriteResult:
 
 
 def _write_repair(
-    obj: _Out,
     result: RewriteResult,
     out: str,
-    store: Store | None,
+    store_path: str,
     background: Sequence[str],
     after_items: Sequence[Item],
-) -> None:
+) -> str:
+    """Spill what the repair spills, then write OUT; return the note to show.
+
+    OUT is staged (written beside its place, synced) before the store is
+    touched, so a missing folder or a full disk fails before any spill is
+    committed; it is put in place once the spill is committed.
+    """
     repair = result.repair
+    items = after_items if repair is None else repair.window
+    payload = window_to_json(items, background)
+    with stage(out, json.dumps(payload, ensure_ascii=False, indent=2) + "\n") as staged:
+        if repair is not None and repair.spill:
+            target = SqliteStore(store_path, readonly=False)
+            try:
+                target.spill(list(repair.spill))  # commits before returning
+            finally:
+                target.close()
+        staged.commit()
     if repair is None:
         # nothing to repair: OUT is the window the rewrite produced, as it is
-        _write_window(out, after_items, background)
-        obj.note(f"{out}: nothing to repair; the rewritten window is written as it is")
-        return
-    if repair.spill:
-        if store is None:
-            raise InputError(
-                "the repair must spill items, and no store was given",
-                file=out,
-                fix="add --store DB",
-            )
-        store.spill(list(repair.spill))  # commits before returning
-    _write_window(out, repair.window, background)
-    obj.note(
+        return f"{out}: nothing to repair; the rewritten window is written as it is"
+    return (
         f"{out}: repaired window written ({len(repair.spill)} item(s) spilled;"
         f" repaired rewrite: {repair.verdict})"
     )
-
-
-def _write_window(out: str, items: Sequence[Item], background: Sequence[str]) -> None:
-    payload = window_to_json(items, background)
-    tmp = Path(out).with_name(Path(out).name + ".tmp")
-    tmp.write_text(json.dumps(payload, ensure_ascii=False, indent=2) + "\n", "utf-8")
-    os.replace(tmp, out)
 
 
 def _report_json(
@@ -274,26 +277,45 @@ def _audit_one(args: tuple[str, bytes, str | None, str]) -> dict[str, Any]:
     """Worker: audit one trace given as bytes; return its JSON report."""
     name, data, store_path, mode = args
     given = SqliteStore(store_path, readonly=True) if store_path else None
-    trace, store = _load(name, data, given)
-    return audit_trace(trace, store=store, mode=mode).to_json()
+    try:
+        trace, store = _load(name, data, given)
+        try:
+            return audit_trace(trace, store=store, mode=mode).to_json()
+        finally:
+            _close(store)
+    finally:
+        _close(given)
 
 
-def _audit_or_error(args: tuple[str, bytes, str | None, str]) -> dict[str, Any] | InputError:
-    """Worker: the JSON report, or the bad-input error (returned, so order is kept)."""
+def _close(store: Store | None) -> None:
+    """Close a store a command opened (its file may sit on a mount that must be released)."""
+    if store is not None:
+        store.close()
+
+
+def _audit_or_error(
+    args: tuple[str, bytes, str | None, str],
+) -> dict[str, Any] | InputError | StoreError:
+    """Worker: the JSON report, or the bad-input or store error (returned, so order is kept)."""
     try:
         return _audit_one(args)
-    except InputError as exc:
+    except (InputError, StoreError) as exc:
         return exc
 
 
 def _header_store_name(data: bytes) -> str | None:
     """The ``store`` a trace's header names, read before the trace is validated."""
-    for raw in data.split(b"\n"):
+    start = 0
+    while start < len(data):
+        end = data.find(b"\n", start)
+        end = len(data) if end < 0 else end
+        raw = data[start:end]
+        start = end + 1
         if raw.strip():
             try:
                 head = json.loads(raw.decode("utf-8-sig"))
-            except (ValueError, UnicodeDecodeError):
-                return None  # the full parse reports it
+            except (ValueError, UnicodeDecodeError, RecursionError):
+                return None  # the full parse reports it (too deep, malformed, not UTF-8)
             store = head.get("store") if isinstance(head, dict) else None
             return store if isinstance(store, str) else None
     return None
@@ -305,16 +327,26 @@ def _load(name: str, data: bytes, given: Store | None) -> tuple[Trace, Store | N
     header_store = _header_store_name(data)
     if store is None and header_store is not None:
         path = Path(name).parent / header_store
-        if not path.exists():
+        try:
+            present = path.exists()
+        except (OSError, ValueError):  # a NUL byte, a name too long
+            present = False
+        if not present:
+            shown = header_store if len(header_store) <= 200 else header_store[:200] + "..."
             raise InputError(
-                f"header names store {header_store!r}, which does not exist",
+                f"header names store {shown!r}, which does not exist",
                 file=name,
                 line=1,
                 fix="fix the path or drop 'store'",
             )
         store = SqliteStore(path, readonly=True)
     known = store.has_id if store is not None else None
-    return parse_trace_text(data, name, known_ids=known), store
+    try:
+        return parse_trace_text(data, name, known_ids=known), store
+    except BaseException:
+        if store is not given:
+            _close(store)
+        raise
 
 
 @cli.command(epilog=_EPILOG)
@@ -347,11 +379,13 @@ def audit(
     fmt: str,
 ) -> int:
     """Audit traces (JSONL), every event in order."""
-    _open_store(store_path)
+    given = _open_store(store_path)  # opened here too, so a bad store fails before any work
+    if given is not None:
+        given.close()
     work = [(p, read_input(p), store_path, mode) for p in traces]
     # every trace is validated where it is audited; nothing is printed until all are done,
     # so bad input in any of them (the first, in input order) leaves no output at all
-    outcomes: list[dict[str, Any] | InputError] = []
+    outcomes: list[dict[str, Any] | InputError | StoreError] = []
     if jobs > 1 and len(work) > 1:
         with ProcessPoolExecutor(max_workers=jobs) as pool:
             for i, res in enumerate(pool.map(_audit_or_error, work)):
@@ -363,9 +397,12 @@ def audit(
             _progress(obj, i + 1, len(work))
     results: list[dict[str, Any]] = []
     for res in outcomes:
-        if isinstance(res, InputError):
+        if isinstance(res, InputError | StoreError):
             raise res
         results.append(res)
+    # the report is written before anything is printed: a failure there (exit 2) leaves
+    # no output that promises another exit code
+    index = _report(report_dir, results, store_path) if report_dir is not None else None
     for res in results:
         if fmt == "json":
             obj.line(json.dumps(res, ensure_ascii=False))
@@ -377,8 +414,7 @@ def audit(
             f"{res['trace']}: {len(verdicts)} rewrite(s) "
             f"[{', '.join(verdicts) or 'none'}], {len(res['findings'])} finding(s)"
         )
-    if report_dir is not None:
-        index = _report(report_dir, results, store_path)
+    if index is not None:
         obj.progress(f"report: {index}")
     return _exit_from_json(results)
 
@@ -390,8 +426,10 @@ def _report(report_dir: str, results: Sequence[dict[str, Any]], store_path: str 
 
     graphs = []
     whys = []
+    stores: list[Store | None] = []
     for res in results:
         loaded, store = _load_for_graph(res["trace"], store_path)
+        stores.append(store)
         graph = JustificationGraph()
         audit_trace(loaded, store=store, graph=graph)
         graphs.append(graph)
@@ -411,6 +449,8 @@ def _report(report_dir: str, results: Sequence[dict[str, Any]], store_path: str 
             return at_pass[pass_no]
 
         whys.append(why_texts(res, graph_at))
+    for store in stores:
+        _close(store)
     return write_report(report_dir, results, graphs, whys)
 
 
@@ -498,6 +538,7 @@ def why_cmd(
         )
     graph = JustificationGraph()
     audit_trace(loaded, store=store, graph=graph, until_pass=pass_no)
+    _close(store)
     try:
         answer = why(graph, item)
     except KeyError:
@@ -536,6 +577,7 @@ def graph_cmd(obj: _Out, trace: str, out: str, store_path: str | None, fmt: str)
     loaded, store = _load_for_graph(trace, store_path)
     graph = JustificationGraph()
     audit_trace(loaded, store=store, graph=graph)
+    _close(store)
     path = export(graph, out)
     summary = {
         "trace": trace,
@@ -616,6 +658,7 @@ def fuzz(
     from verifier.policies import load_policy
 
     policy = load_policy(policy_arg)
+    make_folder(out_dir, "fuzz output folder")  # a place that refuses it fails now, not later
 
     def progress(done: int, total: int) -> None:
         _progress(obj, done, total, "chunks of sessions")
@@ -686,7 +729,7 @@ def import_cmd(
     if out is None:
         obj.stdout.write(text)
         return EXIT_OK
-    _write_atomically(out, text)
+    atomic_write(out, text)
     counts = _event_counts(text)
     if fmt == "json":
         obj.line(json.dumps({"out": out, **counts}))
@@ -710,31 +753,6 @@ def _event_counts(text: str) -> dict[str, int]:
     return counts
 
 
-def _write_atomically(out: str, text: str) -> None:
-    """Write text to out through a temporary file in the same folder: fsync, then replace."""
-    target = Path(out)
-    folder = target.parent if str(target.parent) else Path(".")
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
-    except OSError as exc:
-        raise InputError(
-            f"cannot write: {exc.strerror}", file=out, fix="check the folder exists"
-        ) from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
-        os.replace(tmp, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-
-
 @cli.command()
 @click.option(
     "--report",
@@ -755,6 +773,7 @@ def demo(obj: _Out, report_dir: str, fmt: str) -> int:
             "no bundled scenarios found", file=str(folder), fix="run from the ctxproof repository"
         )
     results = [_audit_one((t, Path(t).read_bytes(), None, "support")) for t in traces]
+    index = _report(report_dir, results, None)  # before any output, as for audit --report
     for res in results:
         if fmt == "json":
             obj.line(json.dumps(res, ensure_ascii=False))
@@ -765,7 +784,6 @@ def demo(obj: _Out, report_dir: str, fmt: str) -> int:
             obj.line("  " + _format_json_finding(Path(res["trace"]).name, f))
         if not res["findings"]:
             obj.line("  no findings")
-    index = _report(report_dir, results, None)
     if fmt == "json":
         obj.progress(f"report written: {index}")
     else:
@@ -808,6 +826,9 @@ def main(
         return EXIT_INPUT
     except StoreError as exc:
         out.note(f"ctxproof: store error: {exc}")
+        return EXIT_INPUT
+    except OutputError as exc:
+        out.note(f"ctxproof: {exc}")
         return EXIT_INPUT
     except CtxproofError as exc:
         out.note(f"ctxproof: internal error: {exc}")

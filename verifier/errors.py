@@ -6,6 +6,7 @@
      +-- InputError (also ValueError)     bad input: exit 2
      |    +-- FormulaError                a formula that does not parse or is too big
      +-- StoreError (also OSError)        the durable store cannot be opened or written
+     +-- OutputError (also OSError)       an output file cannot be written where it was asked
      +-- InternalError (also RuntimeError) a bug: a solver model that fails re-evaluation
 
 Every error carries enough context to be printed as one line that names the
@@ -73,6 +74,13 @@ class FormulaError(InputError):
 
 class StoreError(CtxproofError, OSError):
     """The durable store could not be opened, read or written."""
+
+
+class OutputError(CtxproofError, OSError):
+    """An output file could not be written: a missing or read-only folder, a full disk.
+
+    The message names the path and the reason; nothing partial is left behind.
+    """
 
 
 class InternalError(CtxproofError, RuntimeError):

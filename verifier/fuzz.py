@@ -22,6 +22,7 @@ trace that ``ctxproof audit`` replays. The same seed gives the same output.
 
 from __future__ import annotations
 
+import io
 import itertools
 import json
 import math
@@ -37,6 +38,7 @@ from hypothesis import strategies as st
 from verifier.audit import Auditor
 from verifier.errors import InternalError
 from verifier.findings import Finding
+from verifier.fsutil import atomic_write, make_folder
 from verifier.io import item_from_json, parse_trace_text, ref_of
 from verifier.policies import Policy, item_tokens, run_policy
 from verifier.window import Item
@@ -845,10 +847,10 @@ def fuzz(
         None,
     )
     if codes:
-        out.mkdir(parents=True, exist_ok=True)
+        make_folder(out, "fuzz output folder")
     for code, result in zip(codes, shrunk, strict=True):
         path = out / f"cex-{code}.jsonl"
-        _write(path, result.text())
+        atomic_write(path, result.text())
         finding = _first_finding(result, code)
         _check_replay(path, code, result, mode)
         report.counterexamples.append(Counterexample(code, str(path), finding.pass_, finding.items))
@@ -902,12 +904,6 @@ def _map(
             if progress is not None:
                 progress(i + 1, len(tasks))
     return results
-
-
-def _write(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".part")
-    tmp.write_text(text, "utf-8")
-    tmp.replace(path)
 
 
 def _check_replay(path: Path, code: str, result: SessionResult, mode: str) -> None:
@@ -965,18 +961,18 @@ def plot_pressure(points: Sequence[tuple[float, int]], path: Path, title: str) -
     ax.grid(alpha=0.3)
     ax.legend(loc="upper left")
     fig.tight_layout()
-    tmp = path.with_name(path.name + ".part")
-    fig.savefig(tmp, format="png")
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png")
     plt.close(fig)
-    tmp.replace(path)
+    atomic_write(path, buffer.getvalue())
 
 
 def write_outputs(report: FuzzReport, out_dir: str | Path) -> Obj:
     """Write ``scorecard.json`` and ``pressure.png``; return the scorecard."""
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    make_folder(out, "fuzz output folder")
     card = {**report.to_json(), "by_pressure": summarize_pressure(report.pressures)}
-    _write(out / "scorecard.json", json.dumps(card, indent=2, ensure_ascii=False) + "\n")
+    atomic_write(out / "scorecard.json", json.dumps(card, indent=2, ensure_ascii=False) + "\n")
     plot_pressure(report.pressures, out / "pressure.png", f"{report.policy}: findings vs pressure")
     return card
 

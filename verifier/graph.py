@@ -20,8 +20,6 @@ of a pass does not grow with the number of passes.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -30,6 +28,7 @@ from typing import Any
 
 import networkx as nx
 
+from verifier.fsutil import atomic_write
 from verifier.window import Item
 
 __all__ = ["JustificationGraph", "WhyAnswer", "export", "why"]
@@ -350,24 +349,12 @@ def _scalar(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=True)
 
 
-def _atomic_write(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent or ".")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def export(graph: JustificationGraph, path: str | Path) -> Path:
     """Write the graph as GraphML, node-link JSON or DOT, by the file's suffix, atomically.
 
     Raises:
         ValueError: for any other suffix.
+        OutputError: the file could not be written (nothing partial is left).
     """
     out = Path(path)
     suffix = out.suffix.lower()
@@ -386,8 +373,7 @@ def export(graph: JustificationGraph, path: str | Path) -> Path:
         text = to_dot(graph)
     else:
         raise ValueError(f"unknown graph format {suffix!r}: use .graphml, .json or .dot")
-    _atomic_write(out, text)
-    return out
+    return atomic_write(out, text)
 
 
 _COLORS = {

@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 import math
 import re
+import reprlib
+import stat
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -74,6 +76,17 @@ _EVENT_FIELDS: dict[str, set[str]] = {
 _REF_RE = re.compile(r"sha256:[0-9a-f]{64}")
 
 
+_REPR = reprlib.Repr()
+_REPR.maxstring = _REPR.maxother = 80
+_REPR.maxlist = _REPR.maxdict = 4
+_REPR.maxlevel = 2
+
+
+def _shown(value: Any) -> str:
+    """A value as a message quotes it: its repr, cut short (input values can be huge)."""
+    return _REPR.repr(value)
+
+
 class _Ctx:
     """Where we are while reading: the file and line, for messages."""
 
@@ -93,7 +106,7 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in pairs:
         if key in out:
-            raise ValueError(f"duplicate key {key!r}")
+            raise ValueError(f"duplicate key {_shown(key)}")
         out[key] = value
     return out
 
@@ -238,11 +251,13 @@ def _item_from_json(obj: dict[str, Any], ctx: _Ctx, raw: str | None) -> Item:
         )
     kind = obj.get("kind")
     if kind not in KINDS:
-        raise ctx.error(f"unknown kind {kind!r}", item=iid, fix=f"use one of {', '.join(KINDS)}")
+        raise ctx.error(
+            f"unknown kind {_shown(kind)}", item=iid, fix=f"use one of {', '.join(KINDS)}"
+        )
     unknown = sorted(set(obj) - _FIELDS[kind])
     if unknown:
         raise ctx.error(
-            f"unknown field {unknown[0]!r} for a {kind}",
+            f"unknown field {_shown(unknown[0])} for a {kind}",
             item=iid,
             fix=f"remove it; a {kind} takes {', '.join(sorted(_FIELDS[kind]))}",
         )
@@ -262,7 +277,9 @@ def _item_from_json(obj: dict[str, Any], ctx: _Ctx, raw: str | None) -> Item:
     modality = obj.get("modality", "unverified")
     if modality not in MODALITIES:
         raise ctx.error(
-            f"unknown modality {modality!r}", item=iid, fix=f"use one of {', '.join(MODALITIES)}"
+            f"unknown modality {_shown(modality)}",
+            item=iid,
+            fix=f"use one of {', '.join(MODALITIES)}",
         )
     load_bearing = obj.get("load_bearing")
     if load_bearing is not None and not isinstance(load_bearing, bool):
@@ -285,7 +302,9 @@ def _item_from_json(obj: dict[str, Any], ctx: _Ctx, raw: str | None) -> Item:
             )
         if ctype not in TYPES:
             raise ctx.error(
-                f"unknown commitment type {ctype!r}", item=iid, fix=f"use one of {', '.join(TYPES)}"
+                f"unknown commitment type {_shown(ctype)}",
+                item=iid,
+                fix=f"use one of {', '.join(TYPES)}",
             )
         fields["type"] = ctype
         fields["rationale"] = _str_list(obj.get("rationale", []), "rationale", ctx, iid)
@@ -427,7 +446,7 @@ def _check_fields(obj: dict[str, Any], allowed: set[str], ctx: _Ctx, what: str) 
     unknown = sorted(set(obj) - allowed)
     if unknown:
         raise ctx.error(
-            f"unknown field {unknown[0]!r} in {what}",
+            f"unknown field {_shown(unknown[0])} in {what}",
             fix=f"remove it; {what} takes {', '.join(sorted(allowed))}",
         )
 
@@ -436,14 +455,15 @@ def _event(obj: Any, ctx: _Ctx) -> Event | Header:
     if not isinstance(obj, dict):
         raise ctx.error("each line must be a JSON object", fix='write {"event": ...}')
     kind = obj.get("event")
-    if kind not in _EVENT_FIELDS:
-        raise ctx.error(f"unknown event {kind!r}", fix="use header, append, spill or rewrite")
+    if not isinstance(kind, str) or kind not in _EVENT_FIELDS:  # a list or object is no name
+        raise ctx.error(f"unknown event {_shown(kind)}", fix="use header, append, spill or rewrite")
     _check_fields(obj, _EVENT_FIELDS[kind], ctx, f"a {kind} event")
     line = ctx.line or 0
     if kind == "header":
         if obj.get("format") != TRACE_FORMAT:
             raise ctx.error(
-                f"header format is {obj.get('format')!r}", fix=f'write "format": "{TRACE_FORMAT}"'
+                f"header format is {_shown(obj.get('format'))}",
+                fix=f'write "format": "{TRACE_FORMAT}"',
             )
         budget = obj.get("budget")
         if budget is not None and (
@@ -555,7 +575,7 @@ def _check_trace(trace: Trace, known: Callable[[str], bool]) -> None:
             for rid in ev.remove:
                 if rid not in defined and not known(rid):
                     raise ctx.error(
-                        f"diff removes {rid!r}, which no event defines",
+                        f"diff removes {_shown(rid)}, which no event defines",
                         fix="remove only ids of the window",
                     )
             current = list(ev.apply(tuple(current)))
@@ -563,30 +583,47 @@ def _check_trace(trace: Trace, known: Callable[[str], bool]) -> None:
             for cid in ev.claimed_preserved or ():
                 if cid not in defined and not known(cid):
                     raise ctx.error(
-                        f"claimed_preserved names {cid!r}, which no event defines",
+                        f"claimed_preserved names {_shown(cid)}, which no event defines",
                         fix="claim only ids of the trace",
                     )
         for it in items:
             for rel, ref in it.citations:
                 if ref not in defined and not known(ref):
                     raise ctx.error(
-                        f"cites {rel} {ref!r}, which no event defines and the store does not hold",
+                        f"cites {rel} {_shown(ref)}, which no event defines"
+                        " and the store does not hold",
                         item=it.id,
                         fix="add the item or drop the reference",
                     )
 
 
 def read_input(path: str | Path) -> bytes:
-    """The bytes of an input file; an unreadable or oversized file is bad input."""
+    """The bytes of an input file; an unreadable or oversized file is bad input.
+
+    A pipe or a device is read up to the bound (it has no size to check first).
+    """
     try:
-        size = Path(path).stat().st_size
-        if size > MAX_INPUT_BYTES:
+        st = Path(path).stat()
+        size = st.st_size
+        data = b""
+        if size <= MAX_INPUT_BYTES:
+            with open(path, "rb") as fh:
+                if stat.S_ISREG(st.st_mode):
+                    data = fh.read(size + 1)  # one buffer of the file's size, as read_bytes
+                else:
+                    chunks: list[bytes] = []
+                    total = 0
+                    while total <= MAX_INPUT_BYTES and (chunk := fh.read(1 << 20)):
+                        chunks.append(chunk)
+                        total += len(chunk)
+                    data = b"".join(chunks)
+        if size > MAX_INPUT_BYTES or len(data) > MAX_INPUT_BYTES:
             raise InputError(
-                f"input is {size} bytes, more than the bound of {MAX_INPUT_BYTES}",
+                f"input is {max(size, len(data))} bytes, more than the bound of {MAX_INPUT_BYTES}",
                 file=str(path),
                 fix="split the trace into several files",
             )
-        return Path(path).read_bytes()
+        return data
     except OSError as exc:
         raise InputError(
             f"cannot read: {exc.strerror}", file=str(path), fix="check the path"
@@ -598,23 +635,63 @@ def load_trace(path: str | Path, *, known_ids: Callable[[str], bool] | None = No
     return parse_trace_text(read_input(path), str(path), known_ids=known_ids)
 
 
-_ID_RE = re.compile(r'"id"\s*:\s*("(?:[^"\\]|\\.)*")')
+# the longest id, written with every character escaped (\uXXXX\uXXXX for one outside the BMP)
+_MAX_ID_SOURCE = 12 * MAX_ID_LENGTH + 2
+_JSON_SPACE = " \t\r\n"
+
+
+def _string_end(text: str, start: int) -> int:
+    """The index of the quote that closes the JSON string opening at text[start], or -1."""
+    pos = start + 1
+    while True:
+        end = text.find('"', pos)
+        if end < 0:
+            return -1
+        backslashes = 0
+        while text[end - 1 - backslashes] == "\\":
+            backslashes += 1
+        if backslashes % 2 == 0:
+            return end
+        pos = end + 1
 
 
 def _id_lines(text: str) -> dict[str, int]:
-    """The line of the first ``"id": ...`` of each id in a JSON text, in one pass."""
+    """The line of the first ``"id": ...`` of each id in a JSON text, in one pass.
+
+    Linear in the text and lean: strings are found with ``str.find`` and only a
+    string short enough to be a valid id is decoded and kept (at most one entry
+    of at most ``MAX_ID_LENGTH`` characters per ``"id"`` key).
+    """
     out: dict[str, int] = {}
-    line, last = 1, 0
-    for m in _ID_RE.finditer(text):
-        line += text.count("\n", last, m.start())
-        last = m.start()
+    line, last, pos = 1, 0, 0
+    while True:
+        key = text.find('"id"', pos)
+        if key < 0:
+            return out
+        pos = key + 4
+        while pos < len(text) and text[pos] in _JSON_SPACE:
+            pos += 1
+        if pos >= len(text) or text[pos] != ":":
+            continue
+        pos += 1
+        while pos < len(text) and text[pos] in _JSON_SPACE:
+            pos += 1
+        if pos >= len(text) or text[pos] != '"':
+            continue
+        end = _string_end(text, pos)
+        if end < 0:
+            return out
+        start, pos = pos, end + 1
+        if end - start + 1 > _MAX_ID_SOURCE:
+            continue  # too long to be a valid id: nothing to look up
         try:
-            value = json.loads(m.group(1))
+            value = json.loads(text[start : end + 1])
         except ValueError:
             continue
-        if isinstance(value, str):
-            out.setdefault(value, line)
-    return out
+        if isinstance(value, str) and value not in out:
+            line += text.count("\n", last, key)
+            last = key
+            out[value] = line
 
 
 def parse_window_text(data: bytes | str, name: str = "<window>") -> Window:
@@ -627,7 +704,8 @@ def parse_window_text(data: bytes | str, name: str = "<window>") -> Window:
     _check_fields(obj, {"format", "background", "items"}, ctx, "a window file")
     if obj.get("format") != WINDOW_FORMAT:
         raise ctx.error(
-            f"window format is {obj.get('format')!r}", fix=f'write "format": "{WINDOW_FORMAT}"'
+            f"window format is {_shown(obj.get('format'))}",
+            fix=f'write "format": "{WINDOW_FORMAT}"',
         )
     background = _background(obj.get("background", []), ctx)
     raw_items = obj.get("items")
@@ -635,16 +713,20 @@ def parse_window_text(data: bytes | str, name: str = "<window>") -> Window:
         raise ctx.error("'items' must be a list", fix='write "items": [...]')
     items: list[Item] = []
     seen: set[str] = set()
-    lines = _id_lines(text)
     for raw in raw_items:
         iid = raw.get("id") if isinstance(raw, dict) else None
-        line = lines.get(iid) if isinstance(iid, str) else None
-        item_ctx = _Ctx(name, line or 1)
-        it = item_from_json(raw, item_ctx)
-        if it.id in seen:
-            raise item_ctx.error(
-                "id appears twice in the window", item=it.id, fix="ids are unique within a window"
-            )
+        item_ctx = _Ctx(name, None)  # the line is looked up only for a message
+        try:
+            it = item_from_json(raw, item_ctx)
+            if it.id in seen:
+                raise item_ctx.error(
+                    "id appears twice in the window",
+                    item=it.id,
+                    fix="ids are unique within a window",
+                )
+        except InputError as exc:
+            line = _id_lines(text).get(iid) if isinstance(iid, str) else None
+            raise exc.located(line=line or 1) from None
         seen.add(it.id)
         items.append(it)
     return Window(tuple(items), background)
@@ -685,7 +767,7 @@ def check_references(
                 if lines is None:
                     lines = _id_lines(_decode(read_input(file), file))
                 raise InputError(
-                    f"cites {rel} {ref!r}, which neither window defines"
+                    f"cites {rel} {_shown(ref)}, which neither window defines"
                     " and the store does not hold",
                     file=file,
                     line=lines.get(it.id),

@@ -6,14 +6,16 @@ results as ``audit --format json``.
 
 from __future__ import annotations
 
+import contextlib
 import html
 import json
-import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from verifier.errors import OutputError
 from verifier.findings import RULES, SUMMARIES
+from verifier.fsutil import atomic_write_all
 from verifier.graph import JustificationGraph, WhyAnswer, why
 
 __all__ = ["render_html", "render_why", "svg_graph", "write_report"]
@@ -287,25 +289,36 @@ def render_html(
     )
 
 
-def _write(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, "utf-8")
-    os.replace(tmp, path)
-
-
 def write_report(
     folder: str | Path,
     results: Sequence[dict[str, Any]],
     graphs: Sequence[JustificationGraph | None] | None = None,
     whys: Sequence[WhyTexts | None] | None = None,
 ) -> Path:
-    """Write ``index.html`` and ``report.json`` into folder; return the HTML path."""
+    """Write ``index.html`` and ``report.json`` into folder; return the HTML path.
+
+    Both files are written atomically, and both are staged before either is put in
+    place: a full disk leaves the folder as it was (a folder made for them is removed).
+
+    Raises:
+        OutputError: the folder cannot be made or a file cannot be written.
+    """
     out = Path(folder)
-    out.mkdir(parents=True, exist_ok=True)
-    _write(
-        out / "report.json",
-        json.dumps({"traces": list(results)}, indent=2, ensure_ascii=False) + "\n",
-    )
+    try:
+        made = [p for p in (out, *out.parents) if not p.exists()]
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OutputError(
+            f"{out}: cannot make the report folder: {exc.strerror or exc}; choose another path"
+        ) from exc
     index = out / "index.html"
-    _write(index, render_html(results, list(graphs) if graphs else [None] * len(results), whys))
+    page = render_html(results, list(graphs) if graphs else [None] * len(results), whys)
+    data = json.dumps({"traces": list(results)}, indent=2, ensure_ascii=False) + "\n"
+    try:
+        atomic_write_all([(out / "report.json", data), (index, page)])
+    except OutputError:
+        for p in made:  # deepest first; each is empty unless someone else wrote there
+            with contextlib.suppress(OSError):
+                p.rmdir()
+        raise
     return index

@@ -16,8 +16,11 @@ Three stores share one interface:
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import sqlite3
+import stat
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -169,44 +172,197 @@ BEGIN SELECT RAISE(IGNORE); END;
 """
 
 
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+_COLUMNS = {"seq", "ref", "id", "body"}
+# What a read of the file can raise besides sqlite3.Error: text columns are decoded
+# as UTF-8 by the driver, and a damaged page can hold any bytes.
+_READ_ERRORS = (sqlite3.Error, UnicodeDecodeError)
+
+
+def _file_type(mode: int) -> str:
+    for test, name in (
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISFIFO, "a FIFO (named pipe)"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+    ):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def _what_is_wrong(exc: BaseException, *, writing: bool = False) -> str:
+    """What a SQLite error says about the store file, in words, with the remedy."""
+    name = str(getattr(exc, "sqlite_errorname", "") or "")
+    # SQLite quotes damaged schema text in its messages: show it escaped, and short
+    msg = "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(exc)[:200])
+    if isinstance(exc, UnicodeDecodeError) or "Could not decode" in msg:
+        return "is corrupt: it holds text that is not valid UTF-8; restore it from a backup"
+    if name.startswith("SQLITE_NOTADB") or "file is not a database" in msg:
+        return (
+            "is not a SQLite database, or its header is damaged (wrong file type?);"
+            " give the path of a ctxproof store"
+        )
+    if name.startswith("SQLITE_CORRUPT") or "malformed" in msg:
+        return f"is corrupt ({msg}); restore it from a backup"
+    if name.startswith("SQLITE_FULL"):
+        return f"cannot be written ({msg}); free some space"
+    if name.startswith("SQLITE_CANTOPEN") and writing:
+        return (
+            f"cannot be opened for writing ({msg}); check that its folder exists and can be written"
+        )
+    if name.startswith("SQLITE_CANTOPEN"):
+        return f"cannot be opened ({msg}); check that it and its folder can be read"
+    if name.startswith("SQLITE_IOERR"):
+        return f"cannot be read ({msg}); check the disk"
+    if name.startswith("SQLITE_READONLY") and writing:
+        return f"cannot be written ({msg}); check that it and its folder can be written"
+    if name.startswith("SQLITE_READONLY"):
+        return f"cannot be read here ({msg}); copy it to a writable folder"
+    return f"cannot be used ({msg})"
+
+
 class SqliteStore(Store):
-    """The embedded durable store: one SQLite file, WAL, ``synchronous=FULL``."""
+    """The embedded durable store: one SQLite file, WAL, ``synchronous=FULL``.
+
+    Opened ``readonly``, the file is never written and no ``-wal``/``-shm`` file
+    is left beside it: a store at rest (no write-ahead log beside it) or in a
+    folder that cannot be written is opened ``immutable``, any other read-only
+    (``mode=ro``). Reading commands expect no other process to write the store
+    while they run. Every SQLite error, at open or at any later read, becomes a
+    :class:`StoreError` that names the file once and says what is wrong.
+    """
 
     def __init__(self, path: str | Path, *, readonly: bool = False) -> None:
         self.path = Path(path)
         self.readonly = readonly
+        existed = self._check_file()
+        db: sqlite3.Connection | None = None
         try:
             if readonly:
-                if not self.path.exists():
-                    raise StoreError(f"{self.path}: store does not exist")
-                # as_uri() percent-encodes the path: a raw "#", "?" or "%" would
-                # otherwise cut the URI and open (or create) some other file.
-                uri = f"{self.path.resolve().as_uri()}?mode=ro"
-                self._db = sqlite3.connect(uri, uri=True, isolation_level=None)
+                db = self._connect_readonly()
             else:
-                self._db = sqlite3.connect(str(self.path), isolation_level=None)
-                self._db.execute("PRAGMA journal_mode=WAL")
-                self._db.execute("PRAGMA synchronous=FULL")
-                self._db.executescript(_SCHEMA)
-            self._db.execute("SELECT count(*) FROM entries").fetchone()
-        except sqlite3.Error as exc:
-            raise StoreError(f"{self.path}: cannot open the store: {exc}") from exc
+                db = sqlite3.connect(str(self.path), isolation_level=None)
+                if existed:
+                    self._check_schema(db, allow_empty=True)
+                db.execute("PRAGMA journal_mode=WAL")
+                db.execute("PRAGMA synchronous=FULL")
+                db.executescript(_SCHEMA)
+            self._check_schema(db, allow_empty=False)
+            db.execute("SELECT count(*) FROM entries").fetchone()
+        except BaseException as exc:
+            if db is not None:
+                db.close()
+            if not existed and not readonly:  # a store this call created: leave nothing
+                for suffix in ("", "-wal", "-shm", "-journal"):
+                    with contextlib.suppress(OSError):
+                        Path(f"{self.path}{suffix}").unlink()
+            if isinstance(exc, _READ_ERRORS):
+                raise self._error(exc, writing=not readonly) from exc
+            raise
+        self._db = db
+
+    def _error(self, exc: BaseException, *, writing: bool = False) -> StoreError:
+        return StoreError(f"{self.path}: {_what_is_wrong(exc, writing=writing)}")
+
+    def _check_file(self) -> bool:
+        """Refuse what is not a regular SQLite file before SQLite opens it.
+
+        A FIFO would block the open forever. Returns whether the file exists.
+        """
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            if self.readonly:
+                raise StoreError(f"{self.path}: store does not exist") from None
+            return False
+        except (OSError, ValueError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            raise StoreError(f"{self.path}: cannot be read ({reason}); check the path") from None
+        if not stat.S_ISREG(st.st_mode):
+            raise StoreError(
+                f"{self.path}: is {_file_type(st.st_mode)}, not a store file;"
+                " give the path of a ctxproof store (a SQLite file)"
+            )
+        if st.st_size > 0:
+            try:
+                with open(self.path, "rb") as fh:
+                    head = fh.read(len(_SQLITE_MAGIC))
+            except OSError as exc:
+                raise StoreError(
+                    f"{self.path}: cannot be read ({exc.strerror or exc}); check its permissions"
+                ) from None
+            if head != _SQLITE_MAGIC:
+                raise StoreError(
+                    f"{self.path}: is not a SQLite file (wrong file type);"
+                    " give the path of a ctxproof store"
+                )
+        return True
+
+    def _connect_readonly(self) -> sqlite3.Connection:
+        # as_uri() percent-encodes the path: a raw "#", "?" or "%" would
+        # otherwise cut the URI and open (or create) some other file.
+        uri = self.path.resolve().as_uri()
+        wal = Path(f"{self.path}-wal")
+        at_rest = not wal.exists() and not Path(f"{self.path}-journal").exists()
+        writable_folder = os.access(self.path.parent, os.W_OK)
+        if at_rest or not writable_folder:
+            # Nothing to read beside the main file, or no place for SQLite's shared
+            # memory: immutable reads only the file and creates nothing. A log that
+            # holds commits is read through mode=ro when its index (-shm) is there.
+            if at_rest or not wal.exists() or wal.stat().st_size == 0:
+                return sqlite3.connect(f"{uri}?mode=ro&immutable=1", uri=True, isolation_level=None)
+            db = None
+            try:
+                db = sqlite3.connect(f"{uri}?mode=ro", uri=True, isolation_level=None)
+                db.execute("SELECT count(*) FROM sqlite_master").fetchone()
+                return db
+            except sqlite3.Error:
+                if db is not None:
+                    db.close()
+                raise StoreError(
+                    f"{self.path}: has commits in its write-ahead log ({wal.name}) that cannot be"
+                    " read from a read-only folder; open it once where it can be written"
+                    " (any ctxproof command that writes it), or copy the folder"
+                ) from None
+        return sqlite3.connect(f"{uri}?mode=ro", uri=True, isolation_level=None)
+
+    def _check_schema(self, db: sqlite3.Connection, *, allow_empty: bool) -> None:
+        tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if allow_empty and not tables:
+            return
+        columns = {r[1] for r in db.execute("PRAGMA table_info(entries)")}
+        if not columns >= _COLUMNS:
+            raise StoreError(
+                f"{self.path}: is a SQLite database but not a ctxproof store (it has no"
+                " table 'entries' of seq, ref, id and body); give the path of a ctxproof store"
+            )
+
+    def _rows(self, sql: str, params: tuple[object, ...] = ()) -> list[tuple[object, ...]]:
+        try:
+            return list(self._db.execute(sql, params).fetchall())
+        except UnicodeEncodeError:
+            return []  # a key that is not UTF-8 text (a lone surrogate) is never stored
+        except _READ_ERRORS as exc:
+            raise self._error(exc) from exc
 
     def _body(self, ref: str) -> bytes | None:
-        row = self._db.execute("SELECT body FROM entries WHERE ref = ?", (ref,)).fetchone()
-        if row is None:
+        rows = self._rows("SELECT body FROM entries WHERE ref = ?", (ref,))
+        if not rows:
             return None
-        body = row[0]
+        body = rows[0][0]
         if isinstance(body, str):  # a row written as TEXT by another program
             return body.encode("utf-8", "surrogatepass")
         return bytes(body) if isinstance(body, bytes | memoryview) else str(body).encode()
 
     def _refs_for_id(self, item_id: str) -> list[str]:
-        rows = self._db.execute("SELECT ref FROM entries WHERE id = ? ORDER BY seq", (item_id,))
-        return [r[0] for r in rows]
+        rows = self._rows("SELECT ref FROM entries WHERE id = ? ORDER BY seq", (item_id,))
+        return [r[0] for r in rows if isinstance(r[0], str)]
 
     def _all_refs(self) -> list[str]:
-        return [r[0] for r in self._db.execute("SELECT ref FROM entries ORDER BY seq")]
+        rows = self._rows("SELECT ref FROM entries ORDER BY seq")
+        return [r[0] for r in rows if isinstance(r[0], str)]
 
     def _insert(self, rows: Sequence[tuple[str, str, bytes]]) -> None:
         if self.readonly:
@@ -228,8 +384,8 @@ class SqliteStore(Store):
             raise StoreError(f"{self.path}: spill not written: {exc}") from exc
 
     def integrity_check(self) -> str:
-        row = self._db.execute("PRAGMA integrity_check").fetchone()
-        return str(row[0])
+        rows = self._rows("PRAGMA integrity_check")
+        return str(rows[0][0]) if rows else "no answer"
 
     def close(self) -> None:
         self._db.close()

@@ -383,7 +383,7 @@ def test_open_of_a_file_that_is_not_a_store_fails(tmp_path: Path) -> None:
     junk = tmp_path / "junk.db"
     junk.write_bytes(b"this is not a SQLite database" * 100)
     for readonly in (True, False):
-        with pytest.raises(StoreError, match="cannot open the store"):
+        with pytest.raises(StoreError, match="not a SQLite file"):
             SqliteStore(junk, readonly=readonly)
     assert junk.read_bytes() == b"this is not a SQLite database" * 100
 
