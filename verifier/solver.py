@@ -110,10 +110,14 @@ def _literal(f: Formula) -> tuple[str, bool] | None:
 
 
 def _literals_of(f: Formula) -> dict[str, bool]:
-    """atom -> polarity for a conjunction of literals (empty when f is not one)."""
-    parts = f.args if isinstance(f, And) else (f,)
+    """atom -> polarity for a (nested) conjunction of literals; empty when f is not one."""
     out: dict[str, bool] = {}
-    for p in parts:
+    stack = [f]
+    while stack:
+        p = stack.pop()
+        if isinstance(p, And):
+            stack.extend(p.args)
+            continue
         lit = _literal(p)
         if lit is None:
             return {}
