@@ -1,4 +1,8 @@
-"""The README's "Validate your own policy in five minutes" runs as written."""
+"""The README's "Validate your own policy in five minutes" runs as written.
+
+With ``CTXPROOF_UPDATE_GOLDEN=1`` the outputs shown in the README are replaced by
+what the commands print now (review the diff).
+"""
 
 from __future__ import annotations
 
@@ -38,6 +42,7 @@ def test_the_walkthrough_runs_as_written(tmp_path: Path, monkeypatch: pytest.Mon
         (tmp_path / name).write_text(body, "utf-8")
     commands = [b for lang, b in blocks if lang == "console"]
     assert len(commands) == 4
+    updated: dict[str, str] = {}
     for block in commands:
         lines = block.rstrip("\n").splitlines()
         command, shown = lines[0].removeprefix("$ ").split(), lines[1:]
@@ -53,5 +58,14 @@ def test_the_walkthrough_runs_as_written(tmp_path: Path, monkeypatch: pytest.Mon
         out, err = io.StringIO(), io.StringIO()
         code = main(command[1:], stdout=out, stderr=err)
         assert code in (0, 1), err.getvalue()
+        if os.environ.get("CTXPROOF_UPDATE_GOLDEN"):
+            updated[block] = lines[0] + "\n" + out.getvalue()
+            continue
         got = [SECONDS.sub("", line) for line in out.getvalue().splitlines()]
         assert got == [SECONDS.sub("", line) for line in shown]
+    if updated:
+        readme = ROOT / "README.md"
+        text = readme.read_text("utf-8")
+        for old, new in updated.items():
+            text = text.replace(old, new, 1)
+        readme.write_text(text, "utf-8")
