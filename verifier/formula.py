@@ -196,8 +196,118 @@ def _max_paren_depth(text: str) -> int:
     return best
 
 
-_PLAIN = re.compile(r"\s*(!?)\s*([A-Za-z_][A-Za-z0-9_.:@/]*)\s*")
-_RESERVED = frozenset({"and", "or", "not", "true", "false"})
+_WS = frozenset(" \t\f\r\n")
+_NAME_START = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_")
+_NAME_REST = _NAME_START | frozenset("0123456789.:@/")
+_KEYWORD_OPS = {"and": "&", "or": "|", "not": "!"}
+_BINARY = {"&": (4, True), "|": (3, True), "->": (2, False), "<->": (1, True)}
+"""operator -> (precedence, left-associative); ``!`` binds tighter than all."""
+
+
+def _tokens(text: str) -> list[str] | None:
+    """The formula's tokens as the grammar reads them, or None where it would not lex."""
+    out: list[str] = []
+    i, n = 0, len(text)
+    while i < n:
+        ch = text[i]
+        if ch in _WS:
+            i += 1
+        elif ch in "()!&|":
+            out.append(ch)
+            i += 1
+        elif ch == "-" and text.startswith("->", i):
+            out.append("->")
+            i += 2
+        elif ch == "<" and text.startswith("<->", i):
+            out.append("<->")
+            i += 3
+        elif ch in _NAME_START:
+            j = i + 1
+            while j < n and text[j] in _NAME_REST:
+                j += 1
+            word = text[i:j]
+            out.append(_KEYWORD_OPS.get(word, "$" + word))
+            i = j
+        else:
+            return None
+    return out
+
+
+def _apply(op: str, operands: list[Formula]) -> bool:
+    """Pop the operands of op, push its node; False when they are missing or too deep."""
+    if op == "!":
+        if not operands:
+            return False
+        arg = operands.pop()
+        node: Formula = Not(arg, arg.depth + 1)
+    else:
+        if len(operands) < 2:
+            return False
+        right = operands.pop()
+        left = operands.pop()
+        if op in ("&", "|"):
+            kind = And if op == "&" else Or
+            args = (*left.args, right) if isinstance(left, kind) else (left, right)
+            node = kind(args, max(a.depth for a in args) + 1)
+        else:
+            kind2 = Implies if op == "->" else Iff
+            node = kind2(left, right, max(left.depth, right.depth) + 1)
+    if node.depth > MAX_DEPTH:
+        return False
+    operands.append(node)
+    return True
+
+
+def _fast_parse(text: str) -> Formula | None:
+    """The AST the grammar would build, without the grammar: operator precedence over a
+    stack. None for anything the grammar would reject (the grammar then words the error).
+    Checked against the grammar on generated formulas (tests/properties)."""
+    tokens = _tokens(text)
+    if not tokens:
+        return None
+    operands: list[Formula] = []
+    ops: list[str] = []
+    want_operand = True
+    for tok in tokens:
+        if want_operand:
+            if tok[0] == "$":
+                name = tok[1:]
+                const = {"true": TRUE, "false": FALSE}.get(name)
+                operands.append(const if const is not None else Atom(name))
+                want_operand = False
+            elif tok in ("!", "("):
+                ops.append(tok)
+            else:
+                return None
+        elif tok in _BINARY:
+            prec, left_assoc = _BINARY[tok]
+            while ops and ops[-1] != "(":
+                top = ops[-1]
+                top_prec = 5 if top == "!" else _BINARY[top][0]
+                if top_prec > prec or (top_prec == prec and left_assoc):
+                    if not _apply(ops.pop(), operands):
+                        return None
+                else:
+                    break
+            ops.append(tok)
+            want_operand = True
+        elif tok == ")":
+            while ops and ops[-1] != "(":
+                if not _apply(ops.pop(), operands):
+                    return None
+            if not ops:
+                return None
+            ops.pop()
+            # a parenthesised operand may still close a pending negation
+        else:
+            return None
+    if want_operand:
+        return None
+    while ops:
+        op = ops.pop()
+        if op == "(" or not _apply(op, operands):
+            return None
+    return operands[0] if len(operands) == 1 else None
 
 
 @lru_cache(maxsize=65_536)
@@ -220,11 +330,14 @@ def parse(text: str) -> Formula:
         )
     if not text.strip():
         raise FormulaError("formula is empty", fix="write a formula, or 'true'")
-    plain = _PLAIN.fullmatch(text)
-    if plain is not None and plain.group(2) not in _RESERVED:
-        # the common case, an atom or a negated atom, without the parser
-        atom = Atom(plain.group(2))
-        return Not(atom, 2) if plain.group(1) else atom
+    fast = _fast_parse(text)
+    if fast is not None:
+        return fast
+    return parse_with_grammar(text)
+
+
+def parse_with_grammar(text: str) -> Formula:
+    """Parse with the LALR grammar: the reference, and the wording of every syntax error."""
     try:
         tree = _LARK.parse(text)
     except UnexpectedCharacters as exc:
