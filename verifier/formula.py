@@ -1,6 +1,7 @@
 """The propositional formula language (SPEC §3): grammar, AST and evaluation.
 
-Formulas are parsed by a LALR grammar (lark); nothing is ever evaluated as
+Formulas are parsed by operator precedence, checked against the LALR grammar of
+:mod:`verifier.grammar` (lark), which also words every syntax error; nothing is ever evaluated as
 Python. The AST is made of frozen, slotted dataclasses, so formulas hash and
 compare by value. No solver code lives here.
 
@@ -17,9 +18,6 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Union
-
-from lark import Lark, Token, Transformer, v_args
-from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedEOF, UnexpectedToken
 
 from verifier.errors import FormulaError
 
@@ -97,92 +95,7 @@ Formula = Union[Const, Atom, Not, And, Or, Implies, Iff]  # noqa: UP007 - a runt
 TRUE = Const(True)
 FALSE = Const(False)
 
-_GRAMMAR = r"""
-?start: iff
-?iff: imp
-    | iff IFF imp          -> iff
-?imp: disj
-    | disj IMP imp         -> imp
-?disj: conj
-    | disj OR conj         -> disj
-?conj: neg
-    | conj AND neg         -> conj
-?neg: NOT neg              -> neg
-    | atom
-?atom: NAME                -> name
-    | "(" iff ")"
-
-IFF: "<->"
-IMP: "->"
-OR.2: "|" | /or(?![A-Za-z0-9_.:@\/])/
-AND.2: "&" | /and(?![A-Za-z0-9_.:@\/])/
-NOT.2: "!" | /not(?![A-Za-z0-9_.:@\/])/
-NAME: /[A-Za-z_][A-Za-z0-9_.:@\/]*/
-
-%import common.WS
-%ignore WS
-"""
-
 _KEYWORDS = {"and", "or", "not"}
-
-
-def _check_depth(node: Formula, _text: str) -> Formula:
-    if node.depth > MAX_DEPTH:
-        raise FormulaError(
-            f"formula nests deeper than {MAX_DEPTH} levels",
-            fix="split it into several items or flatten it",
-        )
-    return node
-
-
-@v_args(inline=True)
-class _Build(Transformer[Token, Formula]):
-    """Builds the AST while the LALR parser reduces: no recursion over the tree."""
-
-    def name(self, tok: Token) -> Formula:
-        value = str(tok)
-        if value == "true":
-            return TRUE
-        if value == "false":
-            return FALSE
-        return Atom(value)
-
-    def neg(self, _op: Token, arg: Formula) -> Formula:
-        return _check_depth(Not(arg, arg.depth + 1), "")
-
-    def conj(self, left: Formula, _op: Token, right: Formula) -> Formula:
-        args = (*left.args, right) if isinstance(left, And) else (left, right)
-        return _check_depth(And(args, max(a.depth for a in args) + 1), "")
-
-    def disj(self, left: Formula, _op: Token, right: Formula) -> Formula:
-        args = (*left.args, right) if isinstance(left, Or) else (left, right)
-        return _check_depth(Or(args, max(a.depth for a in args) + 1), "")
-
-    def imp(self, left: Formula, _op: Token, right: Formula) -> Formula:
-        return _check_depth(Implies(left, right, max(left.depth, right.depth) + 1), "")
-
-    def iff(self, left: Formula, _op: Token, right: Formula) -> Formula:
-        return _check_depth(Iff(left, right, max(left.depth, right.depth) + 1), "")
-
-
-_LARK = Lark(_GRAMMAR, parser="lalr", lexer="basic", transformer=_Build())
-
-_EXPECTED_NAMES = {
-    "IFF": "'<->'",
-    "IMP": "'->'",
-    "OR": "'|'",
-    "AND": "'&'",
-    "NOT": "'!'",
-    "NAME": "an atom",
-    "LPAR": "'('",
-    "RPAR": "')'",
-    "$END": "end of formula",
-}
-
-
-def _describe_expected(expected: set[str] | frozenset[str]) -> str:
-    names = sorted({_EXPECTED_NAMES.get(e, e) for e in expected})
-    return " or ".join(names) if names else "something else"
 
 
 def _max_paren_depth(text: str) -> int:
@@ -338,40 +251,9 @@ def parse(text: str) -> Formula:
 
 def parse_with_grammar(text: str) -> Formula:
     """Parse with the LALR grammar: the reference, and the wording of every syntax error."""
-    try:
-        tree = _LARK.parse(text)
-    except UnexpectedCharacters as exc:
-        raise FormulaError(
-            f"formula {text!r}: column {exc.column}: unexpected character"
-            f" {text[exc.pos_in_stream or 0]!r}"
-            f", expected {_describe_expected(exc.allowed or set())}",
-            fix="atoms are [A-Za-z_][A-Za-z0-9_.:@/]*; operators are ! & | -> <->",
-        ) from None
-    except UnexpectedToken as exc:
-        at_end = exc.token.type == "$END"
-        found = "end of formula" if at_end else repr(str(exc.token))
-        column = exc.column if isinstance(exc.column, int) and exc.column > 0 else len(text) + 1
-        if at_end:
-            column = len(text) + 1
-        expected = _describe_expected(exc.expected)
-        if at_end and text.count("(") > text.count(")"):
-            expected = "')': a parenthesis is still open"
-        raise FormulaError(
-            f"formula {text!r}: column {column}: unexpected {found}, expected {expected}",
-            fix="check the operators and parentheses",
-        ) from None
-    except UnexpectedEOF as exc:
-        raise FormulaError(
-            f"formula {text!r}: column {len(text) + 1}: unexpected end of formula"
-            f", expected {_describe_expected(set(exc.expected))}",
-            fix="complete the formula",
-        ) from None
-    except FormulaError:
-        raise
-    except LarkError as exc:  # pragma: no cover - other lark failures
-        raise FormulaError(f"formula {text!r}: {exc}") from None
-    result: Formula = tree  # type: ignore[assignment]  # the inline transformer built it
-    return _check_depth(result, text)
+    from verifier.grammar import parse_with_grammar as parse_lalr
+
+    return parse_lalr(text)
 
 
 def atom_formula(name: str) -> Formula:
