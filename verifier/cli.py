@@ -102,6 +102,32 @@ def _format_option(f: Any) -> Any:
     )(f)
 
 
+def _set_budget(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    """--rlimit/--timeout go to the environment, so worker processes get them too."""
+    if value is not None:
+        name = "CTXPROOF_RLIMIT" if param.name == "rlimit" else "CTXPROOF_TIMEOUT"
+        os.environ[name] = str(value)
+    return value
+
+
+def _budget_options(f: Any) -> Any:
+    f = click.option(
+        "--timeout",
+        type=click.FloatRange(min=0, min_open=True),
+        callback=_set_budget,
+        expose_value=False,
+        help="Seconds per solver query (default: none; env CTXPROOF_TIMEOUT).",
+    )(f)
+    return click.option(
+        "--rlimit",
+        type=click.IntRange(min=1),
+        callback=_set_budget,
+        expose_value=False,
+        help="Solver resource limit per query (default 3000000; env CTXPROOF_RLIMIT);"
+        " a query past it is undecided.",
+    )(f)
+
+
 def _mode_option(f: Any) -> Any:
     return click.option(
         "--witness-mode",
@@ -136,6 +162,7 @@ def cli() -> None:
     multiple=True,
     help="An id the rewriter claims it preserved (repeatable).",
 )
+@_budget_options
 @_format_option
 @click.pass_obj
 def check(
@@ -367,6 +394,7 @@ def _load(name: str, data: bytes, given: Store | None) -> tuple[Trace, Store | N
     type=click.Path(file_okay=False),
     help="Write an HTML report (index.html) and report.json into this folder.",
 )
+@_budget_options
 @_format_option
 @click.pass_obj
 def audit(
@@ -516,6 +544,7 @@ def _load_for_graph(trace_path: str, store_path: str | None) -> tuple[Trace, Sto
     help="Answer as of this pass (default: the end of the trace).",
 )
 @click.option("--store", "store_path", type=click.Path(dir_okay=False), help="SQLite store.")
+@_budget_options
 @_format_option
 @click.pass_obj
 def why_cmd(
@@ -566,6 +595,7 @@ def why_cmd(
     help="FILE.graphml, FILE.json (node-link) or FILE.dot",
 )
 @click.option("--store", "store_path", type=click.Path(dir_okay=False), help="SQLite store.")
+@_budget_options
 @_format_option
 @click.pass_obj
 def graph_cmd(obj: _Out, trace: str, out: str, store_path: str | None, fmt: str) -> int:
@@ -632,6 +662,7 @@ def graph_cmd(obj: _Out, trace: str, out: str, store_path: str | None, fmt: str)
     show_default=True,
     help="Worker processes (the same output as --jobs 1).",
 )
+@_budget_options
 @_format_option
 @click.pass_obj
 def fuzz(
@@ -799,6 +830,18 @@ def main(
 ) -> int:
     """Run the CLI in-process and return its exit code."""
     out = _Out(stdout or sys.stdout, stderr or sys.stderr)
+    saved = {k: os.environ.get(k) for k in ("CTXPROOF_RLIMIT", "CTXPROOF_TIMEOUT")}
+    try:
+        return _main(argv, out)
+    finally:
+        for key, value in saved.items():  # --rlimit/--timeout hold for one command only
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+def _main(argv: Sequence[str] | None, out: _Out) -> int:
     try:
         with contextlib.redirect_stdout(out.stdout), contextlib.redirect_stderr(out.stderr):
             rv = cli.main(

@@ -27,7 +27,8 @@ import itertools
 import json
 import math
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -700,6 +701,33 @@ def chunk_seed(seed_value: int, chunk: int) -> int:
     return (seed_value * 1_000_003 + chunk * 7_919) % (2**32)
 
 
+@contextmanager
+def _own_draws_only() -> Iterator[None]:
+    """Draw sessions from the seed alone.
+
+    Hypothesis mixes into its draws constants it collects from the source of
+    the local modules loaded (the policy under test, an editable install of
+    this package): the same seed would then give other sessions after an edit,
+    in a worker that loaded fewer modules, or from another install. For the
+    fuzzer's runs that pool is empty.
+    """
+    try:
+        from hypothesis.internal.conjecture import providers
+        from hypothesis.internal.constants_ast import Constants
+    except ImportError:  # pragma: no cover - a hypothesis without local constants
+        yield
+        return
+    get, cache = providers._get_local_constants, providers.CONSTANTS_CACHE
+    empty = Constants()
+    providers._get_local_constants = lambda: empty
+    providers.CONSTANTS_CACHE = type(cache)(1024)
+    try:
+        yield
+    finally:
+        providers._get_local_constants = get
+        providers.CONSTANTS_CACHE = cache
+
+
 def _settings(examples: int) -> settings:
     """One set of settings for exploring and shrinking: the draws must be the same."""
     return settings(
@@ -756,7 +784,8 @@ def explore_chunk(
         out.tokens_after += res.tokens_after
         out.pressures.extend(res.pressures)
 
-    explore()
+    with _own_draws_only():
+        explore()
     return out
 
 
@@ -805,7 +834,8 @@ def shrink_code(
             raise _Found(hit)
 
     try:
-        hunt()
+        with _own_draws_only():
+            hunt()
     except _Found as found:
         return found.result
     raise InternalError(f"the session that showed {code} did not show it again when replayed")

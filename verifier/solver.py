@@ -22,6 +22,8 @@ unsatisfiable core of the premises (:meth:`Session.minimal_core`).
 from __future__ import annotations
 
 import enum
+import math
+import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -32,10 +34,54 @@ from verifier.encoding import Encoder
 from verifier.errors import InputError, InternalError
 from verifier.formula import TRUE, And, Atom, Formula, Not, Or, atoms, evaluate
 
-__all__ = ["DEFAULT_RLIMIT", "Core", "PremiseSet", "Result", "Session", "UnionFind", "Verdict"]
+__all__ = [
+    "DEFAULT_RLIMIT",
+    "Core",
+    "PremiseSet",
+    "Result",
+    "Session",
+    "UnionFind",
+    "Verdict",
+    "solver_budget",
+]
 
-DEFAULT_RLIMIT = 20_000_000
-"""Resource budget of one solver query (deterministic, unlike a wall clock)."""
+DEFAULT_RLIMIT = 3_000_000
+"""Resource budget of one solver query (deterministic, unlike a wall clock): a few
+seconds of solving; a query that needs more is undecided. ``--rlimit`` or
+``CTXPROOF_RLIMIT`` sets another."""
+
+RLIMIT_ENV = "CTXPROOF_RLIMIT"
+TIMEOUT_ENV = "CTXPROOF_TIMEOUT"
+
+
+def solver_budget() -> tuple[int, float | None]:
+    """(rlimit, timeout in seconds or None) for new sessions: the environment's, else
+    the defaults (README, "Commands")."""
+    rlimit = DEFAULT_RLIMIT
+    timeout: float | None = None
+    raw = os.environ.get(RLIMIT_ENV)
+    if raw:
+        try:
+            rlimit = int(raw)
+        except ValueError:
+            rlimit = -1
+        if rlimit <= 0:
+            raise InputError(
+                f"{RLIMIT_ENV}={raw!r} is not a positive integer",
+                fix="set a resource limit such as 3000000, or unset it",
+            )
+    raw = os.environ.get(TIMEOUT_ENV)
+    if raw:
+        try:
+            timeout = float(raw)
+        except ValueError:
+            timeout = -1.0
+        if not (timeout > 0 and math.isfinite(timeout)):
+            raise InputError(
+                f"{TIMEOUT_ENV}={raw!r} is not a positive number of seconds",
+                fix="set a per-query time limit such as 10, or unset it",
+            )
+    return rlimit, timeout
 
 BIG_SLICE = 256
 """A sliced query with more premises than this goes to the premise set's own solver."""
@@ -153,9 +199,17 @@ class UnionFind:
 class Session:
     """One z3 context for a whole audit; asks every question."""
 
-    def __init__(self, background: Sequence[Formula] = (), *, rlimit: int = DEFAULT_RLIMIT) -> None:
+    def __init__(
+        self,
+        background: Sequence[Formula] = (),
+        *,
+        rlimit: int | None = None,
+        timeout: float | None = None,
+    ) -> None:
         self.background = tuple(background)
-        self.rlimit = rlimit
+        env_rlimit, env_timeout = solver_budget()
+        self.rlimit = rlimit if rlimit is not None else env_rlimit
+        self.timeout = timeout if timeout is not None else env_timeout
         self.enc = Encoder()
         self.queries = 0
         self._bg_atoms = [atoms(b) for b in self.background]
@@ -177,11 +231,17 @@ class Session:
             fix="remove or correct one of these background formulas",
         )
 
-    def new_solver(self, premises: Iterable[Formula]) -> Any:
-        """A solver holding the background and the given premises."""
+    def _empty_solver(self) -> Any:
         solver = z3.SolverFor("QF_FD", ctx=self.enc.ctx)
         solver.set("random_seed", SEED)
         solver.set("rlimit", self.rlimit)
+        if self.timeout is not None:
+            solver.set("timeout", max(1, round(self.timeout * 1000)))
+        return solver
+
+    def new_solver(self, premises: Iterable[Formula]) -> Any:
+        """A solver holding the background and the given premises."""
+        solver = self._empty_solver()
         for f in (*self.background, *premises):
             solver.add(self.enc.convert(f))
         return solver
@@ -204,7 +264,16 @@ class Session:
             return "unsat", (list(solver.unsat_core()) if assumptions else None)
         if answer == z3.sat:
             return "sat", self.enc.assignment(solver.model(), names)
-        return "unknown", solver.reason_unknown()
+        reason = str(solver.reason_unknown())
+        if any(w in reason for w in ("resource", "canceled", "timeout")):
+            limit = f"rlimit {self.rlimit}" + (
+                f", timeout {self.timeout:g} s" if self.timeout is not None else ""
+            )
+            reason = (
+                f"the solver ran out of its budget ({limit}: {reason}); raise it with"
+                " --rlimit/--timeout or CTXPROOF_RLIMIT/CTXPROOF_TIMEOUT"
+            )
+        return "unknown", reason
 
     def ask_in(
         self, solver: Any, extra: Sequence[Formula], names: Iterable[str]
@@ -263,10 +332,7 @@ class Session:
     def background_core(self) -> Core:
         """A minimal unsatisfiable core of the background, or status "sat"."""
         labeled = [(f"background[{i}]", f) for i, f in enumerate(self.background)]
-        solver = z3.SolverFor("QF_FD", ctx=self.enc.ctx)
-        solver.set("random_seed", SEED)
-        solver.set("rlimit", self.rlimit)
-        return self._deletion_core(solver, labeled)
+        return self._deletion_core(self._empty_solver(), labeled)
 
     def minimal_core(
         self, labeled: Sequence[tuple[str, Formula]], fixed: Sequence[Formula] = ()
@@ -433,8 +499,9 @@ class PremiseSet:
             return first
         return self._complete(first, goal, roots)
 
-    def _model(self) -> dict[str, bool]:
-        """A model of background ∧ premises over their atoms, checked once in Python."""
+    def _model(self) -> dict[str, bool] | None:
+        """A model of background ∧ premises over their atoms, checked once in Python;
+        None when the background's own model is not known (the solver gave up on it)."""
         if self._checked_model is None:
             every = self.consistent()
             assert every.holds and every.counterexample is not None
@@ -445,6 +512,8 @@ class PremiseSet:
                 # literal premises leave the background's atoms to a model of the background
                 if session._bg_model is None:
                     session._bg_model = session.satisfiable(())
+                if not session._bg_model.holds:
+                    return None
                 bg = session._bg_model.counterexample or {}
                 model.update({a: bg.get(a, False) for a in missing})
             session._recheck(model, self.formulas, None)
@@ -459,6 +528,8 @@ class PremiseSet:
         literals true.
         """
         model = self._model()
+        if model is None:
+            return None
         known = self._uf.parent
         trial = model
         free = [a for a in atoms(goal) if a not in known]
