@@ -102,15 +102,30 @@ def _format_option(f: Any) -> Any:
     )(f)
 
 
+_SOLVER_ENV = {
+    "rlimit": "CTXPROOF_RLIMIT",
+    "timeout": "CTXPROOF_TIMEOUT",
+    "cross_check": "CTXPROOF_CROSS_CHECK",
+}
+
+
 def _set_budget(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
-    """--rlimit/--timeout go to the environment, so worker processes get them too."""
-    if value is not None:
-        name = "CTXPROOF_RLIMIT" if param.name == "rlimit" else "CTXPROOF_TIMEOUT"
-        os.environ[name] = str(value)
+    """Solver options go to the environment, so worker processes get them too."""
+    if value is not None and param.name in _SOLVER_ENV:
+        os.environ[_SOLVER_ENV[param.name]] = str(value)
     return value
 
 
 def _budget_options(f: Any) -> Any:
+    f = click.option(
+        "--cross-check",
+        "cross_check",
+        type=click.Choice(["cvc5"]),
+        callback=_set_budget,
+        expose_value=False,
+        help="Ask every solver query of a second solver too (extra 'cvc5'); a disagreement"
+        " is an internal error naming the query.",
+    )(f)
     f = click.option(
         "--timeout",
         type=click.FloatRange(min=0, min_open=True),
@@ -830,7 +845,7 @@ def main(
 ) -> int:
     """Run the CLI in-process and return its exit code."""
     out = _Out(stdout or sys.stdout, stderr or sys.stderr)
-    saved = {k: os.environ.get(k) for k in ("CTXPROOF_RLIMIT", "CTXPROOF_TIMEOUT")}
+    saved = {k: os.environ.get(k) for k in _SOLVER_ENV.values()}
     try:
         return _main(argv, out)
     finally:

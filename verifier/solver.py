@@ -30,6 +30,7 @@ from typing import Any
 
 import z3
 
+from verifier import crosscheck
 from verifier.encoding import Encoder
 from verifier.errors import InputError, InternalError
 from verifier.formula import TRUE, And, Atom, Formula, Not, Or, atoms, evaluate
@@ -210,6 +211,9 @@ class Session:
         env_rlimit, env_timeout = solver_budget()
         self.rlimit = rlimit if rlimit is not None else env_rlimit
         self.timeout = timeout if timeout is not None else env_timeout
+        self.cross_check = crosscheck.enabled()
+        self.cross_checked = 0
+        self._asserted: dict[int, list[Formula]] = {}
         self.enc = Encoder()
         self.queries = 0
         self._bg_atoms = [atoms(b) for b in self.background]
@@ -237,23 +241,42 @@ class Session:
         solver.set("rlimit", self.rlimit)
         if self.timeout is not None:
             solver.set("timeout", max(1, round(self.timeout * 1000)))
+        if self.cross_check:
+            self._asserted[id(solver)] = []
         return solver
 
     def new_solver(self, premises: Iterable[Formula]) -> Any:
         """A solver holding the background and the given premises."""
         solver = self._empty_solver()
-        for f in (*self.background, *premises):
+        held = (*self.background, *premises)
+        for f in held:
             solver.add(self.enc.convert(f))
+        if self.cross_check:
+            self._asserted[id(solver)] = list(held)
         return solver
+
+    def _cross_check(self, solver: Any, facts: Sequence[Formula], z3_says: str) -> None:
+        """Ask cvc5 the same query (--cross-check): what the solver holds and the query's
+        own facts, from our formulas; a disagreement is an internal error."""
+        query = [*self._asserted.get(id(solver), ()), *facts]
+        cvc5_says = crosscheck.answer(query)
+        if cvc5_says != "unknown" and cvc5_says != z3_says:
+            raise crosscheck.disagreement(query, z3_says, cvc5_says)
+        self.cross_checked += 1
 
     # -- the one place that calls check() -------------------------------------------------
     def _check(
-        self, solver: Any, names: Iterable[str], assumptions: Sequence[Any] = ()
+        self,
+        solver: Any,
+        names: Iterable[str],
+        assumptions: Sequence[Any] = (),
+        facts: Sequence[Formula] = (),
     ) -> tuple[str, Any]:
         """Check the solver; on sat, return the values of the named atoms.
 
         With assumptions, an unsat answer returns the assumptions of z3's
-        (not necessarily minimal) unsat core.
+        (not necessarily minimal) unsat core. ``facts`` are the formulas this
+        query adds to what the solver holds (for the cross-check).
         """
         self.queries += 1
         try:
@@ -261,9 +284,15 @@ class Session:
         except z3.Z3Exception as exc:  # pragma: no cover - z3 refuses the query
             return "unknown", str(exc)
         if answer == z3.unsat:
-            return "unsat", (list(solver.unsat_core()) if assumptions else None)
+            core = list(solver.unsat_core()) if assumptions else None
+            if self.cross_check:
+                self._cross_check(solver, facts, "unsat")
+            return "unsat", core
         if answer == z3.sat:
-            return "sat", self.enc.assignment(solver.model(), names)
+            values = self.enc.assignment(solver.model(), names)
+            if self.cross_check:
+                self._cross_check(solver, facts, "sat")
+            return "sat", values
         reason = str(solver.reason_unknown())
         if any(w in reason for w in ("resource", "canceled", "timeout")):
             limit = f"rlimit {self.rlimit}" + (
@@ -283,7 +312,7 @@ class Session:
         try:
             for f in extra:
                 solver.add(self.enc.convert(f))
-            return self._check(solver, names)
+            return self._check(solver, names, facts=extra)
         finally:
             solver.pop()
 
@@ -353,7 +382,12 @@ class Session:
             solver.add(z3.Implies(lit, self.enc.convert(f)))
         index = {lit.get_id(): i for i, lit in enumerate(lits)}
         alive = list(range(len(labeled)))
-        status, core = self._check(solver, (), [lits[i] for i in alive] or [z3.BoolVal(True, ctx)])
+        status, core = self._check(
+            solver,
+            (),
+            [lits[i] for i in alive] or [z3.BoolVal(True, ctx)],
+            [labeled[i][1] for i in alive],
+        )
         if status == "sat":
             return Core("sat")
         if status == "unknown":
@@ -365,7 +399,10 @@ class Session:
                 alive = rest  # the known core is still there: the rest stays unsat
                 continue
             status, core = self._check(
-                solver, (), [lits[j] for j in rest] or [z3.BoolVal(True, ctx)]
+                solver,
+                (),
+                [lits[j] for j in rest] or [z3.BoolVal(True, ctx)],
+                [labeled[j][1] for j in rest],
             )
             if status == "unsat":
                 alive = rest
