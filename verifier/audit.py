@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -51,6 +51,29 @@ class TraceReport:
             **({"undecided": list(self.undecided)} if self.undecided else {}),
             "exit": self.exit_code,
         }
+
+    @classmethod
+    def from_json(cls, obj: Mapping[str, Any]) -> TraceReport:
+        """The report :meth:`to_json` wrote, rebuilt (equal to the original).
+
+        A rewrite's own findings are those of its pass made at its line (an
+        append's findings carry the append's line). ``final_window`` is not in
+        the JSON: it comes back empty (it takes no part in equality).
+        """
+        findings = tuple(Finding.from_json(f) for f in obj["findings"])
+        rewrites = tuple(
+            RewriteResult(
+                r["pass"],
+                r["line"],
+                r["policy"],
+                r["verdict"],
+                tuple(f for f in findings if f.pass_ == r["pass"] and f.line == r["line"]),
+                tuple(r.get("undecided", ())),
+                tuple(r.get("demoted", ())),
+            )
+            for r in obj["rewrites"]
+        )
+        return cls(obj["trace"], rewrites, findings, tuple(obj.get("undecided", ())))
 
 
 def exit_code_for(reports: Iterable[TraceReport]) -> int:
@@ -199,9 +222,7 @@ def audit_trace(
     With ``graph``, the justification graph is built along the way; with
     ``until_pass``, the audit stops after that rewrite.
     """
-    auditor = Auditor(
-        trace.header.background, name=trace.name, store=store, mode=mode, graph=graph
-    )
+    auditor = Auditor(trace.header.background, name=trace.name, store=store, mode=mode, graph=graph)
     for ev in trace.events:
         if isinstance(ev, Rewrite) and until_pass is not None and auditor.pass_no >= until_pass:
             break

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -98,3 +99,16 @@ class Finding:
         if self.counterexample is not None:
             out["counterexample"] = dict(self.counterexample)
         return out
+
+    @classmethod
+    def from_json(cls, obj: Mapping[str, Any]) -> Finding:
+        """The finding :meth:`to_json` wrote (its counterexample's atoms in sorted order)."""
+        cex = obj.get("counterexample")
+        return cls(
+            obj["code"],
+            obj["pass"],
+            tuple(obj["items"]),
+            obj["message"],
+            obj["line"],
+            tuple(sorted(cex.items())) if cex is not None else None,
+        )

@@ -202,6 +202,27 @@ class SessionResult:
     def text(self) -> str:
         return "\n".join(json.dumps(ev, ensure_ascii=False) for ev in self.trace) + "\n"
 
+    def to_json(self) -> Obj:
+        return {
+            "trace": self.trace,
+            "findings": [f.to_json() for f in self.findings],
+            "rewrites": self.rewrites,
+            "tokens_before": self.tokens_before,
+            "tokens_after": self.tokens_after,
+            "pressures": self.pressures,
+        }
+
+    @classmethod
+    def from_json(cls, obj: Mapping[str, Any]) -> SessionResult:
+        return cls(
+            list(obj["trace"]),
+            [Finding.from_json(f) for f in obj["findings"]],
+            obj["rewrites"],
+            obj["tokens_before"],
+            obj["tokens_after"],
+            [(p, n) for p, n in obj["pressures"]],
+        )
+
 
 class _Agent:
     """The simulated agent: turns a plan into appends, and lets the policy rewrite."""
@@ -646,6 +667,16 @@ def keep_everything(window: list[Obj], budget: int) -> list[Obj]:
 
 # -- many sessions -----------------------------------------------------------------------------
 
+Runner = Callable[
+    [
+        Callable[[tuple[Any, ...]], Any],
+        Sequence[tuple[Any, ...]],
+        Callable[[int, int], None] | None,
+    ],
+    list[Any],
+]
+"""Runs fuzz tasks elsewhere and returns their results in order (see :func:`fuzz`)."""
+
 CHUNK = 25
 """Sessions per chunk: chunk j is drawn with a seed of its own, so chunks can run anywhere."""
 
@@ -755,6 +786,31 @@ class _Chunk:
     """code -> index (within the chunk) of the first session that showed it."""
     pressures: list[tuple[float, int]] = field(default_factory=list)
 
+    def to_json(self) -> Obj:
+        return {
+            "index": self.index,
+            "sessions": self.sessions,
+            "rewrites": self.rewrites,
+            "tokens_before": self.tokens_before,
+            "tokens_after": self.tokens_after,
+            "counts": self.counts,
+            "first": self.first,
+            "pressures": self.pressures,
+        }
+
+    @classmethod
+    def from_json(cls, obj: Mapping[str, Any]) -> _Chunk:
+        return cls(
+            obj["index"],
+            obj["sessions"],
+            obj["rewrites"],
+            obj["tokens_before"],
+            obj["tokens_after"],
+            dict(obj["counts"]),
+            dict(obj["first"]),
+            [(p, n) for p, n in obj["pressures"]],
+        )
+
 
 def explore_chunk(
     policy: Policy,
@@ -857,21 +913,37 @@ def fuzz(
     policy_arg: str | None = None,
     progress: Callable[[int, int], None] | None = None,
     shrink_calls: int = SHRINK_CALLS,
+    runner: Runner | None = None,
 ) -> FuzzReport:
     """Fuzz a policy: explore sessions, shrink one counterexample per rule found.
 
     With ``jobs`` > 1 (and ``policy_arg``, how to load the policy in a worker)
-    chunks of sessions run in worker processes; the result is the same.
+    chunks of sessions run in worker processes; the result is the same. A
+    ``runner`` (with ``policy_arg``) runs the chunks elsewhere instead, such as
+    on a Ray cluster (:func:`verifier.distributed.ray_fuzz_chunks`): it gets
+    the task function, the tasks (the policy left out: a worker loads it from
+    ``policy_arg``) and the progress callback, and returns the results in order.
     """
     started = time.perf_counter()
+
+    def run(
+        fn: Callable[[tuple[Any, ...]], Any],
+        tasks: Sequence[tuple[Any, ...]],
+        shown: Callable[[int, int], None] | None,
+    ) -> list[Any]:
+        if policy_arg is None:
+            return _map(fn, tasks, 1, shown)
+        if runner is not None:
+            return runner(fn, [(t[0], None, *t[2:]) for t in tasks], shown)
+        return _map(fn, tasks, jobs, shown)
+
     report = FuzzReport(policy.name, seed_value)
     n_chunks = max(1, math.ceil(sessions / CHUNK))
     sizes = [min(CHUNK, sessions - j * CHUNK) for j in range(n_chunks)]
     tasks = [(j, sizes[j]) for j in range(n_chunks) if sizes[j] > 0]
-    chunks = _map(
+    chunks = run(
         _explore_task,
         [(policy_arg, policy, j, size, seed_value, passes, mode) for j, size in tasks],
-        jobs if policy_arg is not None else 1,
         progress,
     )
     first: dict[str, tuple[int, int]] = {}
@@ -887,7 +959,7 @@ def fuzz(
             first.setdefault(code, (ch.index, at))
     out = Path(out_dir)
     codes = sorted(first)
-    shrunk = _map(
+    shrunk = run(
         _shrink_task,
         [
             (
@@ -904,7 +976,6 @@ def fuzz(
             )
             for code in codes
         ],
-        jobs if policy_arg is not None else 1,
         None,
     )
     make_folder(out, "fuzz output folder")
@@ -931,6 +1002,33 @@ def _shrink_task(args: tuple[Any, ...]) -> SessionResult:
     policy_arg, policy, code, chunk, at, size, seed_value, passes, mode, calls = args
     pol = _policy_in_worker(policy_arg, policy)
     return shrink_code(pol, code, chunk, at, size, seed_value, passes, mode, calls)
+
+
+TASKS: dict[str, Callable[[tuple[Any, ...]], Any]] = {
+    "explore": _explore_task,
+    "shrink": _shrink_task,
+}
+"""The tasks a runner is given, by name (what a worker elsewhere is told to run)."""
+
+
+def task_name(fn: Callable[[tuple[Any, ...]], Any]) -> str:
+    """The name of a task function a runner was given."""
+    return next(name for name, task in TASKS.items() if task is fn)
+
+
+def run_task_json(name: str, args: Sequence[Any]) -> Obj:
+    """Worker side of a runner: run the named task (its policy loaded from ``policy_arg``,
+    the first argument) and return its result as JSON."""
+    result = TASKS[name]((args[0], None, *args[2:]))
+    out: Obj = result.to_json()
+    return out
+
+
+def task_result_from_json(name: str, obj: Mapping[str, Any]) -> _Chunk | SessionResult:
+    """The result :func:`run_task_json` returned, rebuilt."""
+    if name == "explore":
+        return _Chunk.from_json(obj)
+    return SessionResult.from_json(obj)
 
 
 def _policy_in_worker(policy_arg: str | None, policy: Policy | None) -> Policy:
