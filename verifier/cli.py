@@ -143,6 +143,32 @@ def _budget_options(f: Any) -> Any:
     )(f)
 
 
+def _check_ray_address(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    """An address that is a file given after --ray was meant as input, not as the cluster."""
+    if isinstance(value, str) and (value.endswith(".jsonl") or Path(value).is_file()):
+        raise click.BadParameter(
+            f"{value!r} is a file, taken as the Ray address; put --ray after the inputs"
+            " or write --ray=ADDRESS",
+            ctx=ctx,
+            param=param,
+        )
+    return value
+
+
+def _ray_option(f: Any) -> Any:
+    return click.option(
+        "--ray",
+        "ray_address",
+        is_flag=False,
+        flag_value="default",
+        default=None,
+        metavar="[ADDRESS]",
+        callback=_check_ray_address,
+        help="Run on Ray (extra 'ray'): the cluster at ADDRESS, else RAY_ADDRESS, else one"
+        " running here, else a new local one. Same output as --jobs 1. See docs/distributed.md.",
+    )(f)
+
+
 def _mode_option(f: Any) -> Any:
     return click.option(
         "--witness-mode",
@@ -409,6 +435,7 @@ def _load(name: str, data: bytes, given: Store | None) -> tuple[Trace, Store | N
     type=click.Path(file_okay=False),
     help="Write an HTML report (index.html) and report.json into this folder.",
 )
+@_ray_option
 @_budget_options
 @_format_option
 @click.pass_obj
@@ -419,6 +446,7 @@ def audit(
     mode: str,
     jobs: int,
     report_dir: str | None,
+    ray_address: str | None,
     fmt: str,
 ) -> int:
     """Audit traces (JSONL), every event in order."""
@@ -428,8 +456,12 @@ def audit(
     work = [(p, read_input(p), store_path, mode) for p in traces]
     # every trace is validated where it is audited; nothing is printed until all are done,
     # so bad input in any of them (the first, in input order) leaves no output at all
-    outcomes: list[dict[str, Any] | InputError | StoreError] = []
-    if jobs > 1 and len(work) > 1:
+    outcomes: list[dict[str, Any] | CtxproofError] = []
+    if ray_address is not None:
+        from verifier.distributed import ray_audit
+
+        outcomes.extend(ray_audit(work, ray_address, lambda d, t: _progress(obj, d, t)))
+    elif jobs > 1 and len(work) > 1:
         with ProcessPoolExecutor(max_workers=jobs) as pool:
             for i, res in enumerate(pool.map(_audit_or_error, work)):
                 outcomes.append(res)
@@ -439,10 +471,10 @@ def audit(
             outcomes.append(_audit_or_error(w))
             _progress(obj, i + 1, len(work))
     results: list[dict[str, Any]] = []
-    for res in outcomes:
-        if isinstance(res, InputError | StoreError):
-            raise res
-        results.append(res)
+    for outcome in outcomes:
+        if isinstance(outcome, CtxproofError):
+            raise outcome
+        results.append(outcome)
     # the report is written before anything is printed: a failure there (exit 2) leaves
     # no output that promises another exit code
     index = _report(report_dir, results, store_path) if report_dir is not None else None
@@ -677,6 +709,7 @@ def graph_cmd(obj: _Out, trace: str, out: str, store_path: str | None, fmt: str)
     show_default=True,
     help="Worker processes (the same output as --jobs 1).",
 )
+@_ray_option
 @_budget_options
 @_format_option
 @click.pass_obj
@@ -689,6 +722,7 @@ def fuzz(
     out_dir: str,
     mode: str,
     jobs: int,
+    ray_address: str | None,
     fmt: str,
 ) -> int:
     """Fuzz a rewrite POLICY with a simulated agent.
@@ -709,6 +743,11 @@ def fuzz(
     def progress(done: int, total: int) -> None:
         _progress(obj, done, total, "chunks of sessions")
 
+    runner = None
+    if ray_address is not None:
+        from verifier.distributed import ray_runner
+
+        runner = ray_runner(ray_address)
     report = run_fuzz(
         policy,
         sessions=sessions,
@@ -719,6 +758,7 @@ def fuzz(
         jobs=jobs,
         policy_arg=policy_arg,
         progress=progress,
+        runner=runner,
     )
     card = write_outputs(report, out_dir)
     if fmt == "json":

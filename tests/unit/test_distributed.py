@@ -1,0 +1,343 @@
+"""audit and fuzz on Ray (docs/distributed.md): the output of --jobs 1, whatever happens to
+the workers.
+
+One local Ray cluster (2 CPUs, a 200 MB object store) serves the whole module.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import os
+import re
+import shutil
+import signal
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, Phase, given, seed, settings
+
+from verifier import cli
+from verifier.audit import TraceReport, audit_trace
+from verifier.cli import main
+from verifier.errors import InternalError
+from verifier.fuzz import fuzz
+from verifier.io import parse_trace_text
+from verifier.policies import load_policy
+from verifier.strategies import traces
+
+ROOT = Path(__file__).resolve().parents[2]
+CORPUS = sorted(
+    p for p in (ROOT / "tests" / "corpus").glob("*.jsonl") if not p.name.startswith("bad_")
+)
+POLICY = f"{ROOT / 'models' / 'policies' / 'keep_recent'}.py:keep_recent"
+
+
+def run(*args: str, tty: bool = False) -> tuple[int, str, str]:
+    out = io.StringIO()
+    err: io.StringIO = _Terminal() if tty else io.StringIO()
+    code = main(list(args), stdout=out, stderr=err)
+    return code, out.getvalue(), err.getvalue()
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[Any]:
+    ray = pytest.importorskip(
+        "ray", reason="Ray is not installed here (pip install 'ctxproof[ray]' where it has a wheel)"
+    )
+    ray.init(
+        address="local",
+        num_cpus=2,
+        include_dashboard=False,
+        object_store_memory=200 * 1024 * 1024,
+        logging_level=logging.ERROR,
+        log_to_driver=False,
+    )
+    yield ray
+    ray.shutdown()
+
+
+def generated(n: int, seed_value: int = 0) -> list[str]:
+    """n traces drawn from verifier.strategies.traces() with a fixed seed."""
+    out: list[str] = []
+
+    @settings(
+        max_examples=n,
+        database=None,
+        deadline=None,
+        phases=(Phase.generate,),
+        suppress_health_check=list(HealthCheck),
+    )
+    @seed(seed_value)
+    @given(traces(max_events=10))
+    def collect(text: str) -> None:
+        out.append(text)
+
+    collect()
+    return out
+
+
+# -- worker functions the tests send (imported by name in the workers) -------------------------
+
+
+def audit_or_kill(args: tuple[str, bytes, str | None, str]) -> Any:
+    """Audits as the command does, but a trace named ``*victim.jsonl`` kills its worker
+    (SIGKILL, from inside the task) the first time it is seen."""
+    name = args[0]
+    marker = Path(name + ".killed")
+    if name.endswith("victim.jsonl") and not marker.exists():
+        marker.write_text(str(os.getpid()), "utf-8")
+        os.kill(os.getpid(), signal.SIGKILL)
+    return cli._audit_or_error(args)
+
+
+def audit_or_always_kill(args: tuple[str, bytes, str | None, str]) -> Any:
+    """A trace named ``*poison.jsonl`` kills every worker that audits it."""
+    if args[0].endswith("poison.jsonl"):
+        os.kill(os.getpid(), signal.SIGKILL)
+    return cli._audit_or_error(args)
+
+
+def audit_or_crash(args: tuple[str, bytes, str | None, str]) -> Any:
+    """The checker crashes (a bug) on a trace named ``*crash.jsonl``."""
+    if args[0].endswith("crash.jsonl"):
+        raise ZeroDivisionError("the checker divided by zero")
+    return cli._audit_or_error(args)
+
+
+# -- without Ray ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("command", ["audit", "fuzz"])
+def test_without_the_extra_ray_is_exit_2_naming_the_install(
+    command: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setitem(sys.modules, "ray", None)  # import ray now fails, as when not installed
+    args = [str(CORPUS[0])] if command == "audit" else [POLICY, "--out", str(tmp_path)]
+    code, out, err = run(command, *args, "--ray")
+    assert code == 2
+    assert out == ""
+    assert "pip install 'ctxproof[ray]'" in err
+
+
+def test_a_trace_taken_as_the_address_is_refused() -> None:
+    code, out, err = run("audit", "--ray", str(CORPUS[0]), str(CORPUS[1]))
+    assert code == 2 and out == ""
+    assert "put --ray after the inputs" in err
+
+
+def test_a_report_rebuilt_from_its_json_is_equal() -> None:
+    for path in CORPUS:
+        report = audit_trace(parse_trace_text(path.read_bytes(), str(path)))
+        assert TraceReport.from_json(report.to_json()) == report
+    for k, text in enumerate(generated(40, seed_value=3)):
+        report = audit_trace(parse_trace_text(text.encode(), f"g{k}"))
+        assert TraceReport.from_json(report.to_json()) == report
+
+
+# -- on a local cluster -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("fmt", ["json", "text"])
+def test_the_corpus_gives_the_output_of_jobs_1(
+    cluster: Any, fmt: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    names = [str(p.relative_to(ROOT)) for p in CORPUS]
+    monkeypatch.chdir(ROOT)  # names as a user gives them; header stores are found beside them
+    local = run("audit", *names, "--format", fmt, "--jobs", "1")
+    on_ray = run("audit", *names, "--format", fmt, "--ray")
+    assert local[0] == on_ray[0] == 1
+    assert on_ray[1] == local[1]
+    assert on_ray[1]  # the corpus has findings to print
+
+
+def test_generated_traces_give_the_output_of_jobs_1(cluster: Any, tmp_path: Path) -> None:
+    paths = []
+    for k, text in enumerate(generated(120)):
+        path = tmp_path / f"g{k:03d}.jsonl"
+        path.write_text(text, "utf-8")
+        paths.append(str(path))
+    local = run("audit", *paths, "--format", "json", "--jobs", "1")
+    on_ray = run("audit", *paths, "--format", "json", "--ray", tty=True)
+    assert on_ray[0] == local[0]
+    assert on_ray[1] == local[1]
+    assert [json.loads(line)["trace"] for line in on_ray[1].splitlines()] == paths
+    assert f"{len(paths)}/{len(paths)} traces" in on_ray[2]  # the progress bar, on a terminal
+
+
+def test_the_solver_budget_reaches_the_workers(cluster: Any) -> None:
+    names = [str(p) for p in CORPUS[:30]]
+    local = run("audit", *names, "--format", "json", "--rlimit", "1")
+    on_ray = run("audit", *names, "--format", "json", "--rlimit", "1", "--ray")
+    assert on_ray == local
+    assert '"undecided"' in local[1]  # a budget of 1 decides nothing: it did reach them
+
+
+def test_audit_dataset_returns_the_reports_of_audit_trace(cluster: Any) -> None:
+    from verifier.distributed import TraceError, audit_dataset
+
+    texts = generated(30, seed_value=1)
+    inputs: list[Any] = [
+        *CORPUS[:10],
+        *texts[:10],
+        *[(f"named{k}", t) for k, t in enumerate(texts[10:])],
+    ]
+    inputs.append(("bad", '{"event": "header"}\n'))
+    got = audit_dataset(inputs)
+    expected = [audit_trace(parse_trace_text(p.read_bytes(), str(p))) for p in CORPUS[:10]]
+    expected += [
+        audit_trace(parse_trace_text(t.encode(), f"<trace {10 + k}>"))
+        for k, t in enumerate(texts[:10])
+    ]
+    expected += [
+        audit_trace(parse_trace_text(t.encode(), f"named{k}")) for k, t in enumerate(texts[10:])
+    ]
+    assert got[:-1] == expected
+    bad = got[-1]
+    assert isinstance(bad, TraceError)
+    assert bad.trace == "bad" and bad.kind == "input" and bad.exit_code == 2
+    assert bad.message.startswith("bad:1:")
+
+
+def test_a_killed_worker_loses_nothing(cluster: Any, tmp_path: Path) -> None:
+    from verifier.distributed import ray_audit
+
+    work = []
+    for k, text in enumerate(generated(40, seed_value=2)):
+        name = str(tmp_path / ("victim.jsonl" if k == 17 else f"t{k}.jsonl"))
+        work.append((name, text.encode(), None, "support"))
+    got = ray_audit(work, audit=audit_or_kill)
+    marker = tmp_path / "victim.jsonl.killed"
+    assert marker.exists()  # the worker auditing the victim was killed
+    killed = int(marker.read_text("utf-8"))
+    with pytest.raises(ProcessLookupError):
+        os.kill(killed, 0)
+    assert got == [cli._audit_or_error(w) for w in work]
+
+
+def test_a_trace_that_keeps_killing_its_worker_is_the_only_one_lost(
+    cluster: Any, tmp_path: Path
+) -> None:
+    from verifier.distributed import ray_audit
+
+    texts = generated(6, seed_value=4)
+    work = [
+        (str(tmp_path / ("poison.jsonl" if k == 2 else f"t{k}.jsonl")), t.encode(), None, "support")
+        for k, t in enumerate(texts)
+    ]
+    got = ray_audit(work, audit=audit_or_always_kill)
+    for k, (w, res) in enumerate(zip(work, got, strict=True)):
+        if k == 2:
+            assert isinstance(res, InternalError)
+            assert str(res).startswith(f"{w[0]}: the worker auditing it failed 4 times")
+        else:
+            assert res == cli._audit_or_error(w)
+
+
+def test_a_crash_is_an_internal_error_for_that_trace_only(
+    cluster: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from verifier.distributed import ray_audit
+
+    paths = []
+    for k, text in enumerate(generated(12, seed_value=5)):
+        path = tmp_path / ("crash.jsonl" if k == 4 else f"t{k}.jsonl")
+        path.write_text(text, "utf-8")
+        paths.append(str(path))
+    work = [(p, Path(p).read_bytes(), None, "support") for p in paths]
+    got = ray_audit(work, audit=audit_or_crash)
+    assert isinstance(got[4], InternalError)
+    assert str(got[4]) == f"{paths[4]}: ZeroDivisionError: the checker divided by zero"
+    assert [g for k, g in enumerate(got) if k != 4] == [
+        cli._audit_or_error(w) for k, w in enumerate(work) if k != 4
+    ]
+    monkeypatch.setattr(cli, "_audit_or_error", audit_or_crash)
+    code, out, err = run("audit", *paths, "--ray")
+    assert code == 4 and out == ""
+    assert f"internal error: {paths[4]}: ZeroDivisionError" in err
+
+
+def test_fuzz_on_ray_gives_the_output_of_jobs_1(cluster: Any, tmp_path: Path) -> None:
+    outs = []
+    for name, extra in (("local", ["--jobs", "1"]), ("ray", ["--ray"])):
+        code, out, err = run(
+            "fuzz", POLICY, "--sessions", "30", "--passes", "4", "--seed", "7",
+            "--out", str(tmp_path / name), "--format", "json", *extra,
+        )  # fmt: skip
+        assert code == 1, err
+        result = json.loads(out)
+        result.pop("seconds")
+        for cex in result["counterexamples"]:
+            cex["trace"] = Path(cex.pop("path")).read_text("utf-8")
+        card = json.loads((tmp_path / name / "scorecard.json").read_text("utf-8"))
+        card.pop("seconds")
+        card.pop("counterexamples")
+        outs.append((result, card))
+    assert outs[0] == outs[1]
+    assert outs[0][0]["sessions"] == 30 and outs[0][0]["counterexamples"]
+
+
+def test_fuzz_distributed_returns_what_fuzz_returns(cluster: Any, tmp_path: Path) -> None:
+    from verifier.distributed import fuzz_distributed
+
+    options: dict[str, Any] = {"passes": 4, "seed_value": 3, "shrink_calls": 40}
+    local = fuzz(
+        load_policy(POLICY), sessions=20, out_dir=tmp_path / "a", policy_arg=POLICY, **options
+    )
+    on_ray = fuzz_distributed(POLICY, 20, out_dir=tmp_path / "b", **options)
+    on_ray.seconds = local.seconds
+    strip = re.compile(re.escape(str(tmp_path)) + r"/[ab]")
+    assert strip.sub("", json.dumps(on_ray.to_json())) == strip.sub("", json.dumps(local.to_json()))
+    assert on_ray.pressures == local.pressures
+    for name in sorted(p.name for p in (tmp_path / "a").glob("cex-*.jsonl")):
+        assert (tmp_path / "b" / name).read_bytes() == (tmp_path / "a" / name).read_bytes()
+
+
+def _example() -> str:
+    text = (ROOT / "docs" / "distributed.md").read_text("utf-8")
+    section = text[text.index("## A results table for a pipeline") :]
+    (code,) = re.findall(r"```python\n(.*?)```", section, re.S)
+    return str(code)
+
+
+# Ray Data warns about its own defaults; the warning is Ray's to fix, not the example's
+@pytest.mark.filterwarnings("ignore::DeprecationWarning:ray.data.context")
+def test_the_results_table_example_runs_as_written(
+    cluster: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pq = pytest.importorskip("pyarrow.parquet", reason="pyarrow comes with the ray extra")
+    from verifier.distributed import result_rows
+
+    folder = tmp_path / "rollouts"
+    folder.mkdir()
+    chosen = [p for p in CORPUS if "store" not in p.read_text("utf-8").splitlines()[0]][:12]
+    for p in chosen:
+        shutil.copy(p, folder / p.name)
+    (folder / "broken.jsonl").write_text('{"event": "header"}\n', "utf-8")
+    monkeypatch.chdir(tmp_path)
+    exec(compile(_example(), "docs/distributed.md", "exec"), {})
+    table = pq.read_table("audit-results")
+    assert table.column_names == ["trace", "pass", "policy", "verdict", "rule", "items"]
+    names = sorted(f"rollouts/{p.name}" for p in [*chosen, folder / "broken.jsonl"])
+    local = [
+        audit_trace(parse_trace_text((tmp_path / n).read_bytes(), n))
+        for n in names
+        if "broken" not in n
+    ]
+    expected = [r for r in result_rows(local)]
+    rows = table.to_pylist()
+    assert [r for r in rows if r["trace"] != "rollouts/broken.jsonl"] == expected
+    assert [r for r in rows if r["trace"] == "rollouts/broken.jsonl"] == [
+        {"trace": "rollouts/broken.jsonl", "pass": None, "policy": None,
+         "verdict": "bad-input", "rule": None, "items": []},
+    ]  # fmt: skip
+    assert any(r["rule"] for r in rows)  # the corpus traces have findings
