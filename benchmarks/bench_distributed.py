@@ -1,0 +1,248 @@
+#!/usr/bin/env python
+"""Benchmark ``--ray`` against ``--jobs``: traces audited and fuzz sessions played per second.
+
+Usage (from the repository root; needs the ``ray`` extra)::
+
+    .venv/bin/python benchmarks/bench_distributed.py [--write] [--quick]
+
+1. **Audit.** 1,000 small seeded traces (the generator of ``bench_audit.py``:
+   20 items, 5 passes each) in a temporary folder, audited by the ``ctxproof``
+   command with ``--format json`` and ``--jobs 1``, ``--jobs 2``, ``--ray``
+   (no address: the command starts a local cluster of its own, on all cores,
+   and stops it at its end) and ``--ray=ADDRESS`` (a 2-CPU cluster this script
+   started beforehand: the command connects, and Ray starts worker processes
+   for it). Wall time of each command, start-up included; all outputs must be
+   byte-identical. Then the same traces through
+   :func:`verifier.distributed.ray_audit` in this process, on that cluster,
+   after a first call has started the workers (warm: what a pipeline that
+   audits batch after batch pays).
+2. **Fuzz.** ``ctxproof fuzz`` on a policy model, ``--sessions 200 --passes 10``,
+   with ``--jobs 1``, ``--jobs 2`` and ``--ray=ADDRESS``: sessions per second,
+   shrinking of what is found included; the outputs (but for ``seconds``) must
+   be equal.
+
+The overhead of Ray per trace is (Ray's wall time − ``--jobs 2``'s) / traces,
+both on two worker processes. With ``--write`` the results replace the
+``bench_distributed`` section of ``benchmarks/RESULTS.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from bench_audit import build_steady_trace, ctxproof_cmd, source_fingerprint  # noqa: E402
+from bench_check import RESULTS, SEED, fmt_s, machine_info, write_section  # noqa: E402
+
+SECTION = "bench_distributed"
+ITEMS = 20
+PASSES = 5
+POLICY = "spill_first"
+FUZZ_PASSES = 10
+FUZZ_SEED = 5
+
+
+@dataclass
+class Run:
+    label: str
+    wall: float
+    rc: int
+    out: bytes
+    err: str
+
+
+def command(label: str, args: Sequence[str], cwd: Path, env: dict[str, str] | None = None) -> Run:
+    t0 = time.perf_counter()
+    proc = subprocess.run(
+        [*ctxproof_cmd(), *args], cwd=cwd, capture_output=True, timeout=1800, env=env
+    )
+    wall = time.perf_counter() - t0
+    err = proc.stderr.decode("utf-8", "replace")
+    print(f"  {label}: {wall:.2f} s, exit {proc.returncode}", flush=True)
+    return Run(label, wall, proc.returncode, proc.stdout, err)
+
+
+def fuzz_result(run: Run) -> Any:
+    """The JSON fuzz output without its timing and with counterexamples by content."""
+    obj = json.loads(run.out)
+    obj.pop("seconds", None)
+    for cex in obj.get("counterexamples", []):
+        cex["trace"] = Path(cex.pop("path")).read_text("utf-8")
+    return obj
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
+    ap.add_argument("--write", action="store_true", help=f"write benchmarks/{RESULTS.name}")
+    ap.add_argument("--quick", action="store_true", help="100 traces, 50 sessions (a smoke run)")
+    args = ap.parse_args()
+    try:
+        import ray
+    except ImportError:
+        print("needs the ray extra: pip install 'ctxproof[ray]'", file=sys.stderr)
+        return 2
+    from verifier.distributed import ray_audit
+
+    n_traces = 100 if args.quick else 1000
+    sessions = 50 if args.quick else 200
+    started = time.perf_counter()
+    load = [os.getloadavg()[0]]
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    with tempfile.TemporaryDirectory(prefix="ctxproof-bench-ray-") as tmp:
+        folder = Path(tmp)
+        names = []
+        size = 0
+        for i in range(n_traces):
+            text = build_steady_trace(ITEMS, PASSES, SEED + i)
+            name = f"t{i:04d}.jsonl"
+            (folder / name).write_text(text, "utf-8")
+            size += len(text.encode("utf-8"))
+            names.append(name)
+        print(f"auditing {n_traces} traces ({size / n_traces / 1024:.0f} KiB each)", flush=True)
+        audit = ["audit", *names, "--format", "json"]
+        runs = [
+            command("--jobs 1", [*audit, "--jobs", "1"], folder, env),
+            command("--jobs 2", [*audit, "--jobs", "2"], folder, env),
+            command("--ray (a new local cluster)", [*audit, "--ray"], folder, env),
+        ]
+        ray.init(
+            address="local",
+            num_cpus=2,
+            include_dashboard=False,
+            object_store_memory=200 * 1024 * 1024,
+            logging_level=logging.ERROR,
+            log_to_driver=False,
+        )
+        try:
+            address = ray.get_runtime_context().gcs_address
+            # a cluster started here asks for its token (Ray's default for local clusters)
+            env_joined = {**env, "RAY_AUTH_MODE": os.environ.get("RAY_AUTH_MODE", "token")}
+            runs.append(
+                command(
+                    "--ray=ADDRESS (a running 2-CPU cluster)",
+                    [*audit, f"--ray={address}"],
+                    folder,
+                    env_joined,
+                )
+            )
+            work = [(n, (folder / n).read_bytes(), None, "support") for n in names]
+            cwd = os.getcwd()
+            os.chdir(folder)
+            try:
+                ray_audit(work[:40])  # starts the workers, which import the checker
+                t0 = time.perf_counter()
+                warm = ray_audit(work)
+                warm_wall = time.perf_counter() - t0
+            finally:
+                os.chdir(cwd)
+            print(f"  ray_audit, warm workers: {warm_wall:.2f} s", flush=True)
+            warm_out = "".join(
+                json.dumps(r, ensure_ascii=False) + "\n" for r in warm if isinstance(r, dict)
+            ).encode("utf-8")
+            load.append(os.getloadavg()[0])
+
+            print(f"fuzzing {POLICY}: {sessions} sessions of {FUZZ_PASSES} passes", flush=True)
+            policy = f"{ROOT / 'models' / 'policies' / POLICY}.py:{POLICY}"
+            fuzz_runs: list[Run] = []
+            for label, extra, run_env in (
+                ("--jobs 1", ["--jobs", "1"], env),
+                ("--jobs 2", ["--jobs", "2"], env),
+                ("--ray=ADDRESS (a running 2-CPU cluster)", [f"--ray={address}"], env_joined),
+            ):
+                out = folder / f"fuzz{len(fuzz_runs)}"
+                fuzz_args = [
+                    "fuzz", policy, "--sessions", str(sessions), "--passes", str(FUZZ_PASSES),
+                    "--seed", str(FUZZ_SEED), "--out", str(out), "--format", "json", *extra,
+                ]  # fmt: skip
+                fuzz_runs.append(command(label, fuzz_args, folder, run_env))
+            fuzz_same = all(r.rc in (0, 1) for r in fuzz_runs) and all(
+                fuzz_result(r) == fuzz_result(fuzz_runs[0]) for r in fuzz_runs
+            )
+            found = len(json.loads(fuzz_runs[0].out).get("counterexamples", []))
+        finally:
+            ray.shutdown()
+    load.append(os.getloadavg()[0])
+    outs = {r.out for r in runs}
+    identical = len(outs) == 1 and warm_out == runs[0].out and all(r.rc == 0 for r in runs)
+    j2 = runs[1].wall
+    elapsed = time.perf_counter() - started
+
+    rows = [
+        "| how | wall | traces/s | per trace | Ray's overhead per trace over `--jobs 2` |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for label, wall in [*((r.label, r.wall) for r in runs), ("ray_audit, warm workers", warm_wall)]:
+        over = "—" if "ray" not in label else fmt_s((wall - j2) / n_traces)
+        rows.append(
+            f"| {label} | {fmt_s(wall)} | {n_traces / wall:.0f} | {fmt_s(wall / n_traces)}"
+            f" | {over} |"
+        )
+    frows = [
+        "| how | wall | sessions/s |",
+        "|---|---:|---:|",
+        *(f"| {r.label} | {fmt_s(r.wall)} | {sessions / r.wall:.1f} |" for r in fuzz_runs),
+    ]
+    lines = [
+        "## Ray against --jobs",
+        "",
+        f"Measured by `benchmarks/bench_distributed.py`"
+        f"{' (`--quick`)' if args.quick else ''} in {elapsed:.0f} s:",
+        "",
+        *machine_info(
+            f"every file under `verifier/`: {source_fingerprint(ROOT / 'verifier')};"
+            f" ray {ray.__version__}"
+        ),
+        f"- 1-minute load average: start {load[0]:.2f}, after the audits {load[1]:.2f},"
+        f" end {load[2]:.2f} (other jobs share this machine)",
+        "",
+        "Reproduce: `.venv/bin/python benchmarks/bench_distributed.py --write` (`--quick` for"
+        " a smoke run).",
+        "",
+        f"{n_traces:,} seeded traces (the generator of `bench_audit.py`: {ITEMS} items,"
+        f" {PASSES} passes, {size / n_traces / 1024:.0f} KiB each) audited by `ctxproof audit"
+        " --format json`, one run each, wall time of the command, start-up included."
+        " `--ray` with no address starts a local cluster for the command (all cores of this"
+        " machine); `--ray=ADDRESS` joins a 2-CPU cluster started beforehand (Ray starts"
+        " worker processes for the command, each importing the checker). `ray_audit, warm"
+        " workers` is the same audit from Python on that cluster once its workers are up."
+        f" Outputs byte-identical to `--jobs 1`: **{'yes' if identical else 'no'}**.",
+        "",
+        *rows,
+        "",
+        f"`ctxproof fuzz` on `models/policies/{POLICY}.py`, {sessions} sessions of"
+        f" {FUZZ_PASSES} passes, seed {FUZZ_SEED} (chunks of 25 sessions; {found} rule(s)"
+        " found and shrunk, included). Outputs equal but for `seconds`:"
+        f" **{'yes' if fuzz_same else 'no'}**.",
+        "",
+        *frows,
+    ]
+    if not identical:
+        bad = [r.label for r in runs if r.out != runs[0].out or r.rc != 0]
+        lines += ["", f"Differing or failing: {', '.join(bad) or 'ray_audit'}"]
+        for r in runs:
+            if r.rc:
+                lines.append(f"- {r.label}: {r.err.strip().splitlines()[-1:]}")
+    text = "\n".join(lines)
+    print(text)
+    if args.write:
+        write_section(RESULTS, SECTION, text)
+        print(f"wrote the {SECTION} section of {RESULTS}")
+    return 0 if identical and fuzz_same else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
