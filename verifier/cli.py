@@ -144,15 +144,24 @@ def _budget_options(f: Any) -> Any:
 
 
 def _check_ray_address(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
-    """An address that is a file given after --ray was meant as input, not as the cluster."""
-    if isinstance(value, str) and (value.endswith(".jsonl") or Path(value).is_file()):
+    """A trace or a policy given after --ray was meant as input, not as the cluster."""
+    if isinstance(value, str) and (
+        value.endswith((".jsonl", ".py", ".toml")) or ".py:" in value or _exists(value)
+    ):
         raise click.BadParameter(
-            f"{value!r} is a file, taken as the Ray address; put --ray after the inputs"
+            f"{value!r} is an input, taken as the Ray address; put --ray after the inputs"
             " or write --ray=ADDRESS",
             ctx=ctx,
             param=param,
         )
     return value
+
+
+def _exists(path: str) -> bool:
+    try:
+        return Path(path).exists()
+    except (OSError, ValueError):  # a NUL byte, a name too long
+        return False
 
 
 def _ray_option(f: Any) -> Any:

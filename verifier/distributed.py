@@ -85,7 +85,7 @@ def import_ray() -> Any:
     try:
         import ray
     except ImportError:
-        raise InputError("--ray needs Ray, which is not installed", fix=INSTALL) from None
+        raise InputError("needs Ray, which is not installed", file="--ray", fix=INSTALL) from None
     return ray
 
 
@@ -106,6 +106,8 @@ def connect(address: str | None = None) -> Any:
     if target is None or target == DEFAULT_ADDRESS:
         target = os.environ.get("RAY_ADDRESS") or None
     quiet: dict[str, Any] = {"logging_level": logging.ERROR, "log_to_driver": False}
+    if target is not None:
+        _check_reachable(target)
     try:
         if target is not None:
             ray.init(address=target, **quiet)
@@ -122,11 +124,35 @@ def connect(address: str | None = None) -> Any:
         shown = target or "a new local cluster"
         raise InputError(
             f"cannot connect to Ray ({shown}): {_one_line(exc)}",
+            file="--ray",
             fix="start a cluster with 'ray start --head', or give its address to --ray"
             " (or RAY_ADDRESS); a cluster with token authentication (Ray's default for"
             " local ones) also needs RAY_AUTH_MODE=token",
         ) from None
     return ray
+
+
+PROBE_SECONDS = 5.0
+"""How long the head of a cluster given by address has to accept a connection."""
+
+
+def _check_reachable(address: str) -> None:
+    """Bad usage (exit 2) when ``[ray://]HOST:PORT`` accepts no connection: Ray itself
+    would wait minutes for it, retrying. Other forms (``auto``, ``local``) go to Ray."""
+    host, sep, port = address.removeprefix("ray://").rpartition(":")
+    if not sep or not host or not port.isdigit():
+        return
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=PROBE_SECONDS):
+            return
+    except (OSError, ValueError) as exc:
+        reason = _one_line(exc)
+    raise InputError(
+        f"cannot reach the Ray cluster at {address} ({reason})",
+        file="--ray",
+        fix="check the address (the head node's HOST:PORT, or ray://HOST:PORT for Ray"
+        " Client), or start a cluster there with 'ray start --head'",
+    )
 
 
 def _running_here() -> bool:

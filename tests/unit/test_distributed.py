@@ -13,7 +13,9 @@ import os
 import re
 import shutil
 import signal
+import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -135,6 +137,34 @@ def test_a_trace_taken_as_the_address_is_refused() -> None:
     assert "put --ray after the inputs" in err
 
 
+def test_a_policy_taken_as_the_address_is_refused(tmp_path: Path) -> None:
+    code, out, err = run("fuzz", "--ray", POLICY, "--out", str(tmp_path))
+    assert code == 2 and out == ""
+    assert "is an input, taken as the Ray address" in err
+
+
+def ctxproof(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """The command in a process of its own (not connected to this process's cluster)."""
+    return subprocess.run(
+        [sys.executable, "-m", "verifier", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def test_an_address_nothing_answers_at_is_exit_2_at_once() -> None:
+    pytest.importorskip("ray", reason="Ray is not installed here")
+    started = time.perf_counter()
+    proc = ctxproof("audit", str(CORPUS[0]), "--ray=127.0.0.1:1")
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.startswith("ctxproof: --ray: cannot reach the Ray cluster at 127.0.0.1:1")
+    assert len(proc.stderr.strip().splitlines()) == 1  # one message, no traceback, no Ray log
+    assert time.perf_counter() - started < 30  # Ray alone would retry for minutes
+
+
 def test_a_report_rebuilt_from_its_json_is_equal() -> None:
     for path in CORPUS:
         report = audit_trace(parse_trace_text(path.read_bytes(), str(path)))
@@ -172,6 +202,19 @@ def test_generated_traces_give_the_output_of_jobs_1(cluster: Any, tmp_path: Path
     assert on_ray[1] == local[1]
     assert [json.loads(line)["trace"] for line in on_ray[1].splitlines()] == paths
     assert f"{len(paths)}/{len(paths)} traces" in on_ray[2]  # the progress bar, on a terminal
+
+
+def test_the_command_joins_a_running_cluster_by_its_address(cluster: Any) -> None:
+    names = [str(p.relative_to(ROOT)) for p in CORPUS[:12]]
+    address = cluster.get_runtime_context().gcs_address
+    # a local cluster asks for its token (Ray's default); the command sends it when told
+    proc = ctxproof(
+        "audit", *names, "--format", "json", f"--ray={address}", env={"RAY_AUTH_MODE": "token"}
+    )
+    local = ctxproof("audit", *names, "--format", "json", "--jobs", "1")
+    assert proc.returncode == local.returncode, proc.stderr
+    assert proc.stdout == local.stdout
+    assert len(proc.stdout.splitlines()) == len(names)
 
 
 def test_the_solver_budget_reaches_the_workers(cluster: Any) -> None:
