@@ -32,6 +32,7 @@ import argparse
 import json
 import logging
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -45,7 +46,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from bench_audit import build_steady_trace, ctxproof_cmd, source_fingerprint  # noqa: E402
+from bench_audit import (  # noqa: E402
+    build_steady_trace,
+    busy_seconds,
+    ctxproof_cmd,
+    source_fingerprint,
+)
 from bench_check import RESULTS, SEED, fmt_s, machine_info, write_section  # noqa: E402
 
 SECTION = "bench_distributed"
@@ -60,20 +66,35 @@ FUZZ_SEED = 5
 class Run:
     label: str
     wall: float
+    busy: float | None  # cores of this machine busy meanwhile (ours and others')
     rc: int
     out: bytes
     err: str
 
 
 def command(label: str, args: Sequence[str], cwd: Path, env: dict[str, str] | None = None) -> Run:
-    t0 = time.perf_counter()
+    b0, t0 = busy_seconds(), time.perf_counter()
     proc = subprocess.run(
         [*ctxproof_cmd(), *args], cwd=cwd, capture_output=True, timeout=1800, env=env
     )
     wall = time.perf_counter() - t0
+    b1 = busy_seconds()
+    busy = None if b0 is None or b1 is None else (b1 - b0) / wall
     err = proc.stderr.decode("utf-8", "replace")
-    print(f"  {label}: {wall:.2f} s, exit {proc.returncode}", flush=True)
-    return Run(label, wall, proc.returncode, proc.stdout, err)
+    print(
+        f"  {label}: {wall:.2f} s, exit {proc.returncode}, {busy or 0:.2f} cores busy", flush=True
+    )
+    return Run(label, wall, busy, proc.returncode, proc.stdout, err)
+
+
+def signed_ms(x: float) -> str:
+    return f"{x * 1000:+.1f} ms"
+
+
+def median_run(runs: Sequence[Run]) -> Run:
+    """The run of median wall time (the lower one of an even count)."""
+    ordered = sorted(runs, key=lambda r: r.wall)
+    return ordered[(len(ordered) - 1) // 2]
 
 
 def fuzz_result(run: Run) -> Any:
@@ -89,6 +110,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     ap.add_argument("--write", action="store_true", help=f"write benchmarks/{RESULTS.name}")
     ap.add_argument("--quick", action="store_true", help="100 traces, 50 sessions (a smoke run)")
+    ap.add_argument("--rounds", type=int, default=1, help="runs of each, medians shown")
     args = ap.parse_args()
     try:
         import ray
@@ -114,11 +136,11 @@ def main() -> int:
             names.append(name)
         print(f"auditing {n_traces} traces ({size / n_traces / 1024:.0f} KiB each)", flush=True)
         audit = ["audit", *names, "--format", "json"]
-        runs = [
-            command("--jobs 1", [*audit, "--jobs", "1"], folder, env),
-            command("--jobs 2", [*audit, "--jobs", "2"], folder, env),
-            command("--ray (a new local cluster)", [*audit, "--ray"], folder, env),
-        ]
+        all_runs: list[Run] = []
+        for _ in range(args.rounds):  # before this process starts a cluster of its own
+            all_runs.append(command("--jobs 1", [*audit, "--jobs", "1"], folder, env))
+            all_runs.append(command("--jobs 2", [*audit, "--jobs", "2"], folder, env))
+            all_runs.append(command("--ray (a new local cluster)", [*audit, "--ray"], folder, env))
         ray.init(
             address="local",
             num_cpus=2,
@@ -131,70 +153,83 @@ def main() -> int:
             address = ray.get_runtime_context().gcs_address
             # a cluster started here asks for its token (Ray's default for local clusters)
             env_joined = {**env, "RAY_AUTH_MODE": os.environ.get("RAY_AUTH_MODE", "token")}
-            runs.append(
-                command(
-                    "--ray=ADDRESS (a running 2-CPU cluster)",
-                    [*audit, f"--ray={address}"],
-                    folder,
-                    env_joined,
-                )
-            )
+            joined = "--ray=ADDRESS (a running 2-CPU cluster)"
             work = [(n, (folder / n).read_bytes(), None, "support") for n in names]
-            cwd = os.getcwd()
-            os.chdir(folder)
-            try:
-                ray_audit(work[:40])  # starts the workers, which import the checker
-                t0 = time.perf_counter()
-                warm = ray_audit(work)
-                warm_wall = time.perf_counter() - t0
-            finally:
-                os.chdir(cwd)
-            print(f"  ray_audit, warm workers: {warm_wall:.2f} s", flush=True)
-            warm_out = "".join(
-                json.dumps(r, ensure_ascii=False) + "\n" for r in warm if isinstance(r, dict)
-            ).encode("utf-8")
+            warm_walls = []
+            warm_outs = set()
+            for _ in range(args.rounds):
+                all_runs.append(command(joined, [*audit, f"--ray={address}"], folder, env_joined))
+                cwd = os.getcwd()
+                os.chdir(folder)
+                try:
+                    ray_audit(work[:40])  # starts the workers, which import the checker
+                    t0 = time.perf_counter()
+                    warm = ray_audit(work)
+                    warm_walls.append(time.perf_counter() - t0)
+                finally:
+                    os.chdir(cwd)
+                print(f"  ray_audit, warm workers: {warm_walls[-1]:.2f} s", flush=True)
+                warm_outs.add(
+                    "".join(
+                        json.dumps(r, ensure_ascii=False) + "\n"
+                        for r in warm
+                        if isinstance(r, dict)
+                    ).encode("utf-8")
+                )
+            warm_wall = statistics.median(warm_walls)
             load.append(os.getloadavg()[0])
 
             print(f"fuzzing {POLICY}: {sessions} sessions of {FUZZ_PASSES} passes", flush=True)
             policy = f"{ROOT / 'models' / 'policies' / POLICY}.py:{POLICY}"
-            fuzz_runs: list[Run] = []
-            for label, extra, run_env in (
-                ("--jobs 1", ["--jobs", "1"], env),
-                ("--jobs 2", ["--jobs", "2"], env),
-                ("--ray=ADDRESS (a running 2-CPU cluster)", [f"--ray={address}"], env_joined),
-            ):
-                out = folder / f"fuzz{len(fuzz_runs)}"
-                fuzz_args = [
-                    "fuzz", policy, "--sessions", str(sessions), "--passes", str(FUZZ_PASSES),
-                    "--seed", str(FUZZ_SEED), "--out", str(out), "--format", "json", *extra,
-                ]  # fmt: skip
-                fuzz_runs.append(command(label, fuzz_args, folder, run_env))
-            fuzz_same = all(r.rc in (0, 1) for r in fuzz_runs) and all(
-                fuzz_result(r) == fuzz_result(fuzz_runs[0]) for r in fuzz_runs
+            all_fuzz: list[Run] = []
+            for _ in range(args.rounds):
+                for label, extra, run_env in (
+                    ("--jobs 1", ["--jobs", "1"], env),
+                    ("--jobs 2", ["--jobs", "2"], env),
+                    (joined, [f"--ray={address}"], env_joined),
+                ):
+                    out = folder / f"fuzz{len(all_fuzz)}"
+                    fuzz_args = [
+                        "fuzz", policy, "--sessions", str(sessions), "--passes", str(FUZZ_PASSES),
+                        "--seed", str(FUZZ_SEED), "--out", str(out), "--format", "json", *extra,
+                    ]  # fmt: skip
+                    all_fuzz.append(command(label, fuzz_args, folder, run_env))
+            fuzz_same = all(r.rc in (0, 1) for r in all_fuzz) and all(
+                fuzz_result(r) == fuzz_result(all_fuzz[0]) for r in all_fuzz
             )
-            found = len(json.loads(fuzz_runs[0].out).get("counterexamples", []))
+            found = len(json.loads(all_fuzz[0].out).get("counterexamples", []))
         finally:
             ray.shutdown()
     load.append(os.getloadavg()[0])
-    outs = {r.out for r in runs}
-    identical = len(outs) == 1 and warm_out == runs[0].out and all(r.rc == 0 for r in runs)
+    labels = list(dict.fromkeys(r.label for r in all_runs))
+    runs = [median_run([r for r in all_runs if r.label == lb]) for lb in labels]
+    fuzz_labels = list(dict.fromkeys(r.label for r in all_fuzz))
+    fuzz_runs = [median_run([r for r in all_fuzz if r.label == lb]) for lb in fuzz_labels]
+    outs = {r.out for r in all_runs} | warm_outs
+    identical = len(outs) == 1 and all(r.rc == 0 for r in all_runs)
     j2 = runs[1].wall
     elapsed = time.perf_counter() - started
 
     rows = [
-        "| how | wall | traces/s | per trace | Ray's overhead per trace over `--jobs 2` |",
-        "|---|---:|---:|---:|---:|",
+        "| how | wall | traces/s | per trace | Ray's overhead per trace over `--jobs 2`"
+        " | machine busy, cores |",
+        "|---|---:|---:|---:|---:|---:|",
     ]
-    for label, wall in [*((r.label, r.wall) for r in runs), ("ray_audit, warm workers", warm_wall)]:
-        over = "—" if "ray" not in label else fmt_s((wall - j2) / n_traces)
+    timed: list[tuple[str, float, float | None]] = [(r.label, r.wall, r.busy) for r in runs]
+    for label, wall, busy in [*timed, ("ray_audit, warm workers", warm_wall, None)]:
+        over = "—" if "ray" not in label else signed_ms((wall - j2) / n_traces)
         rows.append(
             f"| {label} | {fmt_s(wall)} | {n_traces / wall:.0f} | {fmt_s(wall / n_traces)}"
-            f" | {over} |"
+            f" | {over} | {'—' if busy is None else f'{busy:.2f}'} |"
         )
     frows = [
-        "| how | wall | sessions/s |",
-        "|---|---:|---:|",
-        *(f"| {r.label} | {fmt_s(r.wall)} | {sessions / r.wall:.1f} |" for r in fuzz_runs),
+        "| how | wall | sessions/s | machine busy, cores |",
+        "|---|---:|---:|---:|",
+        *(
+            f"| {r.label} | {fmt_s(r.wall)} | {sessions / r.wall:.1f}"
+            f" | {'—' if r.busy is None else f'{r.busy:.2f}'} |"
+            for r in fuzz_runs
+        ),
     ]
     lines = [
         "## Ray against --jobs",
@@ -214,7 +249,9 @@ def main() -> int:
         "",
         f"{n_traces:,} seeded traces (the generator of `bench_audit.py`: {ITEMS} items,"
         f" {PASSES} passes, {size / n_traces / 1024:.0f} KiB each) audited by `ctxproof audit"
-        " --format json`, one run each, wall time of the command, start-up included."
+        f" --format json`, {args.rounds} run(s) each (the median shown), wall time of the"
+        ' command, start-up included; "machine busy" counts the cores of this machine busy'
+        " meanwhile, ours and other jobs' (2.00: none left idle)."
         " `--ray` with no address starts a local cluster for the command (all cores of this"
         " machine); `--ray=ADDRESS` joins a 2-CPU cluster started beforehand (Ray starts"
         " worker processes for the command, each importing the checker). `ray_audit, warm"
