@@ -258,6 +258,12 @@ def main() -> int:
         " workers` is the same audit from Python on that cluster once its workers are up."
         f" Outputs byte-identical to `--jobs 1`: **{'yes' if identical else 'no'}**.",
         "",
+        "On a machine other jobs keep busy (a busy column at 2.00), a wall time also measures"
+        " the share of the cores a command wins from them, and Ray runs more processes than"
+        " `--jobs` (its raylet and GCS besides the workers): compare the fixed cost of a start"
+        " (a new cluster, new workers) against the warm rows, and the rows against each other"
+        " only when the machine was otherwise idle.",
+        "",
         *rows,
         "",
         f"`ctxproof fuzz` on `models/policies/{POLICY}.py`, {sessions} sessions of"
