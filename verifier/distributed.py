@@ -309,10 +309,13 @@ def ray_audit(
                 # run its traces one by one: only the one that fails is lost
                 pending[:0] = [[i] for i in chunk]
                 continue
-            outcomes[chunk[0]] = InternalError(
-                f"{work[chunk[0]][0]}: the worker auditing it failed {RETRIES + 1} times"
-                f" ({_one_line(exc)})"
-            )
+            if isinstance(exc, ray.exceptions.RayTaskError):  # raised, not died: no retry
+                cause = getattr(exc, "cause", None)
+                shown = _one_line(cause if isinstance(cause, BaseException) else exc)
+                failed = f"its Ray task failed ({shown})"
+            else:
+                failed = f"the worker auditing it failed {RETRIES + 1} times ({_one_line(exc)})"
+            outcomes[chunk[0]] = InternalError(f"{work[chunk[0]][0]}: {failed}")
         else:
             for i, obj in zip(chunk, results, strict=True):
                 outcomes[i] = _outcome(work[i][0], obj)

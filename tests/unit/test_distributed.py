@@ -384,3 +384,19 @@ def test_the_results_table_example_runs_as_written(
          "verdict": "bad-input", "rule": None, "items": []},
     ]  # fmt: skip
     assert any(r["rule"] for r in rows)  # the corpus traces have findings
+
+
+def test_a_task_that_raises_is_an_internal_error_per_trace(cluster: Any) -> None:
+    from verifier.distributed import ray_audit
+
+    def gone(args: tuple[str, bytes, str | None, str]) -> Any:
+        raise AssertionError("never run: the worker cannot import it")
+
+    gone.__qualname__ = "no_such_function"  # the worker's import of it fails
+    texts = generated(3, seed_value=6)
+    work = [(f"t{k}.jsonl", t.encode(), None, "support") for k, t in enumerate(texts)]
+    got = ray_audit(work, audit=gone)
+    assert [type(g) for g in got] == [InternalError] * 3
+    for (name, *_), err in zip(work, got, strict=True):
+        assert str(err).startswith(f"{name}: its Ray task failed (")
+        assert "no_such_function" in str(err)
