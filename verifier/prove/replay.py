@@ -34,7 +34,15 @@ from verifier.policies.loading import Policy
 from verifier.policies.spec import Spec, SpecPolicy, summary_id
 from verifier.rules.context import MODE_COUNT
 
-__all__ = ["ConcreteSlot", "Replayed", "Scenario", "build_trace", "replay_scenario", "slot_id"]
+__all__ = [
+    "ConcreteSlot",
+    "Replayed",
+    "Scenario",
+    "build_trace",
+    "item_objects",
+    "replay_scenario",
+    "slot_id",
+]
 
 _PREFIX = {"commitment": "c", "claim": "cl", "observation": "o", "prose": "p"}
 
@@ -173,6 +181,23 @@ def _show(state: tuple[str, str | None]) -> str:
     return "in the window" + (f" ({modality})" if modality else "")
 
 
+def item_objects(
+    scenario: Scenario,
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, int]]:
+    """Induction: the items the store holds, the window as the pass starts, and the ages."""
+    ids = _ids(scenario)
+    items = {s.index: _item(s, ids, scenario.formulas.get(s.index)) for s in scenario.slots}
+    stored = [items[s.index] for s in scenario.slots if s.place in ("stub", "store")]
+    window: list[dict[str, Any]] = []
+    for s in scenario.slots:
+        if s.place == "win":
+            window.append(items[s.index])
+        elif s.place == "stub":
+            window.append(_stub(s, items[s.index], ids))
+    ages = {ids[s.index]: s.age for s in scenario.slots if s.place in ("win", "stub")}
+    return stored, window, ages
+
+
 def build_trace(spec: Spec, scenario: Scenario) -> tuple[str, int]:
     """Run the interpreter on the scenario: the trace text and how many passes it holds."""
     ids = _ids(scenario)
@@ -185,17 +210,11 @@ def build_trace(spec: Spec, scenario: Scenario) -> tuple[str, int]:
     ages = AgeTracker()
     given_ages: dict[str, int] | None = None
     if scenario.induction:
-        stored = [items[s.index] for s in scenario.slots if s.place in ("stub", "store")]
+        stored, window, given_ages = item_objects(scenario)
         if stored:
             lines.append(_line({"event": "spill", "items": stored}))
-        for s in scenario.slots:
-            if s.place == "win":
-                window.append(items[s.index])
-            elif s.place == "stub":
-                window.append(_stub(s, items[s.index], ids))
         if window:
             lines.append(_line({"event": "append", "items": window}))
-        given_ages = {ids[s.index]: s.age for s in scenario.slots if s.place in ("win", "stub")}
     for pass_no in range(1, scenario.passes + 1):
         if not scenario.induction:
             new = [items[s.index] for s in scenario.slots if s.appended == pass_no]
