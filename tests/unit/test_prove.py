@@ -39,7 +39,7 @@ def replays_with(path: str, code: str, pass_no: int) -> bool:
 def refutable(spec: Spec, code: str, *, items: int, induction: bool) -> bool:
     """Is there any counterexample of ``code`` with at most ``items`` items?"""
     enc = Encoding(spec, items=items, passes=3, appends=2, induction=induction)
-    res = enc.smt.check([enc.flags[code]])
+    res = enc.refutable(code)
     assert res.status in ("sat", "unsat"), res
     return res.sat
 

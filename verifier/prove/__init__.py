@@ -162,6 +162,7 @@ class Encoding:
         self.spec = spec
         self.induction = induction
         self.smt = smt = Smt()
+        self._upto: list[Term] = []
         slots = items if induction else items + passes - 1
         biggest = max(TOKENS_MAX, spec.stub_tokens)
         width = max(27, (slots * biggest).bit_length() + 3)
@@ -175,9 +176,15 @@ class Encoding:
             self.passes = []
             prev = None
             for p in range(1, passes + 1):
+                # pass p's constraints hold under the literal upto[p]: a search for a finding
+                # at pass d models passes 1..d only, as bounded model checking goes deeper
+                lit = smt.boolean(f"upto{p}")
+                self._upto.append(lit)
+                smt.scope = lit
                 before = bmc_before(self.world, p, prev)
                 summary = items + p - 1 if p < passes else None
                 enc = encode_pass(self.world, spec, p, before, summary)
+                smt.scope = None
                 self.passes.append(enc)
                 prev = enc.after
         self.violations: dict[str, list[Violation]] = {code: [] for code in PROPERTIES}
@@ -249,6 +256,18 @@ class Encoding:
     def link_count(self) -> int:
         return sum(1 for t in self.world.links.values() if self.smt.value(t))
 
+    def depth(self, d: int) -> list[Term]:
+        """The literals that model passes 1..d (none for a proof by induction)."""
+        return self._upto[:d]
+
+    def flag_at(self, code: str, d: int) -> Term:
+        """``code`` shows at some pass up to d."""
+        return self.flags[code] if d >= len(self.passes) else self.by_pass[(code, d)]
+
+    def refutable(self, code: str, *assumptions: Term) -> CheckResult:
+        """Is there a counterexample of ``code``?"""
+        return self.smt.check([self.flags[code], *self._upto, *assumptions])
+
     def at_most(self, m: int) -> Term:
         lit = self._at_most.get(m)
         if lit is None:
@@ -316,6 +335,10 @@ class Encoding:
         for i, slot in enumerate(world.slots[: world.item_count]):
             if i not in kinds:
                 continue
+            if not self.induction and not any(
+                smt.value(slot.appended[p]) for p in range(1, passes + 1)
+            ):
+                continue  # appended after the last pass the trace runs
             links: dict[str, tuple[int, ...]] = {}
             for rel in RELATIONS:
                 cited = tuple(j for j, t in world.targets(rel, i) if smt.value(t))
@@ -393,7 +416,7 @@ class Encoding:
         must come first, and (BMC) be appended in slot order.
         """
         smt, ar, world = self.smt, self.ar, self.world
-        parts: list[Term] = [ar.eq(world.budget, ar.val(sc.budget))]
+        parts: list[Term] = [*self._upto, ar.eq(world.budget, ar.val(sc.budget))]
         given = {s.index: s for s in sc.slots}
         for i, slot in enumerate(world.slots[: world.item_count]):
             s = given.get(i)
@@ -552,11 +575,19 @@ def _remaining(deadline: float | None) -> float | None:
     return deadline - time.perf_counter()
 
 
-def _ask(enc: Encoding, assumptions: list[Term], deadline: float | None) -> CheckResult:
+def _ask(
+    enc: Encoding, assumptions: list[Term], deadline: float | None, *, loose: bool = False
+) -> CheckResult:
     left = _remaining(deadline)
     if left is not None and left <= 0:
         return CheckResult("unknown", "timeout")
-    return enc.smt.check(assumptions, left)
+    return enc.smt.check(assumptions, left, loose=loose)
+
+
+def _sizes(n: int) -> list[int]:
+    """The item counts a counterexample is searched at, smallest first, ending at n."""
+    out = [m for m in (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192) if m < n]
+    return [*out, n]
 
 
 def _settle(
@@ -564,59 +595,91 @@ def _settle(
 ) -> _Outcome:
     """Prove one property, or find, shrink and replay its counterexample."""
     start = time.perf_counter()
-    flag = enc.flags[code]
-    first = _ask(enc, [flag], deadline)
 
     def summary(result: str, **more: Any) -> dict[str, Any]:
         return {"result": result, "seconds": round(time.perf_counter() - start, 3), **more}
 
-    if first.unsat:
-        return _Outcome(summary("proved"))
-    if not first.sat:
-        reason = _reason(first)
+    def undecided(res: CheckResult) -> _Outcome:
+        reason = _reason(res)
         return _Outcome(summary("undecided", reason=reason), reason=reason)
-    size = enc.used_count()
+
+    # first with any subset of the window visited: when even that shows no finding, the
+    # property holds without the arithmetic of the visiting order
+    k = len(enc.passes)
+    loose = _ask(enc, [enc.flags[code], *enc.depth(k)], deadline, loose=True)
+    if loose.unsat:
+        return _Outcome(summary("proved", by="any visits"))
+    n = enc.world.item_count
+
+    def query(m: int, d: int) -> list[Term]:
+        return [enc.flag_at(code, d), *enc.depth(d), enc.at_most(m)]
+
+    def shallowest(m: int) -> tuple[CheckResult, int]:
+        """The first depth with a counterexample of at most m items (BMC deepens)."""
+        res = CheckResult("unsat")
+        for d in range(1, k + 1):
+            res = _ask(enc, query(m, d), deadline)
+            if not res.unsat:
+                return res, d
+        return res, k
+
     if minimize == "optimize":
-        res = enc.smt.minimize([flag], enc.world.used_flags(), _remaining(deadline))
-        if res.sat:
-            size = enc.used_count()
+        res = enc.smt.minimize(
+            [enc.flags[code], *enc.depth(k)], enc.world.used_flags(), _remaining(deadline)
+        )
+        if res.unsat:
+            return _Outcome(summary("proved", by="exact visits"))
+        if not res.sat:
+            return undecided(res)
+        size = enc.used_count()
+        res, depth = shallowest(size)
     else:
-        for m in range(1, size):
-            res = _ask(enc, [flag, enc.at_most(m)], deadline)
+        # small windows and few passes first: a counterexample is usually small and found
+        # at once, while the solver can wander long among many items; a search that reaches
+        # n items and every pass without one is the proof
+        lo, size, depth = 0, 0, k
+        for m in _sizes(n):
+            res, depth = shallowest(m)
             if res.sat:
                 size = m
                 break
             if not res.unsat:
+                return undecided(res)
+            lo = m
+        if not size:
+            return _Outcome(summary("proved", by="exact visits"))
+        # the fewest items: between the last size without one and the first with one
+        while size - lo > 1:
+            mid = (lo + size) // 2
+            res, d = shallowest(mid)
+            if res.sat:
+                size, depth = mid, d
+            elif res.unsat:
+                lo = mid
+            else:
                 break  # out of time: keep the size found
-    bound = [enc.at_most(size)]
-    for q in range(1, len(enc.passes)):
-        res = _ask(enc, [flag, *bound, enc.by_pass[(code, q)]], deadline)
-        if res.sat:
-            bound.append(enc.by_pass[(code, q)])
-            break
-        if not res.unsat:
-            break
-    res = _ask(enc, [flag, *bound], deadline)
+    bound = query(size, depth)
+    res = _ask(enc, bound, deadline)
     if res.sat:
         # readable counterexamples: fewest citations, small numbers, plain values
         links = enc.link_count()
         for m in range(links + 1):
             lit = enc.links_at_most(m)
-            tried = _ask(enc, [flag, *bound, lit], deadline) if m < links else None
+            tried = _ask(enc, [*bound, lit], deadline) if m < links else None
             if tried is None or tried.sat:
                 bound.append(lit)
                 break
             if not tried.unsat:
                 break
         for lit in (enc.small, *enc.plain):
-            if _ask(enc, [flag, *bound, lit], deadline).sat:
+            if _ask(enc, [*bound, lit], deadline).sat:
                 bound.append(lit)
-        res = _ask(enc, [flag, *bound], deadline)
+        res = _ask(enc, bound, deadline)
     if not res.sat:
-        reason = _reason(res)
-        return _Outcome(summary("undecided", reason=reason), reason=reason)
+        return undecided(res)
     scenario, viol = enc.scenario(code)
     replayed = replay_scenario(enc.spec, scenario, code, viol.pass_no, out_dir)
+    size = len(scenario.slots)
     cex = Counterexample(code, replayed.path, viol.pass_no, size, replayed.finding)
     return _Outcome(summary("counterexample", size=size, path=replayed.path), cex)
 

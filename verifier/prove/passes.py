@@ -409,10 +409,17 @@ def encode_pass(
                 smt.or_([smt.and_([st.stub, smt.not_(removed[i])]), spilled[i]]),
             )
         )
+    # in the window after: as the pass starts, and not removed (a spill leaves a stub)
+    present = [
+        inb[i]  # nothing removes it: the same term, which the solver sees at once
+        if smt.is_false(removed[i])
+        else smt.define(f"{tag}.s{i}.present", smt.and_([inb[i], smt.not_(removed[i])]))
+        for i in range(n)
+    ]
     if summary is not None:
         smt.add(smt.iff(slots[summary].used, summarized))
         win_a[summary] = summarized
-    present = [smt.or_([win_a[i], stub_a[i]]) for i in range(n)]
+        present[summary] = summarized
 
     mod1: list[dict[str, Term]] = []
     for i in range(n):
@@ -509,7 +516,7 @@ def _visits(
     for x in live:
         for y in live:
             if x < y:
-                p = smt.define(f"{tag}.prec.{x}.{y}", _precedes(world, spec, before[x], before[y]))
+                p = smt.guarded(f"{tag}.prec.{x}.{y}", _precedes(world, spec, before[x], before[y]))
                 prec[(x, y)] = p
                 prec[(y, x)] = smt.not_(p)
     summarizes = any(r.do == "summarize" for r in spec.rules)
@@ -530,23 +537,19 @@ def _visits(
         )
         if summarizes:
             folded = ar.var(f"{tag}.s{i}.folded", ar.max)
-            smt.add(
-                ar.eq(
-                    folded,
-                    ar.sum(
-                        [
-                            ar.ite(
-                                smt.and_([inb[j], prec[(j, i)], act[j]["summarize"]]),
-                                before[j].tokens,
-                                zero,
-                            )
-                            for j in earlier
-                        ]
-                    ),
-                )
+            so_far = ar.sum(
+                [
+                    ar.ite(
+                        smt.and_([inb[j], prec[(j, i)], act[j]["summarize"]]),
+                        before[j].tokens,
+                        zero,
+                    )
+                    for j in earlier
+                ]
             )
+            smt.guarded_add(ar.eq(folded, so_far))
             running = ar.sum([ar.sub(running, folded), ar.ceil_div(folded, 4)])
-        over[i] = smt.define(f"{tag}.s{i}.over", ar.lt(world.budget, running))
+        over[i] = smt.guarded(f"{tag}.s{i}.over", ar.lt(world.budget, running))
     visited: list[Term] = []
     for i in range(n):
         if i not in live:
@@ -555,12 +558,12 @@ def _visits(
         stopped_earlier = [
             smt.and_([inb[j], prec[(j, i)], smt.not_(over[j])]) for j in live if j != i
         ]
-        visited.append(
-            smt.define(
-                f"{tag}.s{i}.visited",
-                smt.and_([inb[i], over[i], smt.not_(smt.or_(stopped_earlier))]),
-            )
+        vis = smt.guarded(
+            f"{tag}.s{i}.visited",
+            smt.and_([inb[i], over[i], smt.not_(smt.or_(stopped_earlier))]),
         )
+        smt.add(smt.implies(vis, inb[i]))
+        visited.append(vis)
     return visited
 
 

@@ -105,7 +105,6 @@ def violations(world: World, enc: PassEncoding) -> dict[str, list[Violation]]:
             out[code].append(Violation(code, p, items, term, support))
 
     stored_b = [smt.or_([st.stub, st.store]) for st in before]
-    stored_a = [smt.or_([st.stub, st.store]) for st in after]
     for i in range(n):
         slot = world.slots[i]
         if slot.is_summary and smt.is_false(enc.inb[i]):
@@ -123,8 +122,16 @@ def violations(world: World, enc: PassEncoding) -> dict[str, list[Violation]]:
                 (i, r),
                 smt.and_([commitment, enc.present[i], link, before[r].win, enc.removed[r]]),
             )
-        # WR001 / WR002: a witness that survived before and does not after
-        kept = smt.and_([smt.or_([commitment, claim]), enc.inb[i], enc.present[i]])
+        # WR001 / WR002: a witness that survived before and does not after. A witness
+        # survives when it is an observation in the window (item or stub), or — for an
+        # item behind a stub — in the store. For an item kept in the window, that is:
+        # the witness was removed from the window, and the item is not (or did not become)
+        # a stub while the witness is in the store (a stubbed witness, removed). Removal
+        # and spill exclude each other, the store only grows, and an item in the window
+        # as itself has no store record (the pin tests check this reading against the
+        # checker's).
+        kept = smt.and_([smt.or_([commitment, claim]), enc.present[i]])
+        stub_after = smt.or_([before[i].stub, enc.spilled[i]])
         lost_terms = []
         support = []
         for j, link in world.targets("witnesses", i):
@@ -132,11 +139,11 @@ def violations(world: World, enc: PassEncoding) -> dict[str, list[Violation]]:
             surv_b = smt.and_(
                 [obs, smt.or_([enc.inb[j], smt.and_([before[i].stub, stored_b[j]])])]
             )
-            surv_a = smt.and_(
-                [obs, smt.or_([enc.present[j], smt.and_([after[i].stub, stored_a[j]])])]
-            )
             support.append((j, smt.and_([link, surv_b])))
-            lost_terms.append(smt.and_([link, surv_b, smt.not_(surv_a)]))
+            if smt.is_false(enc.removed[j]):
+                continue
+            kept_by_store = smt.and_([stub_after, stored_b[j]])
+            lost_terms.append(smt.and_([link, obs, enc.removed[j], smt.not_(kept_by_store)]))
         lost = smt.or_(lost_terms)
         add("WR001", (i,), smt.and_([kept, heavy, lost]), tuple(support))
         witnessed = smt.or_([after[i].mod["verified"], after[i].mod["failed"]])
@@ -164,13 +171,9 @@ def violations(world: World, enc: PassEncoding) -> dict[str, list[Violation]]:
                 [before[i].win, slot.kind["observation"], before[i].mod["failed"], enc.removed[i]]
             ),
         )
-        # TP001 orphaned-tool-result: i is the result
+        # TP001 orphaned-tool-result: i is the result, its call was in the window and left
         for c, link in world.targets("call", i):
-            add(
-                "TP001",
-                (i, c),
-                smt.and_([enc.present[i], link, enc.inb[c], smt.not_(enc.present[c])]),
-            )
+            add("TP001", (i, c), smt.and_([enc.present[i], link, enc.removed[c]]))
         # TP002 orphaned-tool-call: i is the call
         results = world.sources("call", i)
         if results:

@@ -54,9 +54,15 @@ class Smt:
         self.ctx = z3.Context()
         self.solver = z3.Solver(ctx=self.ctx)
         self.solver.set("random_seed", SEED)
+        # the same constraints but those added with guarded(): an over-approximation,
+        # asked first (see World.exact)
+        self.loose = z3.Solver(ctx=self.ctx)
+        self.loose.set("random_seed", SEED)
         self.true: Term = z3.BoolVal(True, self.ctx)
         self.false: Term = z3.BoolVal(False, self.ctx)
         self._names: set[str] = set()
+        self.scope: Term | None = None
+        """When set, every constraint added holds only under this literal."""
         self.checks = 0
         self._stats: dict[str, float] = {}
         self._model: Any = None
@@ -74,112 +80,163 @@ class Smt:
     def const(self, value: bool) -> Term:
         return self.true if value else self.false
 
+    # Constants are the two objects self.true and self.false, folded by identity; the
+    # n-ary connectives go straight to the C API (z3py's And/Or coerce every argument).
+    def _nary(self, make: Any, ts: list[Term]) -> Term:
+        args = (z3.Ast * len(ts))()
+        for k, t in enumerate(ts):
+            args[k] = t.as_ast()
+        return z3.BoolRef(make(self.ctx.ref(), len(ts), args), self.ctx)
+
     def and_(self, terms: Iterable[Term]) -> Term:
-        ts = [t for t in terms if not z3.is_true(t)]
-        if any(z3.is_false(t) for t in ts):
-            return self.false
+        ts: list[Term] = []
+        for t in terms:
+            if t is self.false:
+                return self.false
+            if t is not self.true:
+                ts.append(t)
         if not ts:
             return self.true
         if len(ts) == 1:
             return ts[0]
-        return z3.And(ts)
+        return self._nary(z3.Z3_mk_and, ts)
 
     def or_(self, terms: Iterable[Term]) -> Term:
-        ts = [t for t in terms if not z3.is_false(t)]
-        if any(z3.is_true(t) for t in ts):
-            return self.true
+        ts: list[Term] = []
+        for t in terms:
+            if t is self.true:
+                return self.true
+            if t is not self.false:
+                ts.append(t)
         if not ts:
             return self.false
         if len(ts) == 1:
             return ts[0]
-        return z3.Or(ts)
+        return self._nary(z3.Z3_mk_or, ts)
 
     def not_(self, t: Term) -> Term:
-        if z3.is_true(t):
+        if t is self.true:
             return self.false
-        if z3.is_false(t):
+        if t is self.false:
             return self.true
-        return z3.Not(t)
+        return z3.BoolRef(z3.Z3_mk_not(self.ctx.ref(), t.as_ast()), self.ctx)
 
     def implies(self, a: Term, b: Term) -> Term:
         return self.or_([self.not_(a), b])
 
     def ite(self, c: Term, a: Term, b: Term) -> Term:
-        if z3.is_true(c):
+        if c is self.true:
             return a
-        if z3.is_false(c):
+        if c is self.false:
             return b
         return z3.If(c, a, b)
 
     def iff(self, a: Term, b: Term) -> Term:
+        if a is self.true:
+            return b
+        if b is self.true:
+            return a
+        if a is self.false:
+            return self.not_(b)
+        if b is self.false:
+            return self.not_(a)
         return a == b
 
     def exactly_one(self, terms: Sequence[Term]) -> Term:
-        pairs = [self.or_([self.not_(a), self.not_(b)]) for i, a in enumerate(terms)
-                 for b in terms[i + 1:]]
-        return self.and_([self.or_(terms), *pairs])
+        return self.and_([self.or_(terms), self.at_most(terms, 1)])
 
     def at_most_one(self, terms: Sequence[Term]) -> Term:
-        return self.and_(
-            self.or_([self.not_(a), self.not_(b)]) for i, a in enumerate(terms)
-            for b in terms[i + 1:]
-        )
+        return self.at_most(terms, 1)
 
     def at_most(self, terms: Sequence[Term], k: int) -> Term:
         """At most k of the terms hold (a pseudo-Boolean constraint)."""
-        live = [t for t in terms if not z3.is_false(t)]
+        live = [t for t in terms if t is not self.false]
         if len(live) <= k:
             return self.true
+        if k == 1 and len(live) <= 4:
+            return self.and_(
+                self.or_([self.not_(a), self.not_(b)])
+                for i, a in enumerate(live)
+                for b in live[i + 1 :]
+            )
         return z3.AtMost(*live, k)
 
     def count_le(self, terms: Sequence[Term], k: int) -> Term:
         return self.at_most(terms, k)
 
     def is_false(self, t: Term) -> bool:
-        return bool(z3.is_false(t))
+        return t is self.false
 
     def is_true(self, t: Term) -> bool:
-        return bool(z3.is_true(t))
+        return t is self.true
 
     def define(self, name: str, term: Term) -> Term:
         """A fresh Bool equal to term (constants stay constants)."""
-        if z3.is_true(term) or z3.is_false(term):
+        if term is self.true or term is self.false:
             return term
         var = self.boolean(name)
-        self.solver.add(var == term)
+        self.add(var == term)
         return var
+
+    def _scoped(self, term: Term) -> Term:
+        return term if self.scope is None else z3.Implies(self.scope, term)
+
+    def guarded(self, name: str, term: Term) -> Term:
+        """A fresh Bool equal to term in the solver, left free in the loose solver."""
+        var = self.boolean(name)
+        self.solver.add(self._scoped(var == term))
+        return var
+
+    def guarded_add(self, term: Term) -> None:
+        """A constraint of the solver that the loose solver leaves out."""
+        self.solver.add(self._scoped(term))
 
     def add(self, *terms: Term) -> None:
         for t in terms:
-            if not z3.is_true(t):
-                self.solver.add(t)
+            if t is not self.true:
+                scoped = self._scoped(t)
+                self.solver.add(scoped)
+                self.loose.add(scoped)
 
     # -- solving --------------------------------------------------------------------------
     def push(self) -> None:
         self.solver.push()
+        self.loose.push()
 
     def pop(self) -> None:
         self.solver.pop()
+        self.loose.pop()
 
-    def check(self, assumptions: Sequence[Term] = (), timeout: float | None = None) -> CheckResult:
-        """Check the solver under assumptions: the one call of ``solver.check()``."""
+    def check(
+        self,
+        assumptions: Sequence[Term] = (),
+        timeout: float | None = None,
+        *,
+        loose: bool = False,
+    ) -> CheckResult:
+        """Check under assumptions: the one call of ``solver.check()``.
+
+        With ``loose``, the loose solver is asked (no model is kept).
+        """
+        solver = self.loose if loose else self.solver
         if timeout is not None:
-            self.solver.set("timeout", max(1, int(timeout * 1000)))
+            solver.set("timeout", max(1, int(timeout * 1000)))
         start = time.perf_counter()
         self.checks += 1
         try:
-            answer = self.solver.check(*assumptions)
+            answer = solver.check(*assumptions)
         except z3.Z3Exception as exc:  # pragma: no cover - z3 refuses the query
             return CheckResult("unknown", str(exc), time.perf_counter() - start)
         seconds = time.perf_counter() - start
-        self._collect()
-        if answer == z3.sat:
-            self._model = self.solver.model()
-            return CheckResult("sat", None, seconds)
+        self._collect(solver)
         self._model = None
+        if answer == z3.sat:
+            if not loose:
+                self._model = solver.model()
+            return CheckResult("sat", None, seconds)
         if answer == z3.unsat:
             return CheckResult("unsat", None, seconds)
-        return CheckResult("unknown", self.solver.reason_unknown(), seconds)
+        return CheckResult("unknown", solver.reason_unknown(), seconds)
 
     def minimize(
         self, assumptions: Sequence[Term], flags: Sequence[Term], timeout: float | None = None
