@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench screenshot clean
+.PHONY: demo test bench bench-prove screenshot clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -19,9 +19,12 @@ test: $(STAMP)
 	$(BIN)/mypy
 	$(BIN)/pytest -q
 
-bench: $(STAMP)
+bench: $(STAMP) bench-prove
 	$(BIN)/python benchmarks/bench_check.py --write
 	$(BIN)/python benchmarks/bench_audit.py --write
+
+bench-prove: $(STAMP)
+	$(BIN)/python benchmarks/bench_prove.py --write
 
 clean:
 	rm -rf $(VENV) build *.egg-info

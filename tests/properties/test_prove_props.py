@@ -436,3 +436,50 @@ def test_every_two_item_state_of_spill_first_exhaustively() -> None:
     by_enumeration = enumerate_findings(spec, 2, TWO_SLOTS)
     assert by_enumeration == prover_findings(spec, 2, TWO_SLOTS)
     assert not any(by_enumeration.values())
+
+
+# -- targeted windows: float pressure, summaries cited by later appends --------------------------
+
+
+@pytest.mark.parametrize(
+    ("comparison", "tokens", "budget", "evicts"),
+    [
+        ("ge = 0.1", 1, 10, True),  # 1/10 as a float is 0.1; as a rational it is below
+        ("lt = 0.1", 1, 10, False),
+        ("eq = 0.1", 3, 30, True),
+        ("eq = 0.3333333333333333", 1, 3, True),
+        ("gt = 0.3333333333333333", 1, 3, False),
+        ("le = 0.3333333333333333", 1, 3, True),
+        ("ge = 2", 7, 0, True),  # a budget of 0: infinite pressure
+        ("le = 0", 0, 0, True),  # no tokens and no budget: pressure 0
+    ],
+)
+def test_pressure_is_compared_as_the_interpreter_compares_floats(
+    comparison: str, tokens: int, budget: int, evicts: bool
+) -> None:
+    body = f'stop = "all"\n[[rule]]\nwhen = {{ pressure = {{ {comparison} }} }}\ndo = "evict"'
+    spec = parse_spec(HEAD + body, "pressure.toml")
+    enc = Encoding(spec, items=1, passes=1, appends=1, induction=True)
+    slot = ConcreteSlot(0, "commitment", "decision", True, "unverified", tokens, 0, {}, None,
+                        "win", 0)
+    sc = Scenario(True, budget, (slot,), 1)
+    compare(enc, spec, sc, exact_support=True)
+    keys, _ = predicted(enc, sc)
+    assert (("CF001", 1, ("c1",)) in keys) is evicts
+
+
+def test_a_summary_cited_by_a_later_append_is_followed() -> None:
+    spec = parse_spec(
+        HEAD + 'stop = "all"\n[[rule]]\nwhen = { kind = ["prose"] }\ndo = "summarize"', "s.toml"
+    )
+    enc = Encoding(spec, items=2, passes=2, appends=1, induction=False)
+    summary1 = 2  # the slot of summary@1: after the two item slots
+    slots = (
+        ConcreteSlot(0, "prose", "decision", False, "unverified", 4, 0, {}, 1),
+        ConcreteSlot(1, "commitment", "decision", True, "unverified", 4, 0,
+                     {"rationale": (summary1,)}, 2),
+    )
+    sc = Scenario(False, 0, slots, 2, summaries={summary1: 1})
+    compare(enc, spec, sc, exact_support=False)
+    keys, _ = predicted(enc, sc)
+    assert ("CF004", 2, ("c2", "summary@1")) in keys
