@@ -75,7 +75,8 @@ class Run:
 
     @property
     def settled(self) -> bool:
-        return self.result in ("proved", "counterexample")
+        """Every property proved or refuted (none left undecided by the limit)."""
+        return self.result in ("proved", "counterexample") and self.reason is None
 
 
 def _one(job: dict[str, Any]) -> None:
@@ -183,7 +184,8 @@ def cell(run: Run | None, limit: float) -> str:
     if run is None:
         return "—"
     if not run.settled or run.seconds > limit:
-        return f"over {limit:.0f} s"
+        found = f" ({run.codes[0]} found)" if run.codes else ""
+        return f"over {limit:.0f} s{found}"
     what = "proved" if run.result == "proved" else run.codes[0]
     return f"{what} {fmt_s(run.seconds)}"
 

@@ -23,6 +23,7 @@ from typing import IO, Any
 
 import click
 
+from verifier import prove as prove_api
 from verifier.audit import TraceReport, audit_trace, exit_code_for
 from verifier.check import RewriteResult, check_rewrite
 from verifier.errors import CtxproofError, InputError, StoreError
@@ -658,22 +659,22 @@ Exit codes: 0 proved; 1 counterexample; 2 bad spec or usage; 3 undecided
 @click.argument("spec", type=click.Path(dir_okay=False))
 @click.option(
     "--items",
-    type=click.IntRange(1, 256),
-    default=6,
+    type=click.IntRange(1, prove_api.MAX_ITEMS),
+    default=prove_api.DEFAULT_ITEMS,
     show_default=True,
     help="Items: appended in all (BMC), or in the state a pass starts from (--induction).",
 )
 @click.option(
     "--passes",
-    type=click.IntRange(1, 64),
-    default=3,
+    type=click.IntRange(1, prove_api.MAX_PASSES),
+    default=prove_api.DEFAULT_PASSES,
     show_default=True,
     help="Passes of bounded model checking from the empty window.",
 )
 @click.option(
     "--appends",
-    type=click.IntRange(1, 256),
-    default=2,
+    type=click.IntRange(1, prove_api.MAX_APPENDS),
+    default=prove_api.DEFAULT_APPENDS,
     show_default=True,
     help="Items appended at most before each pass (BMC).",
 )
@@ -686,7 +687,7 @@ Exit codes: 0 proved; 1 counterexample; 2 bad spec or usage; 3 undecided
     "--out",
     "out_dir",
     type=click.Path(file_okay=False),
-    default="ctxproof-prove",
+    default=prove_api.DEFAULT_OUT,
     show_default=True,
     help="Where counterexample traces (cex-CODE.jsonl) go.",
 )
@@ -716,10 +717,9 @@ def prove_cmd(
     in all, at most --appends before each pass. See docs/prove.md.
     """
     from verifier.policies import load_spec
-    from verifier.prove import prove
 
     loaded = load_spec(spec)
-    result = prove(
+    result = prove_api.prove(
         loaded,
         items=items,
         passes=passes,
@@ -737,6 +737,8 @@ def prove_cmd(
         for cex in result.counterexamples:
             obj.line(f"{spec}: counterexample {cex.code} at {cex.path}")
             obj.line(_format_finding(cex.path, cex.finding))
+        if result.reason:
+            obj.line(f"{spec}: undecided for the rest ({result.reason})")
     else:
         obj.line(f"{spec}: undecided ({result.reason})")
     if result.result == "proved":

@@ -34,7 +34,7 @@ from typing import Any
 from verifier.errors import InputError
 from verifier.findings import Finding
 from verifier.policies.spec import Spec, load_spec
-from verifier.prove.passes import PassEncoding, bmc_before, encode_pass  # noqa: F401
+from verifier.prove.passes import bmc_before, encode_pass
 from verifier.prove.properties import PROPERTIES, Violation, violations
 from verifier.prove.replay import ConcreteSlot, Scenario, replay_scenario, slot_id
 from verifier.prove.smt import Arith, BitVecArith, CheckResult, IntArith, Smt, Term
@@ -56,6 +56,7 @@ __all__ = [
     "DEFAULT_PASSES",
     "PROPERTIES",
     "Counterexample",
+    "Encoding",
     "ProofResult",
     "prove",
 ]
@@ -66,6 +67,7 @@ DEFAULT_APPENDS = 2
 DEFAULT_OUT = "ctxproof-prove"
 MAX_ITEMS = 256
 MAX_PASSES = 64
+MAX_APPENDS = MAX_ITEMS
 Z3_STATISTICS = frozenset(
     {
         "assertions",
@@ -110,8 +112,8 @@ class ProofResult:
     ``result`` is ``proved`` (every property unsatisfiable within the bounds),
     ``counterexample`` (``code`` and ``path`` name the first refuted property in
     the order of :data:`PROPERTIES` and its trace; ``counterexamples`` has them
-    all) or ``undecided`` (``reason`` says which property z3 could not settle and
-    why).
+    all; ``reason``, when not None, names the properties left unsettled) or
+    ``undecided`` (``reason`` says which properties z3 could not settle and why).
     """
 
     result: str
@@ -451,7 +453,7 @@ def _check_bounds(items: int, passes: int, appends: int, timeout: float | None) 
     for name, value, hi in (
         ("items", items, MAX_ITEMS),
         ("passes", passes, MAX_PASSES),
-        ("appends", appends, MAX_ITEMS),
+        ("appends", appends, MAX_APPENDS),
     ):
         if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= hi:
             raise InputError(
@@ -510,14 +512,14 @@ def prove(
     encode_seconds = time.perf_counter() - start
     per_property: dict[str, dict[str, Any]] = {}
     found: list[Counterexample] = []
-    undecided: list[str] = []
+    undecided: dict[str, list[str]] = {}  # reason -> the properties it left unsettled
     for code in PROPERTIES:
         outcome = _settle(enc, code, deadline, minimize, out_dir)
         per_property[code] = outcome.summary
         if outcome.counterexample is not None:
             found.append(outcome.counterexample)
         elif outcome.reason is not None:
-            undecided.append(f"{code}: {outcome.reason}")
+            undecided.setdefault(outcome.reason, []).append(code)
     seconds = time.perf_counter() - start
     stats: dict[str, Any] = {
         "arith": arith,
@@ -551,10 +553,12 @@ def prove(
             appends,
         )
 
+    reason = "; ".join(f"{', '.join(codes)}: {why}" for why, codes in undecided.items())
     if found:
-        return result("counterexample", found[0].code, found[0].path)
+        # a counterexample settles the question; the reason says what else was left open
+        return result("counterexample", found[0].code, found[0].path, reason or None)
     if undecided:
-        return result("undecided", reason="; ".join(undecided))
+        return result("undecided", reason=reason)
     return result("proved")
 
 
