@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-slow bench screenshot clean
+.PHONY: demo test test-slow bench bench-prove bench-distributed screenshot clean
 
 # The ray extra's tests (a local cluster) run with the suite; where Ray has no wheel
 # (an unsupported platform) they are skipped, with the reason shown by pytest -rs.
@@ -27,9 +27,16 @@ test: $(STAMP)
 test-slow: $(STAMP)
 	$(BIN)/pytest -q -m slow
 
-bench: $(STAMP)
+bench: $(STAMP) bench-prove
 	$(BIN)/python benchmarks/bench_check.py --write
 	$(BIN)/python benchmarks/bench_audit.py --write
+
+bench-prove: $(STAMP)
+	$(BIN)/python benchmarks/bench_prove.py --write
+
+# --ray against --jobs (needs the ray extra; starts local Ray clusters)
+bench-distributed: $(STAMP)
+	$(BIN)/python benchmarks/bench_distributed.py --write
 
 clean:
 	rm -rf $(VENV) build *.egg-info

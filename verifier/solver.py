@@ -665,3 +665,183 @@ def _consistent(session: Session, formulas: Sequence[Formula]) -> Result:
     if not sat.holds:
         return sat
     return Result(Verdict.HOLDS, counterexample={**model, **(sat.counterexample or {})})
+
+
+class PremiseIndex:
+    """Premises that come and go across many events, sliced by shared atoms on demand.
+
+    Made for premise sets that live as long as an audit: the durable store's
+    content, the commitment versions CP003 reads. Adding or removing an entry
+    costs only its own atoms; a question reads only the entries linked to it
+    through shared atoms (the background's formulas link atoms too); whether
+    the whole set is consistent is cached and, after additions, checked again
+    only on the part the new entries reach. So a question costs the same with
+    a thousand entries or fifty thousand.
+    """
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self._entries: dict[str, tuple[str, Formula, frozenset[str]]] = {}
+        self._by_atom: dict[str, dict[str, None]] = {}
+        self._constants: dict[str, None] = {}
+        self._state: Result | None = None
+        self._pending: dict[str, None] = {}
+        self._bg_by_atom: dict[str, list[frozenset[str]]] = {}
+        for group in session._bg_atoms:
+            for a in group:
+                self._bg_by_atom.setdefault(a, []).append(frozenset(group))
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._entries
+
+    def add(self, key: str, label: str, formula: Formula) -> None:
+        """Add a premise under a key (a key already there is kept as it is)."""
+        if key in self._entries or formula == TRUE:
+            return
+        names = atoms(formula)
+        self._entries[key] = (label, formula, names)
+        for a in names:
+            self._by_atom.setdefault(a, {})[key] = None
+        if not names:
+            self._constants[key] = None
+        self._pending[key] = None
+
+    def remove(self, key: str) -> None:
+        entry = self._entries.pop(key, None)
+        if entry is None:
+            return
+        for a in entry[2]:
+            holders = self._by_atom.get(a)
+            if holders is not None:
+                holders.pop(key, None)
+                if not holders:
+                    del self._by_atom[a]
+        self._constants.pop(key, None)
+        self._pending.pop(key, None)
+        if self._state is not None and not self._state.holds:
+            self._state = None  # a subset of an inconsistent set may be consistent: check again
+
+    def remove_label(self, label: str) -> None:
+        """Remove every premise with this label (an item id)."""
+        for key in [k for k, (lab, _, _) in self._entries.items() if lab == label]:
+            self.remove(key)
+
+    def labeled(self) -> list[tuple[str, Formula]]:
+        """Every premise, in the order added."""
+        return [(lab, f) for lab, f, _ in self._entries.values()]
+
+    def reach(self, seed: Iterable[str], keys: dict[str, None]) -> set[str]:
+        """Add to ``keys`` the entries linked to the seed atoms; return the atoms reached."""
+        seen: set[str] = set()
+        todo = [a for a in seed]
+        while todo:
+            a = todo.pop()
+            if a in seen:
+                continue
+            seen.add(a)
+            for key in self._by_atom.get(a, ()):
+                if key not in keys:
+                    keys[key] = None
+                    todo.extend(self._entries[key][2])
+            for group in self._bg_by_atom.get(a, ()):
+                todo.extend(group)
+        for key in self._constants:
+            keys.setdefault(key, None)
+        return seen
+
+    def formulas_of(self, keys: Iterable[str]) -> list[tuple[str, Formula]]:
+        return [(self._entries[k][0], self._entries[k][1]) for k in keys if k in self._entries]
+
+    def consistent(self) -> Result:
+        """Is background ∧ every premise satisfiable? (No model is kept: HOLDS or not.)"""
+        if self._state is None:
+            self._state = self.session.consistency([f for _, f, _ in self._entries.values()])
+            self._pending.clear()
+        elif self._pending:
+            if self._state.holds:
+                keys: dict[str, None] = dict(self._pending)
+                seed: set[str] = set()
+                for key in self._pending:
+                    seed |= self._entries[key][2]
+                self.reach(seed, keys)
+                part = self.session.consistency([f for _, f in self.formulas_of(keys)])
+                if not part.holds:
+                    self._state = part
+            self._pending.clear()
+        return self._state
+
+
+class CombinedPremises:
+    """Several premise indexes read as one premise set (a window's content and the store's).
+
+    Behaves like :class:`PremiseSet` — vacuous (unknown, with a minimal core)
+    when the premises together are unsatisfiable — but every question reads
+    only the slice of premises linked to its goal.
+    """
+
+    def __init__(self, session: Session, indexes: Sequence[PremiseIndex]) -> None:
+        self.session = session
+        self.indexes = list(indexes)
+        self._state: Result | None = None
+        self._vacuous: Result | None = None
+
+    def _slice(self, seed: Iterable[str]) -> list[tuple[str, Formula]]:
+        """The premises of every index linked to the seed atoms, through any index."""
+        picked: list[dict[str, None]] = [{} for _ in self.indexes]
+        atoms_seen: set[str] = set()
+        frontier = set(seed)
+        while frontier:
+            grown: set[str] = set()
+            for idx, keys in zip(self.indexes, picked, strict=True):
+                grown |= idx.reach(frontier, keys)
+            atoms_seen |= frontier
+            frontier = grown - atoms_seen
+        out: list[tuple[str, Formula]] = []
+        for idx, keys in zip(self.indexes, picked, strict=True):
+            out.extend(idx.formulas_of(keys))
+        return out
+
+    def consistent(self) -> Result:
+        if self._state is None:
+            state: Result = Result(Verdict.HOLDS)
+            for idx in self.indexes:
+                own = idx.consistent()
+                if not own.holds:
+                    state = own
+                    break
+            if state.holds and len(self.indexes) > 1:
+                # each index is consistent on its own: the union is, unless the premises of
+                # the first index and what they reach in the others are not
+                seed: set[str] = set()
+                for _, f in self.indexes[0].labeled():
+                    seed |= atoms(f)
+                part = self._slice(seed) if seed else []
+                part += [p for p in self.indexes[0].labeled() if not atoms(p[1])]
+                if part:
+                    state = self.session.consistency([f for _, f in part])
+            self._state = state
+        return self._state
+
+    def vacuous(self) -> Result:
+        if self._vacuous is None:
+            everything = [p for idx in self.indexes for p in idx.labeled()]
+            labels = [lab for lab, _ in everything]
+            self._vacuous = PremiseSet(
+                self.session, [f for _, f in everything], labels
+            ).vacuous()
+        return self._vacuous
+
+    def entails(self, goal: Formula) -> Result:
+        """Does background ∧ all premises ⊨ goal? Unknown (vacuous) when they are unsat."""
+        state = self.consistent()
+        if state.unknown:
+            return state
+        if state.fails:
+            return self.vacuous()
+        part = self._slice(atoms(goal))
+        return PremiseSet(
+            self.session, [f for _, f in part], [lab for lab, _ in part]
+        ).entails(goal)
