@@ -468,8 +468,10 @@ def audit(
     # so bad input in any of them (the first, in input order) leaves no output at all
     outcomes: list[dict[str, Any] | CtxproofError] = []
     if ray_address is not None:
-        from verifier.distributed import ray_audit
+        from verifier.distributed import command_session, ray_audit
 
+        # until the command ends: Ray's own messages go to stderr, not among the results
+        click.get_current_context().with_resource(command_session(ray_address, obj.stderr))
         outcomes.extend(ray_audit(work, ray_address, lambda d, t: _progress(obj, d, t)))
     elif jobs > 1 and len(work) > 1:
         with ProcessPoolExecutor(max_workers=jobs) as pool:
@@ -755,8 +757,9 @@ def fuzz(
 
     runner = None
     if ray_address is not None:
-        from verifier.distributed import ray_runner
+        from verifier.distributed import command_session, ray_runner
 
+        click.get_current_context().with_resource(command_session(ray_address, obj.stderr))
         runner = ray_runner(ray_address)
     report = run_fuzz(
         policy,

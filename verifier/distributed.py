@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from verifier.audit import TraceReport
 from verifier.errors import CtxproofError, FormulaError, InputError, InternalError, StoreError
@@ -44,6 +44,7 @@ __all__ = [
     "INSTALL",
     "TraceError",
     "audit_dataset",
+    "command_session",
     "connect",
     "fuzz_distributed",
     "import_ray",
@@ -134,6 +135,27 @@ def connect(address: str | None = None) -> Any:
 
 PROBE_SECONDS = 5.0
 """How long the head of a cluster given by address has to accept a connection."""
+
+
+@contextmanager
+def command_session(address: str | None, messages: IO[str]) -> Iterator[Any]:
+    """Ray for one command, from its connection to the end of its output.
+
+    Ray prints what its workers report (a worker that died, a task retried) from a
+    thread of its own, to whatever ``sys.stdout`` is then; here that is
+    ``messages`` (the command's stderr), so nothing mixes with the results. A
+    connection made here is closed at the end, which stops that thread before the
+    process's stdout is given back; one this process had already is left open.
+    """
+    ray = import_ray()
+    connected_before = ray.is_initialized()
+    with contextlib.redirect_stdout(messages):
+        connect(address)
+        try:
+            yield ray
+        finally:
+            if not connected_before:
+                ray.shutdown()
 
 
 def _check_reachable(address: str) -> None:

@@ -188,6 +188,7 @@ def test_the_corpus_gives_the_output_of_jobs_1(
     assert local[0] == on_ray[0] == 1
     assert on_ray[1] == local[1]
     assert on_ray[1]  # the corpus has findings to print
+    assert on_ray[2] == local[2]  # no progress bar when stderr is no terminal
 
 
 def test_generated_traces_give_the_output_of_jobs_1(cluster: Any, tmp_path: Path) -> None:
@@ -265,6 +266,22 @@ def test_a_killed_worker_loses_nothing(cluster: Any, tmp_path: Path) -> None:
     with pytest.raises(ProcessLookupError):
         os.kill(killed, 0)
     assert got == [cli._audit_or_error(w) for w in work]
+
+
+def test_the_command_prints_only_results_when_a_worker_is_killed(
+    cluster: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    paths = []
+    for k, text in enumerate(generated(30, seed_value=8)):
+        path = tmp_path / ("victim.jsonl" if k == 11 else f"t{k}.jsonl")
+        path.write_text(text, "utf-8")
+        paths.append(str(path))
+    local = run("audit", *paths, "--format", "json", "--jobs", "1")
+    monkeypatch.setattr(cli, "_audit_or_error", audit_or_kill)  # what the workers import
+    on_ray = run("audit", *paths, "--format", "json", "--ray")
+    assert (tmp_path / "victim.jsonl.killed").exists()
+    # Ray's report of the dead worker, printed from a thread of its own, is not on stdout
+    assert on_ray[:2] == local[:2]
 
 
 def test_a_trace_that_keeps_killing_its_worker_is_the_only_one_lost(
@@ -400,3 +417,51 @@ def test_a_task_that_raises_is_an_internal_error_per_trace(cluster: Any) -> None
     for (name, *_), err in zip(work, got, strict=True):
         assert str(err).startswith(f"{name}: its Ray task failed (")
         assert "no_such_function" in str(err)
+
+
+KILLING_POLICY = '''
+import os
+import signal
+from pathlib import Path
+from typing import Any
+
+from verifier.policies import item_tokens
+
+MARKER = Path({marker!r})
+
+
+def keep_recent_or_die(window: list[dict[str, Any]], budget: int) -> list[dict[str, Any]]:
+    """keep_recent, but the first Ray worker to call it is killed (SIGKILL)."""
+    if os.getpid() != {driver} and not MARKER.exists():
+        MARKER.write_text(str(os.getpid()), "utf-8")
+        os.kill(os.getpid(), signal.SIGKILL)
+    total = sum(item_tokens(it) for it in window)
+    kept = list(window)
+    while kept and total > budget:
+        total -= item_tokens(kept.pop(0))
+    return kept
+'''
+
+
+def test_a_fuzz_worker_killed_mid_run_loses_nothing(cluster: Any, tmp_path: Path) -> None:
+    marker = tmp_path / "killed"
+    source = KILLING_POLICY.format(marker=str(marker), driver=os.getpid())
+    (tmp_path / "dying.py").write_text(source, "utf-8")
+    policy = f"{tmp_path / 'dying.py'}:keep_recent_or_die"
+    outs = []
+    for name, extra in (("local", ["--jobs", "1"]), ("ray", ["--ray"])):
+        code, out, err = run(
+            "fuzz", policy, "--sessions", "50", "--passes", "4", "--seed", "2",
+            "--out", str(tmp_path / name), "--format", "json", *extra,
+        )  # fmt: skip
+        assert code == 1, err
+        result = json.loads(out)
+        result.pop("seconds")
+        for cex in result["counterexamples"]:
+            cex["trace"] = Path(cex.pop("path")).read_text("utf-8")
+        outs.append(result)
+    assert marker.exists()  # a worker was killed in the middle of a chunk
+    with pytest.raises(ProcessLookupError):
+        os.kill(int(marker.read_text("utf-8")), 0)
+    assert outs[0] == outs[1]
+    assert outs[0]["sessions"] == 50 and outs[0]["counterexamples"]
