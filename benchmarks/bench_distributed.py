@@ -32,7 +32,6 @@ import argparse
 import json
 import logging
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -176,7 +175,7 @@ def main() -> int:
                         if isinstance(r, dict)
                     ).encode("utf-8")
                 )
-            warm_wall = statistics.median(warm_walls)
+            warm_wall = sorted(warm_walls)[(len(warm_walls) - 1) // 2]  # as median_run
             load.append(os.getloadavg()[0])
 
             print(f"fuzzing {POLICY}: {sessions} sessions of {FUZZ_PASSES} passes", flush=True)
@@ -249,7 +248,8 @@ def main() -> int:
         "",
         f"{n_traces:,} seeded traces (the generator of `bench_audit.py`: {ITEMS} items,"
         f" {PASSES} passes, {size / n_traces / 1024:.0f} KiB each) audited by `ctxproof audit"
-        f" --format json`, {args.rounds} run(s) each (the median shown), wall time of the"
+        f" --format json`, {args.rounds} run(s) each (the median shown; of an even number of"
+        " runs, the faster of the middle two), wall time of the"
         ' command, start-up included; "machine busy" counts the cores of this machine busy'
         " meanwhile, ours and other jobs' (2.00: none left idle)."
         " `--ray` with no address starts a local cluster for the command (all cores of this"
