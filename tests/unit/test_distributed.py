@@ -218,6 +218,20 @@ def test_the_command_joins_a_running_cluster_by_its_address(cluster: Any) -> Non
     assert len(proc.stdout.splitlines()) == len(names)
 
 
+def test_bad_input_is_exit_2_with_the_message_of_jobs_1(
+    cluster: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bad = sorted((ROOT / "tests" / "corpus").glob("bad_*.jsonl"))[:3]
+    assert bad
+    names = [str(p.relative_to(ROOT)) for p in [*CORPUS[:4], *bad, *CORPUS[4:8]]]
+    monkeypatch.chdir(ROOT)
+    local = run("audit", *names, "--jobs", "1")
+    on_ray = run("audit", *names, "--ray")
+    assert local[0] == 2 and local[1] == ""
+    assert on_ray == local
+    assert on_ray[2].startswith(f"ctxproof: {names[4]}")  # the first bad one, in input order
+
+
 def test_the_solver_budget_reaches_the_workers(cluster: Any) -> None:
     names = [str(p) for p in CORPUS[:30]]
     local = run("audit", *names, "--format", "json", "--rlimit", "1")
