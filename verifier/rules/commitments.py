@@ -7,6 +7,7 @@ findings there.
 
 from __future__ import annotations
 
+from verifier.formula import atoms
 from verifier.rules.context import RewriteContext, WindowView, cite, preserved, show
 from verifier.solver import Result
 from verifier.window import Item
@@ -221,8 +222,24 @@ def _cf005(ctx: RewriteContext) -> None:
         return
     # the premises: the window before, the store and the background (excluded items and
     # superseded observations are no part of them)
-    content = ctx.content(ctx.before) + ctx.store_content()
-    premises = ctx.session.premises([f for _, f in content], [it.id for it, _ in content])
+    window = ctx.content(ctx.before)
+    seed: set[str] = set()
+    for _, f in window:
+        seed |= atoms(f)
+    for it in goals:
+        seed |= atoms(it.formula)
+    # of the store, only what the window or a goal reaches through shared atoms: the rest
+    # shares no atom with any question asked here (it is consistent on its own)
+    stored = ctx.store_knowledge()
+    state = stored.content.consistent()
+    if not state.holds:
+        near = [(it.id, f) for it, f in ctx.store_content()]
+    else:
+        near = stored.content_near(seed)
+    premises = ctx.session.premises(
+        [*(f for _, f in window), *(f for _, f in near)],
+        [*(it.id for it, _ in window), *(label for label, _ in near)],
+    )
     for it in goals:
         goal = it.formula
         res = premises.entails(goal)

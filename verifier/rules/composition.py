@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from verifier.formula import FALSE, TRUE, Atom, Const, Formula, Not, atoms, conj
 from verifier.graph import why
 from verifier.rules.context import RewriteContext, cite, show
-from verifier.solver import Result, UnionFind, Verdict
+from verifier.solver import CombinedPremises, PremiseIndex, Result, UnionFind, Verdict
 from verifier.window import WITNESSED, Item
 
 __all__ = ["check_append", "check_cycles"]
@@ -85,14 +85,24 @@ def _cp001(ctx: RewriteContext, appended: tuple[Item, ...]) -> dict[str, list[st
 # -- CP003 and CP004: what an append asserts against what the session holds -----------------
 
 
-def _knowledge(ctx: RewriteContext) -> list[Item]:
-    """The window's commitments (stubs resolved), then every commitment version stored."""
+def _window_commitments(ctx: RewriteContext) -> list[Item]:
+    """The window's commitments (stubs resolved), excluded ids out, one per version."""
     out: dict[str, Item] = {}
     excluded = ctx.excluded
     for it in ctx.before.items:
         real = ctx.before.resolve(it.id)
         if real is not None and real.kind == "commitment" and real.id not in excluded:
             out.setdefault(real.key, real)
+    return list(out.values())
+
+
+def _knowledge(ctx: RewriteContext) -> list[Item]:
+    """The window's commitments (stubs resolved), then every commitment version stored.
+
+    Read in full only when an append contradicts the knowledge (to name who).
+    """
+    out: dict[str, Item] = {k.key: k for k in _window_commitments(ctx)}
+    excluded = ctx.excluded
     for real in ctx.store.items():
         if real.kind == "commitment" and real.id not in excluded:
             out.setdefault(real.key, real)
@@ -161,8 +171,14 @@ def _consistency(ctx: RewriteContext, appended: tuple[Item, ...]) -> None:
     """
     session = ctx.session
     history = ctx.history
-    knowledge = _knowledge(ctx)
-    known = session.premises([k.formula for k in knowledge], [k.id for k in knowledge])
+    # the knowledge: the window's commitments, then the store's (an index kept across events)
+    stored = ctx.store_knowledge()
+    in_window = _window_commitments(ctx)
+    own = PremiseIndex(session)
+    for k in in_window:
+        own.add(k.key, k.id, k.formula)
+    has_knowledge = bool(in_window) or len(stored) > 0
+    known = CombinedPremises(session, [own, stored.commitments])
     k_state = known.consistent()
     # the window's content, with this append's supersessions applied
     gone: set[str] = set(history.superseded)
@@ -196,7 +212,7 @@ def _consistency(ctx: RewriteContext, appended: tuple[Item, ...]) -> None:
             asked = True
             # nothing is reported against premises that are themselves unsatisfiable: every
             # question would hold vacuously
-            if not k_state.holds and knowledge:
+            if not k_state.holds and has_knowledge:
                 why_k = known.vacuous() if k_state.fails else k_state
                 ctx.unknown("the knowledge CP003 reads", why_k)
             if not w_state.holds:
@@ -216,12 +232,12 @@ def _consistency(ctx: RewriteContext, appended: tuple[Item, ...]) -> None:
             ctx.newly_excluded.append(it.id)
             continue
         together = conj([*(g for _, g in prefix), f])
-        if k_state.holds and knowledge:
+        if k_state.holds and has_knowledge:
             res = known.entails(Not(together))
             if res.unknown:
                 ctx.unknown(f"re-adoption by {it.id!r}", res)
                 continue
-            if res.holds and _readoption(ctx, it, f, prefix, knowledge):
+            if res.holds and _readoption(ctx, it, f, prefix, _knowledge(ctx)):
                 prefix = [(p, g) for p, g in prefix if p.id not in ctx.newly_excluded]
                 continue
         if w_state.holds:

@@ -15,7 +15,7 @@ from verifier.findings import Finding
 from verifier.formula import TRUE, Formula, render
 from verifier.graph import JustificationGraph
 from verifier.io import item_from_json
-from verifier.solver import Result, Session
+from verifier.solver import PremiseIndex, Result, Session
 from verifier.store import Store
 from verifier.window import Item
 
@@ -23,6 +23,75 @@ __all__ = ["History", "RewriteContext", "WindowView"]
 
 MODE_SUPPORT = "support"
 MODE_COUNT = "count"
+
+
+class StoreKnowledge:
+    """What the rules read of the store, as premise indexes that live as long as an audit.
+
+    ``commitments``: the commitment versions CP003 reads; ``content``: what the
+    store asserts, CF005's premises. Both are kept up to date with each spill
+    (entries are only ever added), each exclusion (never lifted) and each
+    superseded observation (never restored as a premise): an event costs the same
+    with a thousand stored entries or fifty thousand.
+    """
+
+    def __init__(self, session: Session, store: Store) -> None:
+        self.session = session
+        self.store = store
+        self.commitments = PremiseIndex(session)
+        self.content = PremiseIndex(session)
+        self._seen = 0
+        self._excluded: set[str] = set()
+        self._superseded: set[str] = set()
+        self._keys: dict[str, list[str]] = {}
+        """id -> keys of its stored versions (in either index)."""
+        self._order: dict[str, int] = {}
+        """content key -> its place in spill order."""
+        self._commitment_keys: set[str] = set()
+
+    def __len__(self) -> int:
+        """Stored commitment versions whose id is not excluded (TRUE formulas counted)."""
+        return len(self._commitment_keys)
+
+    def sync(self, excluded: Set[str], superseded: Set[str]) -> StoreKnowledge:
+        """Take in what was spilled, excluded and superseded since the last call."""
+        if len(excluded) != len(self._excluded):  # exclusions only grow
+            for item_id in excluded - self._excluded:
+                self._excluded.add(item_id)
+                for key in self._keys.pop(item_id, ()):
+                    self._commitment_keys.discard(key)
+                    self.commitments.remove(key)
+                    self.content.remove(key)
+        if len(superseded) != len(self._superseded):
+            for key in superseded - self._superseded:
+                self._superseded.add(key)
+                self.content.remove(key)
+        fresh = self.store.entries_since(self._seen)
+        self._seen += len(fresh)
+        for real in fresh:
+            key = real.key
+            if real.id in self._excluded:
+                continue
+            keys = self._keys.setdefault(real.id, [])
+            if key in keys:
+                continue
+            keys.append(key)
+            f = real.formula
+            if real.kind == "commitment":
+                self._commitment_keys.add(key)
+                self.commitments.add(key, real.id, f)
+            if f != TRUE and key not in self._superseded:
+                self._order[key] = len(self._order)
+                self.content.add(key, real.id, f)
+        return self
+
+    def content_near(self, seed: Iterable[str]) -> list[tuple[str, Formula]]:
+        """The store's content linked to the seed atoms (the background links too), as
+        (id, formula) in spill order."""
+        keys: dict[str, None] = {}
+        self.content.reach(seed, keys)
+        order = self._order
+        return self.content.formulas_of(sorted(keys, key=order.__getitem__))
 
 
 @dataclass
@@ -49,6 +118,8 @@ class History:
     """source -> versions of every observation with it seen so far."""
     answered: dict[str, list[str]] = field(default_factory=dict)
     """call id -> ids of every result (an item with that ``call``) seen so far."""
+    store_knowledge: StoreKnowledge | None = field(default=None, repr=False, compare=False)
+    """The store's commitments as a premise index kept across events (not copied)."""
 
     def copy(self) -> History:
         return History(
@@ -231,6 +302,13 @@ class RewriteContext:
     @property
     def excluded(self) -> set[str]:
         return self.history.excluded
+
+    def store_knowledge(self) -> StoreKnowledge:
+        """The store's commitments not excluded, as a premise index kept in the history."""
+        known = self.history.store_knowledge
+        if known is None or known.store is not self.store or known.session is not self.session:
+            known = self.history.store_knowledge = StoreKnowledge(self.session, self.store)
+        return known.sync(self.history.excluded, self.history.superseded)
 
     def content(self, view: WindowView) -> list[tuple[Item, Formula]]:
         """The window's content as a premise: excluded items and superseded observations out."""
