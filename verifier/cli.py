@@ -31,13 +31,14 @@ from verifier.importers import FORMATS as IMPORT_FORMATS
 from verifier.io import (
     check_background,
     check_references,
-    load_window,
     parse_trace_text,
+    parse_window_text,
     read_input,
+    sniff_kind,
     window_to_json,
 )
 from verifier.store import SqliteStore, Store
-from verifier.window import Item, Rewrite, Trace
+from verifier.window import Item, Rewrite, Trace, Window
 
 __all__ = ["entry", "main"]
 
@@ -155,8 +156,8 @@ def check(
     # it) once everything is checked and OUT is staged
     creating = repair_out is not None and store_path is not None and not Path(store_path).exists()
     store = None if creating else _open_store(store_path)
-    w_before = load_window(before)
-    w_after = load_window(after)
+    w_before = _load_window(before, "check")
+    w_after = _load_window(after, "check")
 
     def known(item_id: str) -> bool:
         return store is not None and store.has_id(item_id)
@@ -321,8 +322,55 @@ def _header_store_name(data: bytes) -> str | None:
     return None
 
 
-def _load(name: str, data: bytes, given: Store | None) -> tuple[Trace, Store | None]:
+_KIND_SHOWN = {
+    "window": "a window file (ctxproof-window/1)",
+    "trace": "a trace (ctxproof-trace/1)",
+    "store": "a SQLite store",
+    "policy-spec": "a policy spec (ctxproof-policy/1)",
+}
+
+
+def _wrong_kind(exc: InputError, path: str, data: bytes, command: str, wants: str) -> InputError:
+    """A clearer error for a file of another kind than the command reads; else exc."""
+    kind = sniff_kind(data)
+    if kind is None or kind == wants:
+        return exc
+    reads = "window files" if wants == "window" else "traces"
+    if kind == "window":
+        hint = "did you mean `check`? (`ctxproof check BEFORE AFTER` checks one rewrite)"
+    elif kind == "trace":
+        hint = (
+            "did you mean `audit`? (or `ctxproof window TRACE --pass N` for the window of"
+            " one of its passes)"
+        )
+    elif kind == "store":
+        hint = "did you mean `--store FILE`?"
+    else:
+        hint = "did you mean `ctxproof fuzz` or `ctxproof prove`? (they run and prove specs)"
+    return InputError(
+        f"this is {_KIND_SHOWN[kind]}; `{command}` reads {reads}", file=path, fix=hint
+    )
+
+
+def _load_window(path: str, command: str) -> Window:
+    data = read_input(path)
+    try:
+        return parse_window_text(data, path)
+    except InputError as exc:
+        raise _wrong_kind(exc, path, data, command, "window") from None
+
+
+def _load(
+    name: str, data: bytes, given: Store | None, command: str = "audit"
+) -> tuple[Trace, Store | None]:
     """Validate a trace against the store it will be audited with (--store, else its header's)."""
+    try:
+        return _load_trace(name, data, given)
+    except InputError as exc:
+        raise _wrong_kind(exc, name, data, command, "trace") from None
+
+
+def _load_trace(name: str, data: bytes, given: Store | None) -> tuple[Trace, Store | None]:
     store = given
     header_store = _header_store_name(data)
     if store is None and header_store is not None:
@@ -502,8 +550,15 @@ def _bundled_scenarios() -> Path:
     return Path.cwd() / "models" / "scenarios"
 
 
-def _load_for_graph(trace_path: str, store_path: str | None) -> tuple[Trace, Store | None]:
-    return _load(trace_path, read_input(trace_path), _open_store(store_path))
+def _load_for_graph(
+    trace_path: str, store_path: str | None, command: str = "audit"
+) -> tuple[Trace, Store | None]:
+    given = _open_store(store_path)
+    try:
+        return _load(trace_path, read_input(trace_path), given, command)
+    except BaseException:
+        _close(given)
+        raise
 
 
 @cli.command(name="why")
@@ -528,7 +583,7 @@ def why_cmd(
     from verifier.graph import JustificationGraph, why
     from verifier.report import render_why
 
-    loaded, store = _load_for_graph(trace, store_path)
+    loaded, store = _load_for_graph(trace, store_path, "why")
     passes = sum(1 for ev in loaded.events if isinstance(ev, Rewrite))
     if pass_no is not None and pass_no > passes:
         raise InputError(
@@ -556,6 +611,52 @@ def why_cmd(
     return EXIT_OK if answer.chain is not None else EXIT_FINDINGS
 
 
+@cli.command(name="ref")
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.argument("item")
+@click.option("--store", "store_path", type=click.Path(dir_okay=False), help="SQLite store.")
+@_format_option
+@click.pass_obj
+def ref_cmd(obj: _Out, file: str, item: str, store_path: str | None, fmt: str) -> int:
+    """Print the ref of ITEM: sha256 of its canonical JSON, what its stub's "ref" must be.
+
+    FILE is a window file or a trace; in a trace, the latest version of ITEM
+    that an event writes (append, spill or rewrite). A stub stands for its item:
+    when the file holds only a stub of ITEM, its ref is the stub's. Canonical
+    JSON: keys sorted, no whitespace, UTF-8 as is (see docs/formats.md).
+    """
+    data = read_input(file)
+    found: Item | None = None
+    line: int | None = None
+    if sniff_kind(data) == "window":
+        window = _load_window(file, "ref")
+        found = window.by_id().get(item)
+    else:
+        loaded, store = _load(file, data, _open_store(store_path), "ref")
+        _close(store)
+        for ev in loaded.events:
+            items = (
+                ev.items
+                if not isinstance(ev, Rewrite)
+                else (ev.window if ev.window is not None else ev.put)
+            )
+            for it in items:
+                if it.id == item and (it.kind != "stub" or found is None or found.kind == "stub"):
+                    found, line = it, ev.line
+    if found is None:
+        raise InputError(
+            f"no item {item!r} in the file", file=file, fix="name an id the file defines"
+        )
+    ref = found.stub_ref if found.kind == "stub" and found.stub_ref else found.ref
+    if fmt == "json":
+        stub = {"id": item, "kind": "stub", "ref": ref}
+        payload = {"file": file, "item": item, "line": line, "ref": ref, "stub": stub}
+        obj.line(json.dumps(payload, ensure_ascii=False))
+    else:
+        obj.line(ref)
+    return EXIT_OK
+
+
 @cli.command(name="graph")
 @click.argument("trace", type=click.Path(dir_okay=False))
 @click.option(
@@ -574,7 +675,7 @@ def graph_cmd(obj: _Out, trace: str, out: str, store_path: str | None, fmt: str)
 
     if Path(out).suffix.lower() not in (".graphml", ".json", ".dot"):
         raise click.UsageError("--out must end in .graphml, .json or .dot")
-    loaded, store = _load_for_graph(trace, store_path)
+    loaded, store = _load_for_graph(trace, store_path, "graph")
     graph = JustificationGraph()
     audit_trace(loaded, store=store, graph=graph)
     _close(store)
