@@ -143,8 +143,16 @@ def render_why(graph: JustificationGraph, answer: WhyAnswer) -> list[str]:
         out.append(
             f"{answer.item}: reported by {excluded}; no premise of any later check"
         )
+    dropped = None
+    if answer.dropped is not None:
+        p, policy, line = answer.dropped
+        by = f" by {policy!r}" if policy is not None else ""
+        at = f", line {line}" if line is not None else ""
+        dropped = f"  dropped at pass {p}{by}{at}; not in the store"
     if answer.chain is not None:
         out.append(f"{answer.item}: known through {len(answer.chain) - 1} step(s)")
+        if dropped is not None:
+            out.append(dropped)
         for i, node in enumerate(answer.chain):
             rel = ""
             if i > 0:
@@ -154,6 +162,8 @@ def render_why(graph: JustificationGraph, answer: WhyAnswer) -> list[str]:
     out.append(f"{answer.item}: no path to a retained primitive")
     if answer.node is not None:
         out.append("  " + describe(answer.node))
+    if dropped is not None:
+        out.append(dropped)
     for node in answer.reached:
         a = graph.g.nodes[node]
         lost = (

@@ -116,7 +116,7 @@ def check_commitments(ctx: RewriteContext) -> None:
     merges = _Merges(ctx)
     merges.judge_changed()
     _cf001_to_003(ctx, merges)
-    _cf004(ctx)
+    _cf004(ctx, merges)
     _cf005(ctx)
     _cf006(ctx)
 
@@ -181,7 +181,7 @@ def _orphaned(ctx: RewriteContext, view: WindowView, rid: str) -> bool:
     return rid not in view and not ctx.store.has_id(rid)
 
 
-def _cf004(ctx: RewriteContext) -> None:
+def _cf004(ctx: RewriteContext, merges: _Merges) -> None:
     for stub_or_item in ctx.after.items:
         it = ctx.after.resolve(stub_or_item.id)
         if it is None or it.kind != "commitment":
@@ -198,11 +198,19 @@ def _cf004(ctx: RewriteContext) -> None:
             was = old is not None and old.kind == "commitment" and _orphaned(ctx, ctx.before, rid)
             if was:
                 continue  # orphaned at an earlier event: reported there, not again
+            merged = [m.id for m in merges.merges if rid in m.covers and merges.valid(m)]
+            if rid not in it.rationale and any(m in it.rationale for m in merged):
+                continue  # re-pointed to a valid merge that carries it: the reason is kept
+            advice = (
+                f"cite the merge {merged[0]!r} that covers it instead"
+                if merged
+                else "keep it, or spill it and leave a stub"
+            )
             ctx.report(
                 "CF004",
                 [it.id, rid],
                 f"commitment {it.id!r} cites rationale {rid!r}, which is no longer in the window"
-                " or the store; keep it, or spill it and leave a stub",
+                f" or the store; {advice}",
             )
 
 

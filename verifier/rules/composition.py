@@ -345,9 +345,25 @@ def check_cycles(ctx: RewriteContext, touched: Iterable[Item]) -> None:
         if any((v := _version(ctx, n)) is not None and v.kind == "observation" for n in below):
             continue
         ctx.history.cycles.add(key)
-        ctx.report(
-            "CP002",
-            sorted(comp),
-            f"{cite(sorted(comp))} justify each other in a cycle with no observation under it;"
-            " ground one of them in a primitive",
-        )
+        if len(comp) == 1:
+            (only,) = comp
+            self_cited = _version(ctx, only)
+            fields = [
+                name
+                for name, ids in (
+                    ("rationale", self_cited.rationale if self_cited else ()),
+                    ("witness", self_cited.witnesses if self_cited else ()),
+                    ("derived_from", self_cited.derived_from if self_cited else ()),
+                )
+                if only in ids
+            ]
+            message = (
+                f"{only!r} cites itself ({', '.join(fields) or 'justification'}), so nothing"
+                " outside it backs it; drop the self-citation and cite what it rests on"
+            )
+        else:
+            message = (
+                f"{cite(sorted(comp))} justify each other in a cycle with no observation under"
+                " it; ground one of them in a primitive"
+            )
+        ctx.report("CP002", sorted(comp), message)

@@ -1,0 +1,128 @@
+"""`why` names the rewrite that dropped an item (issue point 8) and the smaller points of
+item 13: CF004 after a rationale is re-pointed to a merge, CP002 for an item citing
+itself, the store path named once in an error."""
+
+from __future__ import annotations
+
+import io
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from verifier import audit_trace, trace_from_dicts
+from verifier.cli import main
+from verifier.store import SqliteStore
+
+ROOT = Path(__file__).resolve().parents[2]
+LOST = ROOT / "models" / "scenarios" / "postgres_rejection_lost.jsonl"
+
+
+def run(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = main(list(argv), stdout=out, stderr=err)
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_why_names_the_rewrite_that_dropped_an_item() -> None:
+    code, out, _ = run("why", str(LOST), "rej1")
+    assert code == 1
+    assert "dropped at pass 1 by 'summarize-v2', line 4; not in the store" in out
+    code, out, _ = run("why", str(LOST), "rej1", "--format", "json")
+    assert json.loads(out)["dropped"] == {"pass": 1, "policy": "summarize-v2", "line": 4}
+    # as of pass 0 it was in the window: nothing dropped it yet
+    code, out, _ = run("why", str(LOST), "rej1", "--pass", "0", "--format", "json")
+    assert json.loads(out)["dropped"] is None
+    # an item kept in the window is not dropped
+    code, out, _ = run("why", str(LOST), "d1")
+    assert "dropped" not in out
+
+
+def test_why_says_nothing_of_a_drop_when_the_item_was_spilled() -> None:
+    spilled = ROOT / "models" / "scenarios" / "postgres_spilled_first.jsonl"
+    _, out, _ = run("why", str(spilled), "rej1", "--format", "json")
+    assert json.loads(out)["dropped"] is None
+
+
+def _events(*events: dict[str, Any]) -> list[dict[str, Any]]:
+    return [{"event": "header", "format": "ctxproof-trace/1"}, *events]
+
+
+R1 = {"id": "r1", "kind": "claim", "formula": "locks.needed"}
+R2 = {"id": "r2", "kind": "claim", "formula": "json.needed"}
+C1 = {"id": "c1", "kind": "commitment", "type": "decision", "formula": "db.postgres",
+      "rationale": ["r1"]}
+MERGE = {"id": "m", "kind": "claim", "formula": "locks.needed & json.needed",
+         "covers": ["r1", "r2"]}
+
+
+def _codes(events: list[dict[str, Any]]) -> list[tuple[str, tuple[str, ...], str]]:
+    report = audit_trace(trace_from_dicts(events))
+    return [(f.code, f.items, f.message) for f in report.findings]
+
+
+def test_cf004_is_quiet_once_the_rationale_is_re_pointed_to_a_valid_merge() -> None:
+    repointed = {**C1, "rationale": ["m"]}
+    assert _codes(_events({"event": "append", "items": [R1, R2, C1]},
+                          {"event": "rewrite", "window": [MERGE, repointed]})) == []
+
+
+def test_cf004_still_fires_for_a_citation_left_dangling_and_names_the_merge() -> None:
+    found = _codes(_events({"event": "append", "items": [R1, R2, C1]},
+                           {"event": "rewrite", "window": [MERGE, C1]}))
+    assert [(c, i) for c, i, _ in found] == [("CF004", ("c1", "r1"))]
+    assert "cite the merge 'm' that covers it instead" in found[0][2]
+
+
+def test_cf004_fires_when_the_merge_it_points_to_is_invalid() -> None:
+    bad_merge = {**MERGE, "formula": "locks.needed"}  # does not entail r2
+    found = _codes(_events({"event": "append", "items": [R1, R2, C1]},
+                           {"event": "rewrite", "window": [bad_merge, {**C1, "rationale": ["m"]}]}))
+    assert ("CF004", ("c1", "r1")) in [(c, i) for c, i, _ in found]
+    assert "CF007" in [c for c, _, _ in found]
+
+
+def test_cp002_for_an_item_that_cites_itself() -> None:
+    k1 = {"id": "k1", "kind": "claim", "formula": "x", "derived_from": ["k1"]}
+    found = _codes(_events({"event": "append", "items": [k1]}))
+    assert [(c, i) for c, i, _ in found] == [("CP002", ("k1",))]
+    message = found[0][2]
+    assert "'k1' cites itself (derived_from)" in message
+    assert "justify each other" not in message
+    pair = _codes(_events({"event": "append", "items": [
+        {"id": "a", "kind": "claim", "derived_from": ["b"]},
+        {"id": "b", "kind": "claim", "derived_from": ["a"]}]}))
+    assert "justify each other" in pair[0][2]
+
+
+@pytest.fixture
+def store_cases(tmp_path: Path) -> list[tuple[list[str], str]]:
+    garbage = tmp_path / "garbage.sqlite"
+    garbage.write_text("not a database")
+    other = tmp_path / "other.sqlite"
+    db = sqlite3.connect(other)
+    db.execute("create table t(x)")
+    db.commit()
+    db.close()
+    trace = tmp_path / "t.jsonl"
+    trace.write_text(json.dumps({"event": "header", "format": "ctxproof-trace/1"}) + "\n")
+    window = tmp_path / "w.json"
+    window.write_text(json.dumps({"format": "ctxproof-window/1", "items": []}))
+    SqliteStore(tmp_path / "good.sqlite").close()
+    return [
+        (["audit", str(trace), "--store", str(garbage)], str(garbage)),
+        (["audit", str(trace), "--store", str(other)], str(other)),
+        (["why", str(trace), "x", "--store", str(other)], str(other)),
+        (["check", str(window), str(window), "--store", str(garbage)], str(garbage)),
+        (["check", str(window), str(window), "--store", str(tmp_path / "missing.sqlite")],
+         str(tmp_path / "missing.sqlite")),
+    ]
+
+
+def test_a_store_error_names_the_store_once(store_cases: list[tuple[list[str], str]]) -> None:
+    for argv, path in store_cases:
+        code, out, err = run(*argv)
+        assert code == 2 and out == "", argv
+        assert err.count(path) == 1, err
