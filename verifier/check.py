@@ -104,6 +104,7 @@ def run_rules(
     check_witnesses(ctx)
     check_pairing(ctx)
     check_cycles(ctx, ctx.changed())
+    ctx.finish()
     return ctx
 
 

@@ -126,3 +126,71 @@ def test_a_store_error_names_the_store_once(store_cases: list[tuple[list[str], s
         code, out, err = run(*argv)
         assert code == 2 and out == "", argv
         assert err.count(path) == 1, err
+
+
+# -- one defect, one primary finding (issue point 6) ----------------------------------------
+
+O1 = {"id": "o1", "kind": "observation", "source": "pip install x", "exit_code": 1,
+      "modality": "failed", "shows": "pip.fail"}
+K1 = {"id": "k1", "kind": "claim", "formula": "pip.fail", "modality": "failed",
+      "witnesses": ["o1"], "load_bearing": True}
+LAUNDERED_K1 = {**K1, "formula": "pip.ok", "modality": "verified"}
+
+
+def _laundering(tmp_path: Path) -> Path:
+    trace = tmp_path / "laundered.jsonl"
+    events = _events({"event": "append", "items": [O1, K1]},
+                     {"event": "rewrite", "policy": "summarize-v1", "window": [O1, LAUNDERED_K1],
+                      "claimed_preserved": ["k1"]})
+    events[0]["background"] = ["pip.fail -> !pip.ok"]
+    trace.write_text("\n".join(json.dumps(e) for e in events) + "\n")
+    return trace
+
+
+def test_laundering_one_claim_is_one_primary_finding(tmp_path: Path) -> None:
+    trace = _laundering(tmp_path)
+    _, out, _ = run("audit", str(trace), "--format", "json")
+    findings = json.loads(out)["findings"]
+    on_k1 = {f["code"]: f.get("related_to") for f in findings if f["items"][0] == "k1"}
+    # the JSON keeps every finding; all but the primary point to it
+    assert on_k1 == {"WR004": None, "CF002": "WR004", "CF005": "WR004", "CF006": "WR004",
+                     "WR001": "WR004", "WR005": "WR004"}
+    _, text, _ = run("audit", str(trace))
+    lines = text.splitlines()
+    assert len(lines) == 1
+    assert " WR004 negative-laundered [k1]" in lines[0]
+    assert lines[0].endswith("[related: CF002, CF005, CF006, WR001, WR005]")
+    # the primary's advice mends them all: restoring k1 leaves nothing to report
+    fixed = _codes(_events({"event": "append", "items": [O1, K1]},
+                           {"event": "rewrite", "window": [O1, K1], "claimed_preserved": ["k1"]}))
+    assert fixed == []
+
+
+def test_messages_say_claim_and_advise_nothing_that_leads_into_another_finding(
+    tmp_path: Path,
+) -> None:
+    _, out, _ = run("audit", str(_laundering(tmp_path)), "--format", "json")
+    messages = {f["code"]: f["message"] for f in json.loads(out)["findings"]}
+    assert "the rewrite asserts more than the claim did" in messages["CF002"]
+    assert "weaken" not in messages["CF002"]
+    assert messages["CF005"].startswith("claim 'k1'")
+    assert "restore its earlier version (pip.fail)" in messages["CF005"]
+    assert "remove it" not in messages["CF005"]  # removing k1 would drop it (CF001)
+    assert "unwitnessed" not in messages["WR005"]  # a failed claim stays failed (WR004)
+    # a softened failed claim: spilling the original would not make the rewrite acceptable
+    softened = _codes(_events(
+        {"event": "append", "items": [O1, K1]},
+        {"event": "rewrite", "window": [O1, {**K1, "formula": "pip.fail | pip.slow"}]}))
+    cf003 = next(m for c, _, m in softened if c == "CF003")
+    assert "spill the original" not in cf003 and "restore pip.fail" in cf003
+
+
+def test_cp001_advice_for_a_failed_claim_does_not_say_unwitnessed() -> None:
+    used = {**K1, "load_bearing": False}
+    user = {"id": "c1", "kind": "commitment", "type": "decision", "formula": "x.skip",
+            "rationale": ["k1"]}
+    found = _codes(_events({"event": "append", "items": [O1, used]},
+                           {"event": "rewrite", "window": [used]},
+                           {"event": "append", "items": [user]}))
+    cp001 = next(m for c, _, m in found if c == "CP001")
+    assert "uses claim 'k1'" in cp001 and "unwitnessed" not in cp001

@@ -167,12 +167,17 @@ def _cf001_to_003(ctx: RewriteContext, merges: _Merges) -> None:
             ctx.unknown(f"formula of {old.id!r}", weaker)
             continue
         if weaker.fails:
+            # a failed result is never softened, stored original or not (WR004)
+            advice = (
+                f"restore {show(old.formula)}: a failed result keeps its formula"
+                if old.modality == "failed"
+                else "spill the original first"
+            )
             ctx.report(
                 "CF003",
                 [old.id],
                 f"{old.kind} {old.id!r} was weakened from {show(old.formula)} to"
-                f" {show(new.formula)} and the original is not in the store; spill the original"
-                " first",
+                f" {show(new.formula)} and the original is not in the store; {advice}",
                 weaker,
             )
 
@@ -237,11 +242,17 @@ def _cf005(ctx: RewriteContext) -> None:
         if res.unknown:
             ctx.unknown(f"content of {it.id!r}", res)
         elif res.fails:
+            earlier = ctx.before.resolve(it.id)
+            if earlier is not None and earlier.kind == it.kind:
+                # a changed item: removing it would drop it (CF001); its earlier version holds
+                advice = f"restore its earlier version ({show(earlier.formula)})"
+            else:
+                advice = "remove it, or restore what supports it"
             ctx.report(
                 "CF005",
                 [it.id],
-                f"{it.id!r} asserts {show(goal)}, which the window before, the store and the"
-                " background do not entail; remove it or restore what supports it",
+                f"{it.kind} {it.id!r} asserts {show(goal)}, which the window before, the store"
+                f" and the background do not entail; {advice}",
                 res,
             )
 

@@ -73,12 +73,20 @@ def _cp001(ctx: RewriteContext, appended: tuple[Item, ...]) -> dict[str, list[st
                 where = f"the rewrite at pass {answer.cut_pass} cut its last path to a primitive"
             else:
                 where = "no primitive ever backed it"
+            if used.kind == "observation":
+                advice = "restore it (a stub is enough), or cite a new observation instead"
+            else:
+                # a failed result stays failed (WR004): no advice to tag it unwitnessed
+                untag = "" if used.modality == "failed" else ", or tag it 'unwitnessed'"
+                advice = (
+                    "restore the observation it rested on (a stub is enough), or re-derive it"
+                    f" from a new observation{untag}"
+                )
             ctx.report(
                 "CP001",
                 [used_id, it.id],
-                f"{it.id!r} uses {used_id!r}, which says {used.modality!r} but has no path to a"
-                f" retained primitive: {where}; re-derive it from a new observation or tag it"
-                " 'unwitnessed'",
+                f"{it.id!r} uses {used.kind} {used_id!r}, which says {used.modality!r} but has no"
+                f" path to a retained primitive: {where}; {advice}",
             )
             named.setdefault(it.id, []).append(used_id)
     return named
