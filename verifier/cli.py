@@ -827,6 +827,95 @@ def why_cmd(
     return EXIT_OK if answer.chain is not None else EXIT_FINDINGS
 
 
+@cli.command(name="window")
+@click.argument("trace", type=click.Path(dir_okay=False))
+@click.option(
+    "--pass",
+    "pass_no",
+    required=True,
+    type=click.IntRange(min=0),
+    help="The window as of the end of this pass (0: before the first rewrite).",
+)
+@click.option(
+    "-o",
+    "--out",
+    "out",
+    type=click.Path(dir_okay=False),
+    help="Write the window file here (atomically) instead of to stdout.",
+)
+@click.option("--store", "store_path", type=click.Path(dir_okay=False), help="SQLite store.")
+@_format_option
+@click.pass_obj
+def window_cmd(
+    obj: _Out, trace: str, pass_no: int, out: str | None, store_path: str | None, fmt: str
+) -> int:
+    """Write the window of TRACE as of the end of pass N, as a window file.
+
+    That is the window rewrite N+1 starts from: give it to `check` as BEFORE and
+    that rewrite's window as AFTER. Stubs for items the trace itself spills stand
+    for items no store holds yet, and a window file keeps no record of items
+    dropped earlier that its items still cite: both are named on stderr.
+    """
+    from verifier.audit import Auditor
+
+    loaded, store = _load_for_graph(trace, store_path, "window")
+    try:
+        passes = sum(1 for ev in loaded.events if isinstance(ev, Rewrite))
+        if pass_no > passes:
+            raise InputError(
+                f"--pass {pass_no}: the trace has {passes} pass(es)",
+                file=trace,
+                fix=f"give a pass from 0 to {passes}",
+            )
+        auditor = Auditor(loaded.header.background, name=loaded.name, store=store)
+        for ev in loaded.events:
+            if isinstance(ev, Rewrite) and auditor.pass_no >= pass_no:
+                break
+            auditor.feed(ev)
+        window = auditor.window
+        in_trace = [
+            it.id
+            for it in window
+            if it.kind == "stub"
+            and it.stub_ref is not None
+            and auditor.store.top._body(it.stub_ref) is not None
+            and (store is None or store._body(it.stub_ref) is None)
+        ]
+        held = {it.id for it in window}
+        dangling = sorted(
+            {
+                ref
+                for it in window
+                for _, ref in it.citations
+                if ref not in held and not auditor.store.has_id(ref)
+            }
+        )
+    finally:
+        _close(store)
+    text = json.dumps(window_to_json(window, loaded.header.background), ensure_ascii=False)
+    if out is None:
+        obj.line(text)
+    else:
+        path = atomic_write(out, text + "\n")
+        if fmt == "json":
+            payload = {"trace": trace, "pass": pass_no, "out": str(path), "items": len(window)}
+            obj.line(json.dumps(payload, ensure_ascii=False))
+        else:
+            obj.line(f"{path}: the window of {trace} as of pass {pass_no} ({len(window)} items)")
+    if in_trace:
+        obj.note(
+            f"ctxproof: stubs {', '.join(map(repr, in_trace))} stand for items {trace} spills;"
+            " to check against this window, put them in a store first"
+        )
+    if dangling:
+        obj.note(
+            f"ctxproof: items of this window cite {', '.join(map(repr, dangling))}, dropped"
+            " earlier and in no store; `check` reads such a window only when BEFORE or the"
+            " store defines them"
+        )
+    return EXIT_OK
+
+
 @cli.command(name="ref")
 @click.argument("file", type=click.Path(dir_okay=False))
 @click.argument("item")

@@ -147,3 +147,74 @@ def test_audit_trace_results_carry_the_repairs() -> None:
     assert repair is not None and "rej1" in {it.id for it in repair.spill}
     assert all(it.kind == "stub" for it in repair.window if it.id == "rej1")
     assert audit_trace(trace_from_dicts(events), repair=False).rewrites[0].repair is None
+
+
+# -- ctxproof window TRACE --pass N --------------------------------------------------------
+
+
+def test_window_at_a_pass_is_what_the_next_rewrite_starts_from(tmp_path: Path) -> None:
+    trace = SCENARIOS / "postgres_rejection_lost.jsonl"
+    events = [json.loads(x) for x in trace.read_text("utf-8").splitlines()]
+    (rewrite,) = [e for e in events if e["event"] == "rewrite"]
+    before = tmp_path / "pass0.json"
+    code, out, err = run("window", str(trace), "--pass", "0", "-o", str(before))
+    assert code == 0 and str(before) in out and err == ""
+    window = json.loads(before.read_text("utf-8"))
+    assert window["format"] == "ctxproof-window/1"
+    assert window["background"] == events[0]["background"]
+    # checking the rewrite against it finds what the audit finds at that rewrite
+    after = tmp_path / "after.json"
+    after.write_text(json.dumps({**window, "items": rewrite["window"]}), "utf-8")
+    code, out, _ = run("check", str(before), str(after), "--format", "json")
+    audited = json.loads(run("audit", str(trace), "--format", "json")[1])
+    at_rewrite = [f["code"] for f in audited["findings"] if f["line"] == 4]
+    assert code == 1 and [f["code"] for f in json.loads(out)["findings"]] == at_rewrite
+
+
+def test_window_after_a_rewrite_names_what_it_cites_but_dropped(tmp_path: Path) -> None:
+    trace = SCENARIOS / "tests_passed_loses_run.jsonl"
+    events = [json.loads(x) for x in trace.read_text("utf-8").splitlines()]
+    rewrites = [e for e in events if e["event"] == "rewrite"]
+    code, out, err = run("window", str(trace), "--pass", "1")
+    assert code == 0
+    assert [it["id"] for it in json.loads(out)["items"]] == [
+        it["id"] for it in rewrites[0]["window"]
+    ]
+    assert "'o3'" in err and "dropped earlier" in err
+
+
+def test_window_at_pass_0_and_to_stdout() -> None:
+    trace = SCENARIOS / "postgres_rejection_lost.jsonl"
+    code, out, _ = run("window", str(trace), "--pass", "0")
+    assert code == 0
+    ids = [it["id"] for it in json.loads(out)["items"]]
+    assert ids == ["why1", "d1", "rej1", "p41", "p50"]
+
+
+def test_window_past_the_last_pass_or_of_a_window_file_is_exit_2(tmp_path: Path) -> None:
+    trace = str(SCENARIOS / "postgres_rejection_lost.jsonl")
+    code, out, err = run("window", trace, "--pass", "5")
+    assert (code, out) == (2, "") and "the trace has 1 pass(es)" in err and "0 to 1" in err
+    window = tmp_path / "w.json"
+    window.write_text('{"format": "ctxproof-window/1", "items": []}', "utf-8")
+    code, out, err = run("window", str(window), "--pass", "0")
+    assert (code, out) == (2, "") and "this is a window file" in err
+    assert "Traceback" not in err
+
+
+def test_window_names_stubs_for_items_the_trace_spills(tmp_path: Path) -> None:
+    rej = {"id": "r1", "kind": "commitment", "type": "rejection", "formula": "!db.mysql"}
+    from verifier.io import item_from_json
+
+    ref = item_from_json(rej).ref
+    events = [
+        {"event": "header", "format": "ctxproof-trace/1"},
+        {"event": "append", "items": [rej]},
+        {"event": "spill", "items": [rej]},
+        {"event": "rewrite", "window": [{"id": "r1", "kind": "stub", "ref": ref}]},
+    ]
+    trace = tmp_path / "t.jsonl"
+    trace.write_text("\n".join(json.dumps(e) for e in events) + "\n", "utf-8")
+    code, out, err = run("window", str(trace), "--pass", "1")
+    assert code == 0 and json.loads(out)["items"] == [{"id": "r1", "kind": "stub", "ref": ref}]
+    assert "'r1'" in err and "store" in err
