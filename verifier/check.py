@@ -1,4 +1,4 @@
-"""Checking one rewrite, and computing its repair (SPEC §4).
+"""Checking one rewrite, and computing its repair (docs/rules.md).
 
 >>> from verifier.io import parse_window_text
 >>> w = parse_window_text('{"format": "ctxproof-window/1", "items": '

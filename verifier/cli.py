@@ -1,4 +1,4 @@
-"""The ``ctxproof`` command line (SPEC §6).
+"""The ``ctxproof`` command line (its output and exit codes: docs/formats.md).
 
 Output: one finding a line, ``TRACE:LINE: pass N: CODE name [ID,...]: message``,
 or with ``--format json`` one JSON object per trace per line.

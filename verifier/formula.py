@@ -1,4 +1,4 @@
-"""The propositional formula language (SPEC §3): grammar, AST and evaluation.
+"""The propositional formula language (docs/formats.md, "Formulas"): grammar, AST and evaluation.
 
 Formulas are parsed by a LALR grammar (lark); nothing is ever evaluated as
 Python. The AST is made of frozen, slotted dataclasses, so formulas hash and

@@ -1,4 +1,4 @@
-"""The justification graph (SPEC §5), built incrementally while a trace is audited.
+"""The justification graph, built incrementally while a trace is audited (docs/formats.md).
 
 One node per item version (``id@pass``: the pass at which that version
 appeared) and per store entry (``store:<ref>``). Edges run from an item to

@@ -1,4 +1,4 @@
-"""Reading windows and traces (SPEC §5) with the validation of SPEC §7.
+"""Reading windows and traces, and their validation (docs/formats.md, "Bad input").
 
 Every problem becomes an :class:`InputError` naming the file, the line, the
 item and the fix. Nothing is half-loaded: a trace is read and validated whole

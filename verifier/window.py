@@ -1,4 +1,4 @@
-"""The data model of SPEC §2: items, windows and trace events.
+"""The data model (docs/formats.md): items, windows and trace events.
 
 Everything here is a frozen, slotted dataclass holding tuples, so windows hash
 and compare by value. Validation of raw JSON lives in :mod:`verifier.io`; the

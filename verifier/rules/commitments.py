@@ -1,4 +1,4 @@
-"""Commitment fidelity: CF001–CF007 (SPEC §4).
+"""Commitment fidelity: CF001–CF007 (docs/rules.md).
 
 "Prune prose, never prune commitments; and never let the pruner certify its
 own output." Each rule is a function of the rewrite context that reports its

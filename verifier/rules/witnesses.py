@@ -1,4 +1,4 @@
-"""Witness retention: WR001–WR008 (SPEC §4).
+"""Witness retention: WR001–WR008 (docs/rules.md).
 
 "The invariant is still checkable by the same means that established it."
 """
