@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-slow bench screenshot clean
+.PHONY: demo test test-slow bench bench-prove screenshot clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -23,9 +23,12 @@ test: $(STAMP)
 test-slow: $(STAMP)
 	$(BIN)/pytest -q -m slow
 
-bench: $(STAMP)
+bench: $(STAMP) bench-prove
 	$(BIN)/python benchmarks/bench_check.py --write
 	$(BIN)/python benchmarks/bench_audit.py --write
+
+bench-prove: $(STAMP)
+	$(BIN)/python benchmarks/bench_prove.py --write
 
 clean:
 	rm -rf $(VENV) build *.egg-info
