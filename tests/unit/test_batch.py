@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import io
 import json
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import jsonschema
+import pytest
 
 import verifier
 from verifier.audit import audit_trace
@@ -218,3 +220,41 @@ def test_window_names_stubs_for_items_the_trace_spills(tmp_path: Path) -> None:
     code, out, err = run("window", str(trace), "--pass", "1")
     assert code == 0 and json.loads(out)["items"] == [{"id": "r1", "kind": "stub", "ref": ref}]
     assert "'r1'" in err and "store" in err
+
+
+# -- --jobs is never slower than one process on small traces (issue point 4) ----------------
+
+
+def test_a_small_batch_with_jobs_runs_in_this_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    from verifier import cli
+
+    def no_pool(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a worker pool was started for a small batch")
+
+    traces = sorted(str(p) for p in SCENARIOS.glob("*.jsonl"))
+    one = run("audit", *traces, "--format", "json", "--jobs", "1")
+    monkeypatch.setattr(cli, "ProcessPoolExecutor", no_pool)
+    assert run("audit", *traces, "--format", "json", "--jobs", "8") == one
+
+
+def test_a_large_batch_goes_to_workers_in_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
+    from verifier import cli
+
+    started: list[int] = []
+    chunks: list[int] = []
+    class Pool(ProcessPoolExecutor):
+        def __init__(self, max_workers: int) -> None:
+            started.append(max_workers)
+            super().__init__(max_workers=max_workers)
+
+        def map(self, fn, *iterables, timeout=None, chunksize=1):  # type: ignore[no-untyped-def]
+            chunks.append(chunksize)
+            return super().map(fn, *iterables, timeout=timeout, chunksize=chunksize)
+
+    traces = sorted(str(p) for p in SCENARIOS.glob("*.jsonl")) * 3
+    one = run("audit", *traces, "--format", "json", "--jobs", "1")
+    monkeypatch.setattr(cli, "ProcessPoolExecutor", Pool)
+    monkeypatch.setattr(cli, "PARALLEL_MIN_BYTES", 0)
+    assert run("audit", *traces, "--format", "json", "--jobs", "2") == one
+    assert started == [2]  # started once for the whole batch
+    assert chunks == [2]  # 12 traces, 2 workers: a few chunks each, not one trace at a time
