@@ -91,21 +91,26 @@ def _format_finding(name: str, f: Finding, related: Sequence[str] = ()) -> str:
 
 def _text_lines(name: str, findings: Sequence[dict[str, Any]]) -> list[str]:
     """One line per primary finding; the findings related to it are listed by code on its
-    line (the JSON output keeps each of them, with ``related_to``)."""
-    lines = []
+    line (the JSON output keeps each of them, with ``related_to``). A related finding
+    whose primary is not among these (none should be) gets a line of its own."""
+
+    def key(f: dict[str, Any]) -> tuple[Any, ...]:
+        return (f["pass"], f["line"], cause_item(f["code"], f["items"]))
+
+    primaries = {
+        (key(f), f["code"]): i for i, f in enumerate(findings) if f.get("related_to") is None
+    }
+    related: dict[int, list[str]] = {}
+    shown: list[int] = []
     for i, f in enumerate(findings):
-        if f.get("related_to") is not None:
-            continue
-        related = [
-            g["code"]
-            for j, g in enumerate(findings)
-            if j != i
-            and g.get("related_to") == f["code"]
-            and cause_item(g["code"], g["items"]) == cause_item(f["code"], f["items"])
-            and (g["pass"], g["line"]) == (f["pass"], f["line"])
-        ]
-        lines.append(_format_json_finding(name, f, sorted(related)))
-    return lines
+        p = primaries.get((key(f), f.get("related_to"))) if f.get("related_to") else None
+        if p is None:
+            shown.append(i)
+        else:
+            related.setdefault(p, []).append(f["code"])
+    return [
+        _format_json_finding(name, findings[i], sorted(related.get(i, ()))) for i in shown
+    ]
 
 
 def _open_store(path: str | None, *, writable: bool = False) -> Store | None:

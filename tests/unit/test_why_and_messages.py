@@ -194,3 +194,18 @@ def test_cp001_advice_for_a_failed_claim_does_not_say_unwitnessed() -> None:
                            {"event": "append", "items": [user]}))
     cp001 = next(m for c, _, m in found if c == "CP001")
     assert "uses claim 'k1'" in cp001 and "unwitnessed" not in cp001
+
+
+def test_a_related_finding_on_another_line_of_check_is_still_printed(tmp_path: Path) -> None:
+    r1 = {"id": "r1", "kind": "commitment", "type": "invariant", "formula": "locks.needed"}
+    d1 = {"id": "d1", "kind": "commitment", "type": "decision", "formula": "db.postgres"}
+    before, after = tmp_path / "b.json", tmp_path / "a.json"
+    before.write_text(json.dumps({"format": "ctxproof-window/1",
+                                  "items": [r1, {**d1, "rationale": ["r1"]}]}))
+    # the new d1 no longer cites r1: CF004 is on d1's line, its primary CF001 on line 1
+    after.write_text(json.dumps({"format": "ctxproof-window/1", "items": [d1]}, indent=1))
+    _, out, _ = run("check", str(before), str(after), "--format", "json")
+    found = {f["code"]: (f["line"], f.get("related_to")) for f in json.loads(out)["findings"]}
+    assert found["CF004"][1] == "CF001" and found["CF004"][0] != found["CF001"][0]
+    _, text, _ = run("check", str(before), str(after))
+    assert [line.split(": ")[2].split()[0] for line in text.splitlines()] == ["CF001", "CF004"]
