@@ -209,3 +209,31 @@ def test_a_related_finding_on_another_line_of_check_is_still_printed(tmp_path: P
     assert found["CF004"][1] == "CF001" and found["CF004"][0] != found["CF001"][0]
     _, text, _ = run("check", str(before), str(after))
     assert [line.split(": ")[2].split()[0] for line in text.splitlines()] == ["CF001", "CF004"]
+
+
+# -- a user instruction as a primitive (issue point 8, README) ------------------------------
+
+USER = {"id": "u1", "kind": "observation", "source": "user", "modality": "verified",
+        "shows": "db.postgres", "content": "Use Postgres, not MySQL."}
+DECIDED = {"id": "d1", "kind": "commitment", "type": "decision", "formula": "db.postgres",
+           "modality": "verified", "witnesses": ["u1"], "rationale": ["u1"]}
+USES = {"id": "c1", "kind": "commitment", "type": "obligation", "formula": "migrations.pg_only",
+        "rationale": ["d1"]}
+
+
+def test_a_decision_on_a_user_instruction_is_witnessed(tmp_path: Path) -> None:
+    from verifier.io import stub_for
+
+    kept = _events({"event": "append", "items": [USER]}, {"event": "append", "items": [DECIDED]},
+                   {"event": "spill", "items": [USER]},
+                   {"event": "rewrite", "window": [stub_for(USER), DECIDED]},
+                   {"event": "append", "items": [USES]})
+    assert _codes(kept) == []
+    dropped = [*kept[:3], {"event": "rewrite", "policy": "summarize", "window": [DECIDED]},
+               kept[-1]]
+    assert [(c, i) for c, i, _ in _codes(dropped)] == [
+        ("CF004", ("d1", "u1")), ("WR001", ("d1", "u1")), ("CP001", ("d1", "c1"))]
+    trace = tmp_path / "user.jsonl"
+    trace.write_text("\n".join(json.dumps(e) for e in dropped) + "\n")
+    code, out, _ = run("why", str(trace), "d1")
+    assert code == 1 and "source='user'" in out and "lost at pass 1 (policy 'summarize')" in out
