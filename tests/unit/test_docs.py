@@ -90,3 +90,12 @@ def test_the_formats_page_documents_every_finding_field() -> None:
     )
     for field in schema["$defs"]["result"]["properties"]["findings"]["items"]["properties"]:
         assert f"`{field}`" in page, field
+
+
+def test_the_rules_page_gives_the_cause_order_the_code_uses() -> None:
+    from verifier.findings import CAUSE_ORDER
+
+    shown = re.search(r"causal first: ([A-Z0-9, \n]+)\.", RULES_PAGE)
+    assert shown is not None
+    codes = [c.strip() for c in shown.group(1).replace("\n", " ").split(",")]
+    assert codes == [c for c in CAUSE_ORDER if not c.startswith("PL")]

@@ -100,3 +100,23 @@ def test_the_report_renders_in_headless_chromium(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr[-2000:]
     data = shot.read_bytes()
     assert data.startswith(b"\x89PNG") and len(data) > 10_000
+
+
+def test_a_bad_file_under_keep_going_is_a_row_of_the_index_without_a_page(
+    tmp_path: Path,
+) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("not json\n", "utf-8")
+    good = SCENARIOS / "exit_code_laundered.jsonl"
+    rep = tmp_path / "rep"
+    code = main(
+        ["audit", str(good), str(bad), "--report", str(rep), "--keep-going"],
+        stdout=io.StringIO(),
+        stderr=io.StringIO(),
+    )
+    assert code == 2
+    index = (rep / "index.html").read_text("utf-8")
+    assert "1 bad file(s)" in index and "malformed JSON" in index
+    assert [p.name for p in (rep / "traces").glob("*.html")] == ["0001-exit_code_laundered.html"]
+    traces = json.loads((rep / "report.json").read_text("utf-8"))["traces"]
+    assert traces[1]["exit"] == 2 and "error" in traces[1]
