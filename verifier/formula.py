@@ -1,4 +1,4 @@
-"""The propositional formula language (SPEC §3): grammar, AST and evaluation.
+"""The propositional formula language (docs/formats.md, "Formulas"): grammar, AST and evaluation.
 
 Formulas are parsed by operator precedence, checked against the LALR grammar of
 :mod:`verifier.grammar` (lark), which also words every syntax error; nothing is ever evaluated as

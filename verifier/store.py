@@ -1,4 +1,4 @@
-"""The durable store (SPEC §2): append-only, content-addressed spilled items.
+"""The durable store (docs/formats.md, "The store"): append-only, content-addressed spilled items.
 
 Entries are keyed by ``ref`` = sha256 of the item's canonical JSON. Every read
 hashes the stored bytes again; an entry whose bytes do not hash to its key is

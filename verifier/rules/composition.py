@@ -71,12 +71,20 @@ def _cp001(ctx: RewriteContext, appended: tuple[Item, ...]) -> dict[str, list[st
                 where = f"the rewrite at pass {answer.cut_pass} cut its last path to a primitive"
             else:
                 where = "no primitive ever backed it"
+            if used.kind == "observation":
+                advice = "restore it (a stub is enough), or cite a new observation instead"
+            else:
+                # a failed result stays failed (WR004): no advice to tag it unwitnessed
+                untag = "" if used.modality == "failed" else ", or tag it 'unwitnessed'"
+                advice = (
+                    "restore the observation it rested on (a stub is enough), or re-derive it"
+                    f" from a new observation{untag}"
+                )
             ctx.report(
                 "CP001",
                 [used_id, it.id],
-                f"{it.id!r} uses {used_id!r}, which says {used.modality!r} but has no path to a"
-                f" retained primitive: {where}; re-derive it from a new observation or tag it"
-                " 'unwitnessed'",
+                f"{it.id!r} uses {used.kind} {used_id!r}, which says {used.modality!r} but has no"
+                f" path to a retained primitive: {where}; {advice}",
             )
             named.setdefault(it.id, []).append(used_id)
     return named
@@ -378,9 +386,25 @@ def check_cycles(ctx: RewriteContext, touched: Iterable[Item]) -> None:
         if any((v := _version(ctx, n)) is not None and v.kind == "observation" for n in below):
             continue
         ctx.history.cycles.add(key)
-        ctx.report(
-            "CP002",
-            sorted(comp),
-            f"{cite(sorted(comp))} justify each other in a cycle with no observation under it;"
-            " ground one of them in a primitive",
-        )
+        if len(comp) == 1:
+            (only,) = comp
+            self_cited = _version(ctx, only)
+            fields = [
+                name
+                for name, ids in (
+                    ("rationale", self_cited.rationale if self_cited else ()),
+                    ("witness", self_cited.witnesses if self_cited else ()),
+                    ("derived_from", self_cited.derived_from if self_cited else ()),
+                )
+                if only in ids
+            ]
+            message = (
+                f"{only!r} cites itself ({', '.join(fields) or 'justification'}), so nothing"
+                " outside it backs it; drop the self-citation and cite what it rests on"
+            )
+        else:
+            message = (
+                f"{cite(sorted(comp))} justify each other in a cycle with no observation under"
+                " it; ground one of them in a primitive"
+            )
+        ctx.report("CP002", sorted(comp), message)

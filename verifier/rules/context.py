@@ -6,16 +6,17 @@ dicts and sets; only changed items and witness questions go to the solver.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterable, Mapping, Set
 from dataclasses import dataclass, field
 from typing import Any
 
-from verifier.findings import Finding
+from verifier.findings import Finding, Refutes, group_by_cause
 from verifier.formula import TRUE, Formula, render
 from verifier.graph import JustificationGraph
 from verifier.io import item_from_json
-from verifier.solver import PremiseIndex, Result, Session
+from verifier.solver import PremiseIndex, Result, Session, falsifies, relevant_background
 from verifier.store import Store
 from verifier.window import Item
 
@@ -266,16 +267,83 @@ class RewriteContext:
     _changed: list[Item] | None = None
     _touched: set[str] | None = None
     _checkable_cache: dict[tuple[str, str], bool | None] = field(default_factory=dict)
+    _refuted: dict[int, Result] = field(default_factory=dict)
+    """finding index -> the refuted entailment behind its counterexample."""
 
     # -- reporting ------------------------------------------------------------------------
     def report(
         self, code: str, items: Iterable[str], message: str, result: Result | None = None
     ) -> None:
         cex = None
+        refutes = None
         shown = result.shown_counterexample() if result is not None else None
-        if shown is not None:
+        if shown is not None and result is not None:
             cex = tuple(sorted(shown.items()))
-        self.findings.append(Finding(code, self.pass_no, tuple(items), message, self.line, cex))
+            if result.goal is not None:
+                self._refuted[len(self.findings)] = result
+                refutes = self._refutes(result, shown)
+        self.findings.append(
+            Finding(code, self.pass_no, tuple(items), message, self.line, cex, refutes)
+        )
+
+    def _refutes(self, result: Result, shown: Mapping[str, bool]) -> Refutes:
+        assert result.goal is not None
+        bg = relevant_background(self.session.background, shown)
+        return Refutes(
+            tuple(render(b) for b in bg),
+            tuple(render(p) for p in result.premises),
+            render(result.goal),
+        )
+
+    def finish(self) -> None:
+        """Group the findings of this event by cause, and show one counterexample for all
+        the findings on one item.
+
+        Of the findings on one item the most causal is the primary; the others get
+        ``related_to`` (:func:`verifier.findings.group_by_cause`).
+
+        The findings on an item (CF002, CF005 and WR005 on a changed claim, say)
+        each refute their own entailment. When one assignment of the union of
+        their atoms falsifies every one of them (checked in plain Python), each
+        shows that assignment, so the counterexamples agree; otherwise each keeps
+        its own.
+        """
+        self.findings[:] = group_by_cause(self.findings)
+        by_item: dict[str, list[int]] = {}
+        for i in self._refuted:
+            by_item.setdefault(self.findings[i].items[0], []).append(i)
+        background = self.session.background
+        for group in by_item.values():
+            if len(group) < 2:
+                continue
+            results = [self._refuted[i] for i in group]
+            union: set[str] = set()
+            for r in results:
+                union |= r.focus or set()
+            # the most constrained question first: its model is likeliest to fit the others
+            order = sorted(results, key=lambda r: -len(r.premises))
+            chosen = None
+            for cand in order:
+                trial: dict[str, bool] = {}
+                for r in (cand, *order):
+                    for name, value in (r.counterexample or {}).items():
+                        if name in union:
+                            trial.setdefault(name, value)
+                trial = {name: trial.get(name, False) for name in sorted(union)}
+                if all(
+                    r.goal is not None
+                    and falsifies(trial, relevant_background(background, trial), r.premises, r.goal)
+                    for r in results
+                ):
+                    chosen = trial
+                    break
+            if chosen is None:
+                continue
+            for i in group:
+                f = self.findings[i]
+                self.findings[i] = dataclasses.replace(
+                    f, counterexample=tuple(sorted(chosen.items()))
+                )
 
     def unknown(self, what: str, result: Result) -> None:
         self.undecided.append(f"{what}: {result.reason or 'unknown'}")
