@@ -1,0 +1,347 @@
+"""Third-party compaction as policies (docs/frameworks.md).
+
+Each framework policy runs on fixed windows and its findings are pinned; a
+window goes through each framework's messages and back unchanged; a missing
+extra is exit 2 naming the pip command. Tests that run a framework are
+skipped, with the reason shown, when its extra is not installed (``make
+test-frameworks`` and CI install them); the missing-extra and report tests
+run everywhere.
+"""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from verifier import MemoryStore, check_rewrite, item_from_json, load_policy, run_policy, stub_for
+from verifier.cli import main
+from verifier.errors import InputError
+from verifier.policies import window_tokens
+from verifier.policies.thirdparty import ADAPTERS, Adapter
+from verifier.policies.thirdparty._common import assemble, slots_of
+
+Obj = dict[str, Any]
+PKG = "verifier.policies.thirdparty"
+BACKGROUND = ("db.postgres -> !db.mysql",)
+
+EXTRAS = {
+    "langchain": ("policies-langchain", ("langchain_core", "langchain")),
+}
+
+
+def framework(module: str) -> None:
+    """Skip the test, saying why, unless the extra of ``module`` is installed."""
+    extra, modules = EXTRAS[module]
+    for name in modules:
+        pytest.importorskip(
+            name,
+            reason=f"the extra {extra} is not installed (make test-frameworks installs it)",
+        )
+
+
+def obs(iid: str, call: str, source: str, atom: str, ok: bool) -> Obj:
+    return {
+        "id": iid,
+        "kind": "observation",
+        "call": call,
+        "source": source,
+        "shows": atom if ok else f"!{atom}",
+        "modality": "verified" if ok else "failed",
+        "exit_code": 0 if ok else 1,
+        "content": f"$ {source}\n{'ok' if ok else 'error: exit status 1'}",
+        "tokens": 10,
+    }
+
+
+def session_window() -> list[Obj]:
+    """A window as the simulated agent leaves it: 91 tokens, four tool runs (the first one
+    failed), a decision with its rationale, a failed and a load-bearing claim, two user turns."""
+    return [
+        {
+            "id": "u1",
+            "kind": "observation",
+            "source": "user",
+            "shows": "user.asks_0",
+            "modality": "verified",
+            "content": "fix the build",
+            "tokens": 4,
+        },
+        {"id": "why1", "kind": "prose", "text": "postgres has the row locks we need", "tokens": 6},
+        {
+            "id": "d1",
+            "kind": "commitment",
+            "type": "decision",
+            "formula": "db.postgres",
+            "rationale": ["why1"],
+            "tokens": 6,
+        },
+        {"id": "call1", "kind": "prose", "text": "run: make test", "tokens": 4},
+        obs("r1", "call1", "make test", "tests.pass", False),
+        {
+            "id": "k0",
+            "kind": "claim",
+            "formula": "!tests.pass",
+            "witnesses": ["r1"],
+            "modality": "failed",
+            "tokens": 5,
+        },
+        {"id": "call2", "kind": "prose", "text": "run: make migrate", "tokens": 4},
+        obs("r2", "call2", "make migrate", "db.migrated", True),
+        {
+            "id": "k1",
+            "kind": "claim",
+            "formula": "db.migrated",
+            "witnesses": ["r2"],
+            "modality": "verified",
+            "load_bearing": True,
+            "tokens": 5,
+        },
+        {"id": "call3", "kind": "prose", "text": "run: npm run build", "tokens": 4},
+        obs("r3", "call3", "npm run build", "build.ok", True),
+        {
+            "id": "u2",
+            "kind": "observation",
+            "source": "user",
+            "shows": "user.asks_1",
+            "modality": "verified",
+            "content": "now check the service",
+            "tokens": 4,
+        },
+        {
+            "id": "call4",
+            "kind": "prose",
+            "text": "run: curl -fsS localhost:8080/health",
+            "tokens": 4,
+        },
+        obs("r4", "call4", "curl -fsS localhost:8080/health", "svc.healthy", True),
+        {"id": "p1", "kind": "prose", "text": "notes on the plan", "tokens": 5},
+    ]
+
+
+def every_kind() -> list[Obj]:
+    """One item of every role a framework message can play, sizes left to the default."""
+    spilled = {"id": "old", "kind": "claim", "formula": "svc.healthy"}
+    return [
+        {"id": "sys", "kind": "observation", "source": "system", "content": "you are an agent"},
+        {"id": "u1", "kind": "observation", "source": "user", "content": "fix the build"},
+        {"id": "inv", "kind": "commitment", "type": "invariant", "formula": "build.ok"},
+        {"id": "c1", "kind": "prose", "text": "Bash: make test"},
+        {
+            "id": "c1:result",
+            "kind": "observation",
+            "call": "c1",
+            "source": "Bash: make test",
+            "content": "Exit code 2\nmake: *** [test] Error 2",
+            "exit_code": 2,
+            "modality": "failed",
+        },
+        {"id": "c2", "kind": "prose", "text": "Bash: ls"},
+        {"id": "c2:cleared", "kind": "prose", "text": "[cleared]", "call": "c2"},
+        {"id": "k1", "kind": "claim", "formula": "!tests.pass", "witnesses": ["c1:result"]},
+        {"id": "summary@1", "kind": "prose", "text": "Here is a summary of the conversation"},
+        {"id": "skipped@1", "kind": "prose", "text": "Skipped 4 messages."},
+        {**stub_for(spilled), "tokens": 8},
+        {"id": "p1", "kind": "prose", "text": "done"},
+    ]
+
+
+def findings(before: list[Obj], after: list[Obj]) -> set[tuple[str, tuple[str, ...]]]:
+    result = check_rewrite(
+        [item_from_json(o) for o in before],
+        [item_from_json(o) for o in after],
+        store=MemoryStore(),
+        background=BACKGROUND,
+    )
+    return {(f.code, f.items) for f in result.findings}
+
+
+def rewrite(name: str, window: list[Obj], budget: int) -> list[Obj]:
+    res = run_policy(load_policy(f"{PKG}.{name}"), window, budget, check_determinism=True)
+    assert res.ok, res.message
+    return [it.as_json() for it in res.window]
+
+
+# -- each policy on a fixed window, its findings pinned ------------------------------------------
+
+LOST = {("CF001", ("d1",)), ("CF001", ("k0",)), ("WR008", ("r1",))}
+"""What a policy that drops the oldest messages loses of session_window()."""
+
+PINNED: list[tuple[str, int, list[str], set[tuple[str, tuple[str, ...]]]]] = [
+    # the cut falls between call2 and its result: the result is kept alone
+    (
+        "langchain:trim_messages_policy",
+        53,
+        ["r2", "k1", "call3", "r3", "u2", "call4", "r4", "p1"],
+        LOST | {("TP001", ("r2", "call2"))},
+    ),
+    # the documented settings start on a user message: no orphan, and less kept
+    (
+        "langchain:trim_messages_human_policy",
+        53,
+        ["u2", "call4", "r4", "p1"],
+        LOST | {("CF001", ("k1",))},
+    ),
+    # the oldest of four results is blanked: the failure and its exit code are gone
+    (
+        "langchain:clear_tool_uses_policy",
+        60,
+        [
+            "u1",
+            "why1",
+            "d1",
+            "call1",
+            "call1:cleared",
+            "k0",
+            "call2",
+            "r2",
+            "k1",
+            "call3",
+            "r3",
+            "u2",
+            "call4",
+            "r4",
+            "p1",
+        ],
+        {("WR001", ("k0", "r1")), ("WR008", ("r1",))},
+    ),
+    (
+        "langchain:summarization_policy",
+        60,
+        ["summary@1", "u2", "call4", "r4", "p1"],
+        LOST | {("CF001", ("k1",))},
+    ),
+]
+
+
+@pytest.mark.parametrize(("name", "budget", "kept", "expected"), PINNED, ids=[p[0] for p in PINNED])
+def test_each_policy_on_a_fixed_window(
+    name: str, budget: int, kept: list[str], expected: set[tuple[str, tuple[str, ...]]]
+) -> None:
+    framework(name.partition(":")[0])
+    before = session_window()
+    after = rewrite(name, before, budget)
+    assert [it["id"] for it in after] == kept
+    assert findings(before, after) == expected
+    by_id = {it["id"]: it for it in before}
+    for it in after:  # a kept item comes back exactly as it was given
+        if it["id"] in by_id:
+            assert it == by_id[it["id"]]
+
+
+def test_every_policy_is_pinned() -> None:
+    assert sorted(p[0] for p in PINNED) == sorted(a.name.removeprefix(PKG + ".") for a in ADAPTERS)
+
+
+def test_cleared_results_are_placeholders_that_keep_the_pairing() -> None:
+    framework("langchain")
+    after = rewrite("langchain:clear_tool_uses_policy", session_window(), 60)
+    placeholder = next(it for it in after if it["id"] == "call1:cleared")
+    assert placeholder == {
+        "id": "call1:cleared",
+        "kind": "prose",
+        "text": "[cleared]",
+        "call": "call1",
+        "tokens": 3,
+    }
+    assert "r1" not in {it["id"] for it in after}
+
+
+def test_the_summary_is_sized_a_quarter_of_what_it_folded() -> None:
+    framework("langchain")
+    before = session_window()
+    after = rewrite("langchain:summarization_policy", before, 60)
+    summary = after[0]
+    assert summary["id"] == "summary@1" and summary["kind"] == "prose"
+    assert summary["text"].startswith("Here is a summary of the conversation to date:")
+    kept = {it["id"] for it in after}
+    folded = window_tokens([it for it in before if it["id"] not in kept])
+    assert summary["tokens"] == -(-folded // 4)
+
+
+# -- the round trip --------------------------------------------------------------------------
+
+
+def test_langchain_round_trip_carries_ids_in_langchain_fields() -> None:
+    framework("langchain")
+    from verifier.policies.thirdparty.langchain import from_messages, to_messages
+
+    window = every_kind()
+    slots = slots_of(window)
+    sent: list[Any] = to_messages(slots)
+    assert [m.id for m in sent] == [it["id"] for it in window]
+    call = sent[3]
+    assert [c["id"] for c in call.tool_calls] == ["c1"]
+    result = sent[4]
+    assert result.type == "tool" and result.tool_call_id == "c1"
+    assert result.status == "error" and result.artifact == {"exit_code": 2}
+    assert sent[0].type == "system" and sent[1].type == "human"
+    assert sent[2].additional_kwargs == {"ctxproof": [window[2]]}
+    back = assemble(window, from_messages(sent, sent), 1)
+    assert back == window
+    assert all(a is b for a, b in zip(back, window, strict=True))
+
+
+@pytest.mark.parametrize("adapter", ADAPTERS, ids=[a.name.rpartition(".")[2] for a in ADAPTERS])
+def test_a_window_that_fits_comes_back_unchanged(adapter: Adapter) -> None:
+    framework(adapter.name.removeprefix(PKG + ".").partition(":")[0])
+    for window in (every_kind(), session_window()):
+        res = run_policy(load_policy(adapter.name), window, window_tokens(window) + 1)
+        assert res.ok, res.message
+        assert [it.as_json() for it in res.window] == window
+
+
+# -- a missing extra -------------------------------------------------------------------------
+
+
+def block(monkeypatch: pytest.MonkeyPatch, modules: tuple[str, ...]) -> None:
+    """Make ``import`` of these modules fail, as when the extra is not installed."""
+    for name in modules:
+        monkeypatch.setitem(sys.modules, name, None)
+
+
+@pytest.mark.parametrize("adapter", ADAPTERS, ids=[a.name.rpartition(".")[2] for a in ADAPTERS])
+def test_a_missing_extra_is_exit_2_naming_the_pip_command(
+    adapter: Adapter, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    extra, modules = EXTRAS[adapter.name.removeprefix(PKG + ".").partition(":")[0]]
+    assert adapter.extra == extra
+    block(monkeypatch, modules)
+    out, err = io.StringIO(), io.StringIO()
+    code = main(["fuzz", adapter.name, "--out", str(tmp_path / "out")], stdout=out, stderr=err)
+    assert code == 2
+    assert f"pip install 'ctxproof[{extra}]'" in err.getvalue()
+    module, _, function = adapter.name.partition(":")
+    assert err.getvalue().startswith(f"ctxproof: {module}: '{function}' cannot run: it needs ")
+    assert "Traceback" not in err.getvalue()
+    assert out.getvalue() == ""
+
+
+def test_a_missing_extra_through_the_api(monkeypatch: pytest.MonkeyPatch) -> None:
+    block(monkeypatch, ("langchain_core", "langchain"))
+    with pytest.raises(InputError) as caught:
+        load_policy(f"{PKG}.langchain:summarization_policy")
+    assert caught.value.fix == "pip install 'ctxproof[policies-langchain]'"
+    # called directly, without load_policy: a PL001 finding that says the same
+    from verifier.policies.thirdparty.langchain import summarization_policy
+
+    res = run_policy(summarization_policy, session_window(), 50)
+    assert res.code == "PL001"
+    assert "pip install 'ctxproof[policies-langchain]'" in (res.message or "")
+
+
+def test_importing_the_adapters_imports_no_framework() -> None:
+    modules = [f"{PKG}.{name}" for name in EXTRAS]
+    frameworks = sorted(m for _, names in EXTRAS.values() for m in names)
+    code = (
+        f"import sys, {', '.join(modules)}; print(sorted(m for m in sys.modules"
+        f" if m.split('.')[0] in {frameworks!r}))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    )
+    assert done.stdout.strip() == "[]"
