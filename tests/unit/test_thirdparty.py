@@ -31,6 +31,7 @@ BACKGROUND = ("db.postgres -> !db.mysql",)
 
 EXTRAS = {
     "langchain": ("policies-langchain", ("langchain_core", "langchain")),
+    "autogen": ("policies-autogen", ("autogen_core",)),
 }
 
 
@@ -215,6 +216,31 @@ PINNED: list[tuple[str, int, list[str], set[tuple[str, tuple[str, ...]]]]] = [
         ["summary@1", "u2", "call4", "r4", "p1"],
         LOST | {("CF001", ("k1",))},
     ),
+    # the same budget as trim_messages: the buffer drops the result left first
+    (
+        "autogen:buffered_policy",
+        53,
+        ["k1", "call3", "r3", "u2", "call4", "r4", "p1"],
+        LOST | {("WR001", ("k1", "r2"))},
+    ),
+    (
+        "autogen:head_and_tail_policy",
+        60,
+        ["u1", "why1", "skipped@1", "k1", "call3", "r3", "u2", "call4", "r4", "p1"],
+        LOST | {("WR001", ("k1", "r2"))},
+    ),
+    # the middle pops reach r1 and leave its call
+    (
+        "autogen:token_limited_policy",
+        47,
+        ["u1", "why1", "d1", "call1", "u2", "call4", "r4", "p1"],
+        {
+            ("CF001", ("k0",)),
+            ("CF001", ("k1",)),
+            ("TP002", ("call1", "r1")),
+            ("WR008", ("r1",)),
+        },
+    ),
 ]
 
 
@@ -235,6 +261,22 @@ def test_each_policy_on_a_fixed_window(
 
 def test_every_policy_is_pinned() -> None:
     assert sorted(p[0] for p in PINNED) == sorted(a.name.removeprefix(PKG + ".") for a in ADAPTERS)
+
+
+def test_token_limited_middle_pop_orphans_a_result() -> None:
+    framework("autogen")
+    window: list[Obj] = [
+        {"id": "u1", "kind": "observation", "source": "user", "content": "go", "tokens": 10},
+        {"id": "p1", "kind": "prose", "text": "a", "tokens": 10},
+        {"id": "p2", "kind": "prose", "text": "b", "tokens": 10},
+        {"id": "call1", "kind": "prose", "text": "run: make test", "tokens": 10},
+        {**obs("r1", "call1", "make test", "tests.pass", True)},
+        {"id": "p3", "kind": "prose", "text": "c", "tokens": 10},
+        {"id": "p4", "kind": "prose", "text": "d", "tokens": 10},
+    ]
+    after = rewrite("autogen:token_limited_policy", window, 60)
+    assert [it["id"] for it in after] == ["u1", "p1", "p2", "r1", "p3", "p4"]
+    assert findings(window, after) == {("TP001", ("r1", "call1"))}
 
 
 def test_cleared_results_are_placeholders_that_keep_the_pairing() -> None:
@@ -263,6 +305,14 @@ def test_the_summary_is_sized_a_quarter_of_what_it_folded() -> None:
     assert summary["tokens"] == -(-folded // 4)
 
 
+def test_pass_no_names_the_new_items() -> None:
+    framework("autogen")
+    res = run_policy(
+        load_policy(f"{PKG}.autogen:head_and_tail_policy"), session_window(), 60, pass_no=4
+    )
+    assert "skipped@4" in [it.id for it in res.window]
+
+
 # -- the round trip --------------------------------------------------------------------------
 
 
@@ -284,6 +334,22 @@ def test_langchain_round_trip_carries_ids_in_langchain_fields() -> None:
     back = assemble(window, from_messages(sent, sent), 1)
     assert back == window
     assert all(a is b for a, b in zip(back, window, strict=True))
+
+
+def test_autogen_round_trip_carries_call_ids() -> None:
+    framework("autogen")
+    from verifier.policies.thirdparty.autogen import from_messages, to_messages
+
+    window = every_kind()
+    slots = slots_of(window)
+    sent: list[Any] = to_messages(slots)
+    call, result = sent[3], sent[4]
+    assert [c.id for c in call.content] == ["c1"]
+    assert [r.call_id for r in result.content] == ["c1"]
+    assert result.content[0].is_error is True
+    assert type(sent[0]).__name__ == "SystemMessage"
+    back = assemble(window, from_messages(sent, sent, slots), 1)
+    assert all(a is b for a, b in zip(back, window, strict=True)) and len(back) == len(window)
 
 
 @pytest.mark.parametrize("adapter", ADAPTERS, ids=[a.name.rpartition(".")[2] for a in ADAPTERS])

@@ -15,6 +15,9 @@ module                    extra                   policies
                                                   ``trim_messages_human_policy``,
                                                   ``clear_tool_uses_policy``,
                                                   ``summarization_policy``
+``autogen``               ``policies-autogen``    ``buffered_policy``,
+                                                  ``head_and_tail_policy``,
+                                                  ``token_limited_policy``
 ========================  ======================  ==========================================
 
 The frameworks are imported lazily: importing these modules imports nothing
@@ -89,6 +92,7 @@ class Adapter:
 
 
 _LC = "verifier.policies.thirdparty.langchain"
+_AG = "verifier.policies.thirdparty.autogen"
 
 ADAPTERS: tuple[Adapter, ...] = (
     Adapter(
@@ -115,6 +119,24 @@ ADAPTERS: tuple[Adapter, ...] = (
         "SummarizationMiddleware(trigger=('tokens', budget), keep=('tokens', budget // 2),"
         " summarizer=<fixed>)",
         "policies-langchain",
+    ),
+    Adapter(
+        f"{_AG}:buffered_policy",
+        "autogen-core",
+        "BufferedChatCompletionContext(buffer_size=<the most recent messages that fit>)",
+        "policies-autogen",
+    ),
+    Adapter(
+        f"{_AG}:head_and_tail_policy",
+        "autogen-core",
+        "HeadAndTailChatCompletionContext(head_size=<fit budget/4>, tail_size=<fit the rest>)",
+        "policies-autogen",
+    ),
+    Adapter(
+        f"{_AG}:token_limited_policy",
+        "autogen-core",
+        "TokenLimitedChatCompletionContext(token_limit=budget, model_client=<counter>)",
+        "policies-autogen",
     ),
 )
 """Every framework policy, in the order ``docs/frameworks.md`` shows them."""
