@@ -32,6 +32,7 @@ BACKGROUND = ("db.postgres -> !db.mysql",)
 EXTRAS = {
     "langchain": ("policies-langchain", ("langchain_core", "langchain")),
     "autogen": ("policies-autogen", ("autogen_core",)),
+    "pydantic_ai": ("policies-pydantic-ai", ("pydantic_ai", "pydantic_ai_harness")),
 }
 
 
@@ -241,6 +242,34 @@ PINNED: list[tuple[str, int, list[str], set[tuple[str, tuple[str, ...]]]]] = [
             ("WR008", ("r1",)),
         },
     ),
+    (
+        "pydantic_ai:clear_tool_results_policy",
+        60,
+        [
+            "u1",
+            "why1",
+            "d1",
+            "call1",
+            "call1:cleared",
+            "k0",
+            "call2",
+            "r2",
+            "k1",
+            "call3",
+            "r3",
+            "u2",
+            "call4",
+            "r4",
+            "p1",
+        ],
+        {("WR001", ("k0", "r1")), ("WR008", ("r1",))},
+    ),
+    (
+        "pydantic_ai:sliding_window_policy",
+        60,
+        ["u1", "call3", "r3", "u2", "call4", "r4", "p1"],
+        LOST | {("CF001", ("k1",))},
+    ),
 ]
 
 
@@ -291,6 +320,13 @@ def test_cleared_results_are_placeholders_that_keep_the_pairing() -> None:
         "tokens": 3,
     }
     assert "r1" not in {it["id"] for it in after}
+
+
+def test_a_cleared_result_stays_cleared_on_the_next_pass() -> None:
+    framework("pydantic_ai")
+    first = rewrite("pydantic_ai:clear_tool_results_policy", session_window(), 60)
+    second = rewrite("pydantic_ai:clear_tool_results_policy", first, 60)
+    assert second == first  # no result left to clear beyond the three kept
 
 
 def test_the_summary_is_sized_a_quarter_of_what_it_folded() -> None:
@@ -349,6 +385,22 @@ def test_autogen_round_trip_carries_call_ids() -> None:
     assert result.content[0].is_error is True
     assert type(sent[0]).__name__ == "SystemMessage"
     back = assemble(window, from_messages(sent, sent, slots), 1)
+    assert all(a is b for a, b in zip(back, window, strict=True)) and len(back) == len(window)
+
+
+def test_pydantic_ai_round_trip_carries_ids_in_parts() -> None:
+    framework("pydantic_ai")
+    from verifier.policies.thirdparty.pydantic_ai import from_messages, to_messages
+
+    window = every_kind()
+    slots = slots_of(window)
+    sent: list[Any] = to_messages(slots)
+    text, call = sent[3].parts
+    assert (text.id, call.tool_call_id) == ("c1", "c1")
+    (ret,) = sent[4].parts
+    assert ret.tool_call_id == "c1"
+    assert ret.metadata == {"ctxproof_id": "c1:result", "exit_code": 2}
+    back = assemble(window, from_messages(sent, sent), 1)
     assert all(a is b for a, b in zip(back, window, strict=True)) and len(back) == len(window)
 
 

@@ -18,6 +18,8 @@ module                    extra                   policies
 ``autogen``               ``policies-autogen``    ``buffered_policy``,
                                                   ``head_and_tail_policy``,
                                                   ``token_limited_policy``
+``pydantic_ai``           ``policies-pydantic-ai``  ``clear_tool_results_policy``,
+                                                  ``sliding_window_policy``
 ========================  ======================  ==========================================
 
 The frameworks are imported lazily: importing these modules imports nothing
@@ -93,6 +95,7 @@ class Adapter:
 
 _LC = "verifier.policies.thirdparty.langchain"
 _AG = "verifier.policies.thirdparty.autogen"
+_PA = "verifier.policies.thirdparty.pydantic_ai"
 
 ADAPTERS: tuple[Adapter, ...] = (
     Adapter(
@@ -137,6 +140,18 @@ ADAPTERS: tuple[Adapter, ...] = (
         "autogen-core",
         "TokenLimitedChatCompletionContext(token_limit=budget, model_client=<counter>)",
         "policies-autogen",
+    ),
+    Adapter(
+        f"{_PA}:clear_tool_results_policy",
+        "pydantic-ai-harness",
+        "ClearToolResults(max_tokens=budget, keep_pairs=3)",
+        "policies-pydantic-ai",
+    ),
+    Adapter(
+        f"{_PA}:sliding_window_policy",
+        "pydantic-ai-harness",
+        "SlidingWindowCompaction(max_tokens=budget, keep_tokens=budget // 2)",
+        "policies-pydantic-ai",
     ),
 )
 """Every framework policy, in the order ``docs/frameworks.md`` shows them."""
