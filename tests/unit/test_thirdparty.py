@@ -24,6 +24,7 @@ from verifier.errors import InputError
 from verifier.policies import window_tokens
 from verifier.policies.thirdparty import ADAPTERS, Adapter
 from verifier.policies.thirdparty._common import assemble, slots_of
+from verifier.policies.thirdparty.report import Trial, render, run
 
 Obj = dict[str, Any]
 PKG = "verifier.policies.thirdparty"
@@ -453,7 +454,7 @@ def test_a_missing_extra_through_the_api(monkeypatch: pytest.MonkeyPatch) -> Non
 
 
 def test_importing_the_adapters_imports_no_framework() -> None:
-    modules = [f"{PKG}.{name}" for name in EXTRAS]
+    modules = [f"{PKG}.{name}" for name in EXTRAS] + [f"{PKG}.report"]
     frameworks = sorted(m for _, names in EXTRAS.values() for m in names)
     code = (
         f"import sys, {', '.join(modules)}; print(sorted(m for m in sys.modules"
@@ -463,3 +464,59 @@ def test_importing_the_adapters_imports_no_framework() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
     )
     assert done.stdout.strip() == "[]"
+
+
+# -- the report page ---------------------------------------------------------------------------
+
+
+def trial(function: str, **counts: int) -> Trial:
+    adapter = next(a for a in ADAPTERS if a.name.endswith(":" + function))
+    slug = Trial(adapter).slug
+    return Trial(
+        adapter,
+        sessions=10,
+        rewrites=40,
+        tokens_before=1000,
+        tokens_after=250,
+        findings=tuple(sorted(counts.items())),
+        counterexamples=tuple(
+            (code, f"docs/frameworks/{slug}/cex-{code}.jsonl") for code in sorted(counts)
+        ),
+    )
+
+
+def test_the_page_links_counterexamples_and_says_whether_each_defect_shows() -> None:
+    trials = [
+        trial("trim_messages_policy", CF001=12, TP001=3),
+        trial("token_limited_policy", CF001=5),
+        trial("clear_tool_uses_policy", WR008=7),
+    ]
+    page = render(trials, sessions=10, passes=5, seed_value=3, page_dir=Path("docs"), versions=[])
+    assert "10 sessions of up to 5 rewrites each, seed 3" in page
+    assert (
+        "[TP001 orphaned-tool-result](frameworks/langchain-trim_messages_policy/cex-TP001.jsonl): 3"
+        in page
+    )
+    assert "| 1,000 → 250 | 750 (75%) |" in page
+    rows = {line.split(" | ")[2]: line for line in page.splitlines() if line.startswith("| ")}
+    assert "**yes**" in rows["`trim_messages_policy`"]
+    # a defect the sessions did not show says so, and why
+    middle_pop = rows["`token_limited_policy`"]
+    assert "| no |" in middle_pop and "a pop must land on one half of a pair" in middle_pop
+    assert "**yes**" in rows["`clear_tool_uses_policy`"]
+    # a defect whose policy was not part of the run
+    assert "| not run |" in rows["`clear_tool_results_policy`"]
+
+
+def test_a_policy_whose_extra_is_missing_is_reported_not_run(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    block(monkeypatch, ("pydantic_ai", "pydantic_ai_harness"))
+    adapters = [a for a in ADAPTERS if a.extra == "policies-pydantic-ai"]
+    (tmp_path / "pydantic_ai-sliding_window_policy").mkdir()
+    (tmp_path / "pydantic_ai-sliding_window_policy" / "cex-OLD.jsonl").write_text("{}\n")
+    trials = run(tmp_path, sessions=2, passes=2, seed_value=0, adapters=adapters, progress=False)
+    assert [t.error is not None for t in trials] == [True, True]
+    assert not (tmp_path / "pydantic_ai-sliding_window_policy").exists()  # no stale files
+    page = render(trials, sessions=2, passes=2, seed_value=0, page_dir=tmp_path, versions=[])
+    assert "not run: " in page and "pip install 'ctxproof[policies-pydantic-ai]'" in page
