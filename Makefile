@@ -8,7 +8,7 @@ FW_BIN := $(FW_VENV)/bin
 FW_STAMP := $(FW_VENV)/.installed
 FW_EXTRAS := dev,policies-langchain,policies-autogen,policies-pydantic-ai
 
-.PHONY: demo test test-slow bench frameworks test-frameworks screenshot clean
+.PHONY: demo test test-slow bench bench-prove frameworks test-frameworks screenshot clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -43,9 +43,12 @@ frameworks: $(FW_STAMP)
 test-frameworks: $(FW_STAMP)
 	$(FW_BIN)/pytest -q tests/unit/test_thirdparty.py
 
-bench: $(STAMP)
+bench: $(STAMP) bench-prove
 	$(BIN)/python benchmarks/bench_check.py --write
 	$(BIN)/python benchmarks/bench_audit.py --write
+
+bench-prove: $(STAMP)
+	$(BIN)/python benchmarks/bench_prove.py --write
 
 clean:
 	rm -rf $(VENV) $(FW_VENV) build *.egg-info

@@ -317,6 +317,37 @@ def _plan(
     return len(actions) - taken
 
 
+def _drop_dangling(
+    window: list[Item], before: Sequence[Item], store: Store, actions: list[str]
+) -> None:
+    """Revert (or, when new, remove) what cites an id the repair left nowhere.
+
+    Removing a new item can orphan a citation of it; the repaired window must
+    still be valid input, so whatever cites an id that is in neither window
+    nor in the store goes back to its before version, until nothing dangles.
+    """
+    before_by_id = {it.id: it for it in before}
+    changed = True
+    while changed:
+        changed = False
+        present = {it.id for it in window} | set(before_by_id)
+        for i, it in enumerate(window):
+            missing = [
+                ref for _, ref in it.citations if ref not in present and not store.has_id(ref)
+            ]
+            if not missing:
+                continue
+            old = before_by_id.get(it.id)
+            if old is not None and old is not it:
+                window[i] = old
+                actions.append(f"revert {it.id!r}: it cites {missing[0]!r}, which is gone")
+            else:
+                del window[i]
+                actions.append(f"remove new item {it.id!r}: it cites {missing[0]!r}, which is gone")
+            changed = True
+            break
+
+
 def repair_rewrite(
     session: Session,
     store: Store,
@@ -342,6 +373,7 @@ def repair_rewrite(
             break  # nothing more to try
         trial = LayeredStore(store)
         trial.spill(list(spill.values()))
+        _drop_dangling(window, before, trial, actions)
         view_b, view_a = WindowView(before, trial), WindowView(window, trial)
         claimed = _preserved(view_b, view_a)
         ctx = run_rules(

@@ -22,6 +22,7 @@ from typing import IO, Any
 
 import click
 
+from verifier import prove as prove_api
 from verifier.audit import TraceReport, audit_trace, exit_code_for
 from verifier.check import RewriteResult, check_rewrite
 from verifier.errors import CtxproofError, InputError, OutputError, StoreError
@@ -102,6 +103,47 @@ def _format_option(f: Any) -> Any:
     )(f)
 
 
+_SOLVER_ENV = {
+    "rlimit": "CTXPROOF_RLIMIT",
+    "timeout": "CTXPROOF_TIMEOUT",
+    "cross_check": "CTXPROOF_CROSS_CHECK",
+}
+
+
+def _set_budget(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    """Solver options go to the environment, so worker processes get them too."""
+    if value is not None and param.name in _SOLVER_ENV:
+        os.environ[_SOLVER_ENV[param.name]] = str(value)
+    return value
+
+
+def _budget_options(f: Any) -> Any:
+    f = click.option(
+        "--cross-check",
+        "cross_check",
+        type=click.Choice(["cvc5"]),
+        callback=_set_budget,
+        expose_value=False,
+        help="Ask every solver query of a second solver too (extra 'cvc5'); a disagreement"
+        " is an internal error naming the query.",
+    )(f)
+    f = click.option(
+        "--timeout",
+        type=click.FloatRange(min=0, min_open=True),
+        callback=_set_budget,
+        expose_value=False,
+        help="Seconds per solver query (default: none; env CTXPROOF_TIMEOUT).",
+    )(f)
+    return click.option(
+        "--rlimit",
+        type=click.IntRange(min=1),
+        callback=_set_budget,
+        expose_value=False,
+        help="Solver resource limit per query (default 3000000; env CTXPROOF_RLIMIT);"
+        " a query past it is undecided.",
+    )(f)
+
+
 def _mode_option(f: Any) -> Any:
     return click.option(
         "--witness-mode",
@@ -136,6 +178,7 @@ def cli() -> None:
     multiple=True,
     help="An id the rewriter claims it preserved (repeatable).",
 )
+@_budget_options
 @_format_option
 @click.pass_obj
 def check(
@@ -367,6 +410,7 @@ def _load(name: str, data: bytes, given: Store | None) -> tuple[Trace, Store | N
     type=click.Path(file_okay=False),
     help="Write an HTML report (index.html) and report.json into this folder.",
 )
+@_budget_options
 @_format_option
 @click.pass_obj
 def audit(
@@ -516,6 +560,7 @@ def _load_for_graph(trace_path: str, store_path: str | None) -> tuple[Trace, Sto
     help="Answer as of this pass (default: the end of the trace).",
 )
 @click.option("--store", "store_path", type=click.Path(dir_okay=False), help="SQLite store.")
+@_budget_options
 @_format_option
 @click.pass_obj
 def why_cmd(
@@ -566,6 +611,7 @@ def why_cmd(
     help="FILE.graphml, FILE.json (node-link) or FILE.dot",
 )
 @click.option("--store", "store_path", type=click.Path(dir_okay=False), help="SQLite store.")
+@_budget_options
 @_format_option
 @click.pass_obj
 def graph_cmd(obj: _Out, trace: str, out: str, store_path: str | None, fmt: str) -> int:
@@ -632,6 +678,7 @@ def graph_cmd(obj: _Out, trace: str, out: str, store_path: str | None, fmt: str)
     show_default=True,
     help="Worker processes (the same output as --jobs 1).",
 )
+@_budget_options
 @_format_option
 @click.pass_obj
 def fuzz(
@@ -753,6 +800,119 @@ def _event_counts(text: str) -> dict[str, int]:
     return counts
 
 
+_PROVE_EPILOG = """\b
+Text output: SPEC: proved (N items, K passes, ...), or for each refuted
+property SPEC: counterexample CODE at PATH followed by the finding its trace
+audits with (TRACE:LINE: pass N: CODE name [ID,...]: message), or
+SPEC: undecided (reason).
+JSON output (--format json): one object with spec, result, items, passes,
+induction, code, path, reason, seconds, stats.
+\b
+Exit codes: 0 proved; 1 counterexample; 2 bad spec or usage; 3 undecided
+(timeout or unknown); 4 internal error.
+"""
+
+
+@cli.command(name="prove", epilog=_PROVE_EPILOG)
+@click.argument("spec", type=click.Path(dir_okay=False))
+@click.option(
+    "--items",
+    type=click.IntRange(1, prove_api.MAX_ITEMS),
+    default=prove_api.DEFAULT_ITEMS,
+    show_default=True,
+    help="Items: appended in all (BMC), or in the state a pass starts from (--induction).",
+)
+@click.option(
+    "--passes",
+    type=click.IntRange(1, prove_api.MAX_PASSES),
+    default=prove_api.DEFAULT_PASSES,
+    show_default=True,
+    help="Passes of bounded model checking from the empty window.",
+)
+@click.option(
+    "--appends",
+    type=click.IntRange(1, prove_api.MAX_APPENDS),
+    default=prove_api.DEFAULT_APPENDS,
+    show_default=True,
+    help="Items appended at most before each pass (BMC).",
+)
+@click.option(
+    "--induction",
+    is_flag=True,
+    help="Prove one pass from any state of up to --items items: covers any number of passes.",
+)
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False),
+    default=prove_api.DEFAULT_OUT,
+    show_default=True,
+    help="Where counterexample traces (cex-CODE.jsonl) go.",
+)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    help="Wall-clock limit in seconds for the whole proof (exit 3 when reached).",
+)
+@_format_option
+@click.pass_obj
+def prove_cmd(
+    obj: _Out,
+    spec: str,
+    items: int,
+    passes: int,
+    appends: int,
+    induction: bool,
+    out_dir: str,
+    timeout: float | None,
+    fmt: str,
+) -> int:
+    """Prove a spec never causes CF001, CF004, WR001, WR002, WR004, WR008, TP001, TP002.
+
+    SPEC is a ctxproof-policy/1 file. Without --induction: bounded model
+    checking of --passes passes from the empty window, --items items appended
+    in all, at most --appends before each pass. See docs/prove.md.
+    """
+    from verifier.policies import load_spec
+
+    loaded = load_spec(spec)
+    result = prove_api.prove(
+        loaded,
+        items=items,
+        passes=passes,
+        appends=appends,
+        induction=induction,
+        timeout=timeout,
+        out_dir=out_dir,
+    )
+    if fmt == "json":
+        obj.line(json.dumps(result.to_json(spec), ensure_ascii=False))
+    elif result.result == "proved":
+        obj.line(f"{spec}: proved ({_bounds(result.items, passes, appends, induction)};"
+                 f" {len(result.stats['properties'])} properties; {result.seconds:.2f} s)")
+    elif result.result == "counterexample":
+        for cex in result.counterexamples:
+            obj.line(f"{spec}: counterexample {cex.code} at {cex.path}")
+            obj.line(_format_finding(cex.path, cex.finding))
+        if result.reason:
+            obj.line(f"{spec}: undecided for the rest ({result.reason})")
+    else:
+        obj.line(f"{spec}: undecided ({result.reason})")
+    if result.result == "proved":
+        return EXIT_OK
+    return EXIT_FINDINGS if result.result == "counterexample" else EXIT_UNDECIDED
+
+
+def _bounds(items: int, passes: int, appends: int, induction: bool) -> str:
+    if induction:
+        return (
+            f"by induction: one pass from any state of up to {items} items,"
+            " so any number of passes"
+        )
+    return f"{items} items, {passes} passes, up to {appends} appended before each"
+
+
 @cli.command()
 @click.option(
     "--report",
@@ -799,6 +959,18 @@ def main(
 ) -> int:
     """Run the CLI in-process and return its exit code."""
     out = _Out(stdout or sys.stdout, stderr or sys.stderr)
+    saved = {k: os.environ.get(k) for k in _SOLVER_ENV.values()}
+    try:
+        return _main(argv, out)
+    finally:
+        for key, value in saved.items():  # --rlimit/--timeout hold for one command only
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+def _main(argv: Sequence[str] | None, out: _Out) -> int:
     try:
         with contextlib.redirect_stdout(out.stdout), contextlib.redirect_stderr(out.stderr):
             rv = cli.main(

@@ -32,8 +32,9 @@ class Encoder:
     def atom(self, name: str) -> Any:
         var = self._atoms.get(name)
         if var is None:
-            # a prefix keeps user atoms apart from our own naming literals
-            var = z3.Bool("a!" + name, self.ctx)
+            # named by number: z3 cuts names at NUL, so two ids could share a variable;
+            # the prefix keeps user atoms apart from our own naming literals
+            var = z3.Bool(f"a!{len(self._atoms)}", self.ctx)
             self._atoms[name] = var
         return var
 

@@ -1,6 +1,7 @@
 """The propositional formula language (SPEC §3): grammar, AST and evaluation.
 
-Formulas are parsed by a LALR grammar (lark); nothing is ever evaluated as
+Formulas are parsed by operator precedence, checked against the LALR grammar of
+:mod:`verifier.grammar` (lark), which also words every syntax error; nothing is ever evaluated as
 Python. The AST is made of frozen, slotted dataclasses, so formulas hash and
 compare by value. No solver code lives here.
 
@@ -17,9 +18,6 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Union
-
-from lark import Lark, Token, Transformer, v_args
-from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedEOF, UnexpectedToken
 
 from verifier.errors import FormulaError
 
@@ -97,92 +95,7 @@ Formula = Union[Const, Atom, Not, And, Or, Implies, Iff]  # noqa: UP007 - a runt
 TRUE = Const(True)
 FALSE = Const(False)
 
-_GRAMMAR = r"""
-?start: iff
-?iff: imp
-    | iff IFF imp          -> iff
-?imp: disj
-    | disj IMP imp         -> imp
-?disj: conj
-    | disj OR conj         -> disj
-?conj: neg
-    | conj AND neg         -> conj
-?neg: NOT neg              -> neg
-    | atom
-?atom: NAME                -> name
-    | "(" iff ")"
-
-IFF: "<->"
-IMP: "->"
-OR.2: "|" | /or(?![A-Za-z0-9_.:@\/])/
-AND.2: "&" | /and(?![A-Za-z0-9_.:@\/])/
-NOT.2: "!" | /not(?![A-Za-z0-9_.:@\/])/
-NAME: /[A-Za-z_][A-Za-z0-9_.:@\/]*/
-
-%import common.WS
-%ignore WS
-"""
-
 _KEYWORDS = {"and", "or", "not"}
-
-
-def _check_depth(node: Formula, _text: str) -> Formula:
-    if node.depth > MAX_DEPTH:
-        raise FormulaError(
-            f"formula nests deeper than {MAX_DEPTH} levels",
-            fix="split it into several items or flatten it",
-        )
-    return node
-
-
-@v_args(inline=True)
-class _Build(Transformer[Token, Formula]):
-    """Builds the AST while the LALR parser reduces: no recursion over the tree."""
-
-    def name(self, tok: Token) -> Formula:
-        value = str(tok)
-        if value == "true":
-            return TRUE
-        if value == "false":
-            return FALSE
-        return Atom(value)
-
-    def neg(self, _op: Token, arg: Formula) -> Formula:
-        return _check_depth(Not(arg, arg.depth + 1), "")
-
-    def conj(self, left: Formula, _op: Token, right: Formula) -> Formula:
-        args = (*left.args, right) if isinstance(left, And) else (left, right)
-        return _check_depth(And(args, max(a.depth for a in args) + 1), "")
-
-    def disj(self, left: Formula, _op: Token, right: Formula) -> Formula:
-        args = (*left.args, right) if isinstance(left, Or) else (left, right)
-        return _check_depth(Or(args, max(a.depth for a in args) + 1), "")
-
-    def imp(self, left: Formula, _op: Token, right: Formula) -> Formula:
-        return _check_depth(Implies(left, right, max(left.depth, right.depth) + 1), "")
-
-    def iff(self, left: Formula, _op: Token, right: Formula) -> Formula:
-        return _check_depth(Iff(left, right, max(left.depth, right.depth) + 1), "")
-
-
-_LARK = Lark(_GRAMMAR, parser="lalr", lexer="basic", transformer=_Build())
-
-_EXPECTED_NAMES = {
-    "IFF": "'<->'",
-    "IMP": "'->'",
-    "OR": "'|'",
-    "AND": "'&'",
-    "NOT": "'!'",
-    "NAME": "an atom",
-    "LPAR": "'('",
-    "RPAR": "')'",
-    "$END": "end of formula",
-}
-
-
-def _describe_expected(expected: set[str] | frozenset[str]) -> str:
-    names = sorted({_EXPECTED_NAMES.get(e, e) for e in expected})
-    return " or ".join(names) if names else "something else"
 
 
 def _max_paren_depth(text: str) -> int:
@@ -196,8 +109,118 @@ def _max_paren_depth(text: str) -> int:
     return best
 
 
-_PLAIN = re.compile(r"\s*(!?)\s*([A-Za-z_][A-Za-z0-9_.:@/]*)\s*")
-_RESERVED = frozenset({"and", "or", "not", "true", "false"})
+_WS = frozenset(" \t\f\r\n")
+_NAME_START = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_")
+_NAME_REST = _NAME_START | frozenset("0123456789.:@/")
+_KEYWORD_OPS = {"and": "&", "or": "|", "not": "!"}
+_BINARY = {"&": (4, True), "|": (3, True), "->": (2, False), "<->": (1, True)}
+"""operator -> (precedence, left-associative); ``!`` binds tighter than all."""
+
+
+def _tokens(text: str) -> list[str] | None:
+    """The formula's tokens as the grammar reads them, or None where it would not lex."""
+    out: list[str] = []
+    i, n = 0, len(text)
+    while i < n:
+        ch = text[i]
+        if ch in _WS:
+            i += 1
+        elif ch in "()!&|":
+            out.append(ch)
+            i += 1
+        elif ch == "-" and text.startswith("->", i):
+            out.append("->")
+            i += 2
+        elif ch == "<" and text.startswith("<->", i):
+            out.append("<->")
+            i += 3
+        elif ch in _NAME_START:
+            j = i + 1
+            while j < n and text[j] in _NAME_REST:
+                j += 1
+            word = text[i:j]
+            out.append(_KEYWORD_OPS.get(word, "$" + word))
+            i = j
+        else:
+            return None
+    return out
+
+
+def _apply(op: str, operands: list[Formula]) -> bool:
+    """Pop the operands of op, push its node; False when they are missing or too deep."""
+    if op == "!":
+        if not operands:
+            return False
+        arg = operands.pop()
+        node: Formula = Not(arg, arg.depth + 1)
+    else:
+        if len(operands) < 2:
+            return False
+        right = operands.pop()
+        left = operands.pop()
+        if op in ("&", "|"):
+            kind = And if op == "&" else Or
+            args = (*left.args, right) if isinstance(left, kind) else (left, right)
+            node = kind(args, max(a.depth for a in args) + 1)
+        else:
+            kind2 = Implies if op == "->" else Iff
+            node = kind2(left, right, max(left.depth, right.depth) + 1)
+    if node.depth > MAX_DEPTH:
+        return False
+    operands.append(node)
+    return True
+
+
+def _fast_parse(text: str) -> Formula | None:
+    """The AST the grammar would build, without the grammar: operator precedence over a
+    stack. None for anything the grammar would reject (the grammar then words the error).
+    Checked against the grammar on generated formulas (tests/properties)."""
+    tokens = _tokens(text)
+    if not tokens:
+        return None
+    operands: list[Formula] = []
+    ops: list[str] = []
+    want_operand = True
+    for tok in tokens:
+        if want_operand:
+            if tok[0] == "$":
+                name = tok[1:]
+                const = {"true": TRUE, "false": FALSE}.get(name)
+                operands.append(const if const is not None else Atom(name))
+                want_operand = False
+            elif tok in ("!", "("):
+                ops.append(tok)
+            else:
+                return None
+        elif tok in _BINARY:
+            prec, left_assoc = _BINARY[tok]
+            while ops and ops[-1] != "(":
+                top = ops[-1]
+                top_prec = 5 if top == "!" else _BINARY[top][0]
+                if top_prec > prec or (top_prec == prec and left_assoc):
+                    if not _apply(ops.pop(), operands):
+                        return None
+                else:
+                    break
+            ops.append(tok)
+            want_operand = True
+        elif tok == ")":
+            while ops and ops[-1] != "(":
+                if not _apply(ops.pop(), operands):
+                    return None
+            if not ops:
+                return None
+            ops.pop()
+            # a parenthesised operand may still close a pending negation
+        else:
+            return None
+    if want_operand:
+        return None
+    while ops:
+        op = ops.pop()
+        if op == "(" or not _apply(op, operands):
+            return None
+    return operands[0] if len(operands) == 1 else None
 
 
 @lru_cache(maxsize=65_536)
@@ -220,45 +243,17 @@ def parse(text: str) -> Formula:
         )
     if not text.strip():
         raise FormulaError("formula is empty", fix="write a formula, or 'true'")
-    plain = _PLAIN.fullmatch(text)
-    if plain is not None and plain.group(2) not in _RESERVED:
-        # the common case, an atom or a negated atom, without the parser
-        atom = Atom(plain.group(2))
-        return Not(atom, 2) if plain.group(1) else atom
-    try:
-        tree = _LARK.parse(text)
-    except UnexpectedCharacters as exc:
-        raise FormulaError(
-            f"formula {text!r}: column {exc.column}: unexpected character"
-            f" {text[exc.pos_in_stream or 0]!r}"
-            f", expected {_describe_expected(exc.allowed or set())}",
-            fix="atoms are [A-Za-z_][A-Za-z0-9_.:@/]*; operators are ! & | -> <->",
-        ) from None
-    except UnexpectedToken as exc:
-        at_end = exc.token.type == "$END"
-        found = "end of formula" if at_end else repr(str(exc.token))
-        column = exc.column if isinstance(exc.column, int) and exc.column > 0 else len(text) + 1
-        if at_end:
-            column = len(text) + 1
-        expected = _describe_expected(exc.expected)
-        if at_end and text.count("(") > text.count(")"):
-            expected = "')': a parenthesis is still open"
-        raise FormulaError(
-            f"formula {text!r}: column {column}: unexpected {found}, expected {expected}",
-            fix="check the operators and parentheses",
-        ) from None
-    except UnexpectedEOF as exc:
-        raise FormulaError(
-            f"formula {text!r}: column {len(text) + 1}: unexpected end of formula"
-            f", expected {_describe_expected(set(exc.expected))}",
-            fix="complete the formula",
-        ) from None
-    except FormulaError:
-        raise
-    except LarkError as exc:  # pragma: no cover - other lark failures
-        raise FormulaError(f"formula {text!r}: {exc}") from None
-    result: Formula = tree  # type: ignore[assignment]  # the inline transformer built it
-    return _check_depth(result, text)
+    fast = _fast_parse(text)
+    if fast is not None:
+        return fast
+    return parse_with_grammar(text)
+
+
+def parse_with_grammar(text: str) -> Formula:
+    """Parse with the LALR grammar: the reference, and the wording of every syntax error."""
+    from verifier.grammar import parse_with_grammar as parse_lalr
+
+    return parse_lalr(text)
 
 
 def atom_formula(name: str) -> Formula:

@@ -27,7 +27,8 @@ import itertools
 import json
 import math
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,7 +38,7 @@ from hypothesis import strategies as st
 
 from verifier.audit import Auditor
 from verifier.errors import InternalError
-from verifier.findings import Finding
+from verifier.findings import RULES, Finding
 from verifier.fsutil import atomic_write, make_folder
 from verifier.io import item_from_json, parse_trace_text, ref_of
 from verifier.policies import Policy, item_tokens, run_policy
@@ -128,23 +129,33 @@ class Plan:
     budget: int
     world: tuple[bool, ...]
     turns: tuple[Turn, ...]
+    fill_pieces: int = 1
+    """How many tool outputs a fill comes in (1: one bulky output)."""
 
 
 def session_plans(
-    passes: int = 10, pressure: tuple[float, float] = (1.05, 3.0), max_budget: int = 1500
+    passes: int = 10,
+    pressure: tuple[float, float] = (1.05, 3.0),
+    max_budget: int = 1500,
+    *,
+    min_budget: int = 24,
+    always_fill: bool = False,
+    fill_pieces: int = 1,
 ) -> st.SearchStrategy[Plan]:
     """Sessions for :func:`run_session`: up to about ``passes`` rewrites each.
 
     ``pressure`` bounds the fill that some turns bring (tokens over budget
     when the policy runs): from just over 1 (the window barely overflows) to
-    3 (a turn that dumps two budgets' worth of output).
+    3 (a turn that dumps two budgets' worth of output); with ``always_fill``
+    every turn brings one, so rewrites run at that pressure, and with
+    ``fill_pieces`` > 1 it comes as that many tool outputs (many items).
     """
     lo, hi = (max(101, round(p * 100)) for p in pressure)
     # one draw a step (hypothesis draws are the cost of a session's plan, and a plan is
     # drawn again for every candidate while shrinking): the action in the low digits
     step = st.integers(0, len(ACTIONS) * 8 * 8 * 2 * 37 - 1).map(_decode_step)
     fill = st.integers(0, 2 * (hi - lo + 1)).map(
-        lambda k: 0 if k <= hi - lo else lo + k % (hi - lo + 1)
+        lambda k: lo + k % (hi - lo + 1) if always_fill or k > hi - lo else 0
     )
     turn = st.tuples(st.lists(step, min_size=1, max_size=4), fill).map(
         lambda t: Turn(tuple(t[0]), t[1])
@@ -155,9 +166,10 @@ def session_plans(
     )
     return st.builds(
         Plan,
-        st.integers(24, max(24, max_budget)),
+        st.integers(min_budget, max(min_budget, max_budget)),
         world,
         st.lists(turn, min_size=1, max_size=max(2, passes * 4)).map(tuple),
+        st.just(fill_pieces),
     )
 
 
@@ -271,8 +283,12 @@ class _Agent:
         if turn.fill and new:
             target = turn.fill * self.budget // 100
             have = self.tokens() + sum(item_tokens(i) for i in new)
-            if have < target:
-                new.extend(self.tool_run(turn.fill, target - have, new))
+            pieces = max(1, self.plan.fill_pieces)
+            for k in range(pieces):
+                share = (target - have) // (pieces - k)
+                if share >= 4:
+                    new.extend(self.tool_run(turn.fill + k, share, new))
+                    have += share + 6  # the output and its call
         return new
 
     def step(self, step: Step, new: list[Obj]) -> list[Obj]:
@@ -368,6 +384,8 @@ class _Agent:
 
     def decide(self, step: Step, seen: list[Obj]) -> list[Obj]:
         k = step.a % len(OPTIONS)
+        if _decided(seen, k):
+            return []  # it sees a decision on this choice already
         chosen, _ = self.option(k)
         reasons = [o["id"] for o in seen if o["kind"] in ("prose", "observation", "claim")]
         rationale = reasons[-1 - (step.b % 2) :] if reasons else []
@@ -389,6 +407,8 @@ class _Agent:
 
     def reject(self, step: Step, seen: list[Obj]) -> list[Obj]:
         k = step.a % len(OPTIONS)
+        if _decided(seen, k):
+            return []
         _, rejected = self.option(k)
         failed = [o["id"] for o in seen if o.get("modality") == "failed" and o["kind"] != "claim"]
         rej = self.item(
@@ -580,6 +600,12 @@ class _Agent:
         return True
 
 
+def _decided(seen: Iterable[Obj], k: int) -> bool:
+    """Does the agent see a commitment on the k-th choice (a decision, or a rejection)?"""
+    pair = set(OPTIONS[k])
+    return any(o["kind"] == "commitment" and _atoms_in(o) & pair for o in seen)
+
+
 def _atoms_in(o: Obj) -> set[str]:
     text = str(o.get("formula", o["id"]))
     return {t for t in text.replace("!", " ").replace("(", " ").replace(")", " ").split()}
@@ -675,6 +701,33 @@ def chunk_seed(seed_value: int, chunk: int) -> int:
     return (seed_value * 1_000_003 + chunk * 7_919) % (2**32)
 
 
+@contextmanager
+def _own_draws_only() -> Iterator[None]:
+    """Draw sessions from the seed alone.
+
+    Hypothesis mixes into its draws constants it collects from the source of
+    the local modules loaded (the policy under test, an editable install of
+    this package): the same seed would then give other sessions after an edit,
+    in a worker that loaded fewer modules, or from another install. For the
+    fuzzer's runs that pool is empty.
+    """
+    try:
+        from hypothesis.internal.conjecture import providers
+        from hypothesis.internal.constants_ast import Constants
+    except ImportError:  # pragma: no cover - a hypothesis without local constants
+        yield
+        return
+    get, cache = providers._get_local_constants, providers.CONSTANTS_CACHE
+    empty = Constants()
+    providers._get_local_constants = lambda: empty
+    providers.CONSTANTS_CACHE = type(cache)(1024)
+    try:
+        yield
+    finally:
+        providers._get_local_constants = get
+        providers.CONSTANTS_CACHE = cache
+
+
 def _settings(examples: int) -> settings:
     """One set of settings for exploring and shrinking: the draws must be the same."""
     return settings(
@@ -704,11 +757,17 @@ class _Chunk:
 
 
 def explore_chunk(
-    policy: Policy, index: int, size: int, seed_value: int, passes: int, mode: str
+    policy: Policy,
+    index: int,
+    size: int,
+    seed_value: int,
+    passes: int,
+    mode: str,
+    plans: st.SearchStrategy[Plan] | None = None,
 ) -> _Chunk:
     """Run one chunk of sessions; record what each found (no shrinking)."""
     out = _Chunk(index)
-    strategy = session_plans(passes)
+    strategy = plans if plans is not None else session_plans(passes)
 
     @_settings(size)
     @seed(chunk_seed(seed_value, index))
@@ -725,7 +784,8 @@ def explore_chunk(
         out.tokens_after += res.tokens_after
         out.pressures.extend(res.pressures)
 
-    explore()
+    with _own_draws_only():
+        explore()
     return out
 
 
@@ -774,7 +834,8 @@ def shrink_code(
             raise _Found(hit)
 
     try:
-        hunt()
+        with _own_draws_only():
+            hunt()
     except _Found as found:
         return found.result
     raise InternalError(f"the session that showed {code} did not show it again when replayed")
@@ -846,8 +907,10 @@ def fuzz(
         jobs if policy_arg is not None else 1,
         None,
     )
-    if codes:
-        make_folder(out, "fuzz output folder")
+    make_folder(out, "fuzz output folder")
+    for stale in out.glob("cex-*.jsonl"):
+        if stale.name[4:-6] in RULES and stale.name[4:-6] not in codes:
+            stale.unlink()  # an earlier run's: this run did not find that rule
     for code, result in zip(codes, shrunk, strict=True):
         path = out / f"cex-{code}.jsonl"
         atomic_write(path, result.text())
@@ -979,8 +1042,6 @@ def write_outputs(report: FuzzReport, out_dir: str | Path) -> Obj:
 
 def scorecard_text(report: FuzzReport, by_pressure: Sequence[Mapping[str, Any]]) -> list[str]:
     """The scorecard as text lines."""
-    from verifier.findings import RULES
-
     saved = report.tokens_before - report.tokens_after
     kept = report.tokens_after / report.tokens_before if report.tokens_before else 1.0
     lines = [

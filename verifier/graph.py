@@ -24,12 +24,20 @@ from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import networkx as nx
+from typing import TYPE_CHECKING, Any
 
 from verifier.fsutil import atomic_write
 from verifier.window import Item
+
+if TYPE_CHECKING:
+    import networkx as nx
+
+
+def _networkx() -> Any:
+    """networkx, imported when a graph is first built (a single check needs none)."""
+    import networkx
+
+    return networkx
 
 __all__ = ["JustificationGraph", "WhyAnswer", "export", "why"]
 
@@ -70,7 +78,7 @@ def _node_attrs(item: Item, pass_no: int, line: int | None) -> dict[str, Any]:
 class JustificationGraph:
     """A networkx ``DiGraph`` of item versions and store entries, with the live index."""
 
-    g: nx.DiGraph[str] = field(default_factory=nx.DiGraph)
+    g: nx.DiGraph[str] = field(default_factory=lambda: _networkx().DiGraph())
     current: dict[str, str] = field(default_factory=dict)
     """id -> node of its version in the window now."""
     last: dict[str, str] = field(default_factory=dict)
@@ -360,14 +368,15 @@ def export(graph: JustificationGraph, path: str | Path) -> Path:
     suffix = out.suffix.lower()
     g = graph.g
     if suffix == ".graphml":
-        flat: nx.DiGraph[str] = nx.DiGraph()
+        networkx = _networkx()
+        flat: nx.DiGraph[str] = networkx.DiGraph()
         for node, attrs in g.nodes(data=True):
             flat.add_node(node, **{k: _scalar(v) for k, v in attrs.items()})
         for u, v, attrs in g.edges(data=True):
             flat.add_edge(u, v, **{k: _scalar(val) for k, val in attrs.items()})
-        text = "\n".join(nx.generate_graphml(flat)) + "\n"
+        text = "\n".join(networkx.generate_graphml(flat)) + "\n"
     elif suffix == ".json":
-        data = nx.node_link_data(g, edges="edges")
+        data = _networkx().node_link_data(g, edges="edges")
         text = json.dumps(data, ensure_ascii=False, indent=1, sort_keys=True) + "\n"
     elif suffix == ".dot":
         text = to_dot(graph)

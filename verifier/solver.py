@@ -22,20 +22,67 @@ unsatisfiable core of the premises (:meth:`Session.minimal_core`).
 from __future__ import annotations
 
 import enum
+import math
+import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import z3
 
+from verifier import crosscheck
 from verifier.encoding import Encoder
 from verifier.errors import InputError, InternalError
 from verifier.formula import TRUE, And, Atom, Formula, Not, Or, atoms, evaluate
 
-__all__ = ["DEFAULT_RLIMIT", "Core", "PremiseSet", "Result", "Session", "UnionFind", "Verdict"]
+__all__ = [
+    "DEFAULT_RLIMIT",
+    "Core",
+    "PremiseSet",
+    "Result",
+    "Session",
+    "UnionFind",
+    "Verdict",
+    "solver_budget",
+]
 
-DEFAULT_RLIMIT = 20_000_000
-"""Resource budget of one solver query (deterministic, unlike a wall clock)."""
+DEFAULT_RLIMIT = 3_000_000
+"""Resource budget of one solver query (deterministic, unlike a wall clock): a few
+seconds of solving; a query that needs more is undecided. ``--rlimit`` or
+``CTXPROOF_RLIMIT`` sets another."""
+
+RLIMIT_ENV = "CTXPROOF_RLIMIT"
+TIMEOUT_ENV = "CTXPROOF_TIMEOUT"
+
+
+def solver_budget() -> tuple[int, float | None]:
+    """(rlimit, timeout in seconds or None) for new sessions: the environment's, else
+    the defaults (README, "Commands")."""
+    rlimit = DEFAULT_RLIMIT
+    timeout: float | None = None
+    raw = os.environ.get(RLIMIT_ENV)
+    if raw:
+        try:
+            rlimit = int(raw)
+        except ValueError:
+            rlimit = -1
+        if rlimit <= 0:
+            raise InputError(
+                f"{RLIMIT_ENV}={raw!r} is not a positive integer",
+                fix="set a resource limit such as 3000000, or unset it",
+            )
+    raw = os.environ.get(TIMEOUT_ENV)
+    if raw:
+        try:
+            timeout = float(raw)
+        except ValueError:
+            timeout = -1.0
+        if not (timeout > 0 and math.isfinite(timeout)):
+            raise InputError(
+                f"{TIMEOUT_ENV}={raw!r} is not a positive number of seconds",
+                fix="set a per-query time limit such as 10, or unset it",
+            )
+    return rlimit, timeout
 
 BIG_SLICE = 256
 """A sliced query with more premises than this goes to the premise set's own solver."""
@@ -110,10 +157,14 @@ def _literal(f: Formula) -> tuple[str, bool] | None:
 
 
 def _literals_of(f: Formula) -> dict[str, bool]:
-    """atom -> polarity for a conjunction of literals (empty when f is not one)."""
-    parts = f.args if isinstance(f, And) else (f,)
+    """atom -> polarity for a (nested) conjunction of literals; empty when f is not one."""
     out: dict[str, bool] = {}
-    for p in parts:
+    stack = [f]
+    while stack:
+        p = stack.pop()
+        if isinstance(p, And):
+            stack.extend(p.args)
+            continue
         lit = _literal(p)
         if lit is None:
             return {}
@@ -149,9 +200,20 @@ class UnionFind:
 class Session:
     """One z3 context for a whole audit; asks every question."""
 
-    def __init__(self, background: Sequence[Formula] = (), *, rlimit: int = DEFAULT_RLIMIT) -> None:
+    def __init__(
+        self,
+        background: Sequence[Formula] = (),
+        *,
+        rlimit: int | None = None,
+        timeout: float | None = None,
+    ) -> None:
         self.background = tuple(background)
-        self.rlimit = rlimit
+        env_rlimit, env_timeout = solver_budget()
+        self.rlimit = rlimit if rlimit is not None else env_rlimit
+        self.timeout = timeout if timeout is not None else env_timeout
+        self.cross_check = crosscheck.enabled()
+        self.cross_checked = 0
+        self._asserted: dict[int, list[Formula]] = {}
         self.enc = Encoder()
         self.queries = 0
         self._bg_atoms = [atoms(b) for b in self.background]
@@ -173,23 +235,48 @@ class Session:
             fix="remove or correct one of these background formulas",
         )
 
-    def new_solver(self, premises: Iterable[Formula]) -> Any:
-        """A solver holding the background and the given premises."""
+    def _empty_solver(self) -> Any:
         solver = z3.SolverFor("QF_FD", ctx=self.enc.ctx)
         solver.set("random_seed", SEED)
         solver.set("rlimit", self.rlimit)
-        for f in (*self.background, *premises):
-            solver.add(self.enc.convert(f))
+        if self.timeout is not None:
+            solver.set("timeout", max(1, round(self.timeout * 1000)))
+        if self.cross_check:
+            self._asserted[id(solver)] = []
         return solver
+
+    def new_solver(self, premises: Iterable[Formula]) -> Any:
+        """A solver holding the background and the given premises."""
+        solver = self._empty_solver()
+        held = (*self.background, *premises)
+        for f in held:
+            solver.add(self.enc.convert(f))
+        if self.cross_check:
+            self._asserted[id(solver)] = list(held)
+        return solver
+
+    def _cross_check(self, solver: Any, facts: Sequence[Formula], z3_says: str) -> None:
+        """Ask cvc5 the same query (--cross-check): what the solver holds and the query's
+        own facts, from our formulas; a disagreement is an internal error."""
+        query = [*self._asserted.get(id(solver), ()), *facts]
+        cvc5_says = crosscheck.answer(query)
+        if cvc5_says != "unknown" and cvc5_says != z3_says:
+            raise crosscheck.disagreement(query, z3_says, cvc5_says)
+        self.cross_checked += 1
 
     # -- the one place that calls check() -------------------------------------------------
     def _check(
-        self, solver: Any, names: Iterable[str], assumptions: Sequence[Any] = ()
+        self,
+        solver: Any,
+        names: Iterable[str],
+        assumptions: Sequence[Any] = (),
+        facts: Sequence[Formula] = (),
     ) -> tuple[str, Any]:
         """Check the solver; on sat, return the values of the named atoms.
 
         With assumptions, an unsat answer returns the assumptions of z3's
-        (not necessarily minimal) unsat core.
+        (not necessarily minimal) unsat core. ``facts`` are the formulas this
+        query adds to what the solver holds (for the cross-check).
         """
         self.queries += 1
         try:
@@ -197,10 +284,25 @@ class Session:
         except z3.Z3Exception as exc:  # pragma: no cover - z3 refuses the query
             return "unknown", str(exc)
         if answer == z3.unsat:
-            return "unsat", (list(solver.unsat_core()) if assumptions else None)
+            core = list(solver.unsat_core()) if assumptions else None
+            if self.cross_check:
+                self._cross_check(solver, facts, "unsat")
+            return "unsat", core
         if answer == z3.sat:
-            return "sat", self.enc.assignment(solver.model(), names)
-        return "unknown", solver.reason_unknown()
+            values = self.enc.assignment(solver.model(), names)
+            if self.cross_check:
+                self._cross_check(solver, facts, "sat")
+            return "sat", values
+        reason = str(solver.reason_unknown())
+        if any(w in reason for w in ("resource", "canceled", "timeout")):
+            limit = f"rlimit {self.rlimit}" + (
+                f", timeout {self.timeout:g} s" if self.timeout is not None else ""
+            )
+            reason = (
+                f"the solver ran out of its budget ({limit}: {reason}); raise it with"
+                " --rlimit/--timeout or CTXPROOF_RLIMIT/CTXPROOF_TIMEOUT"
+            )
+        return "unknown", reason
 
     def ask_in(
         self, solver: Any, extra: Sequence[Formula], names: Iterable[str]
@@ -210,7 +312,7 @@ class Session:
         try:
             for f in extra:
                 solver.add(self.enc.convert(f))
-            return self._check(solver, names)
+            return self._check(solver, names, facts=extra)
         finally:
             solver.pop()
 
@@ -259,10 +361,7 @@ class Session:
     def background_core(self) -> Core:
         """A minimal unsatisfiable core of the background, or status "sat"."""
         labeled = [(f"background[{i}]", f) for i, f in enumerate(self.background)]
-        solver = z3.SolverFor("QF_FD", ctx=self.enc.ctx)
-        solver.set("random_seed", SEED)
-        solver.set("rlimit", self.rlimit)
-        return self._deletion_core(solver, labeled)
+        return self._deletion_core(self._empty_solver(), labeled)
 
     def minimal_core(
         self, labeled: Sequence[tuple[str, Formula]], fixed: Sequence[Formula] = ()
@@ -283,7 +382,12 @@ class Session:
             solver.add(z3.Implies(lit, self.enc.convert(f)))
         index = {lit.get_id(): i for i, lit in enumerate(lits)}
         alive = list(range(len(labeled)))
-        status, core = self._check(solver, (), [lits[i] for i in alive] or [z3.BoolVal(True, ctx)])
+        status, core = self._check(
+            solver,
+            (),
+            [lits[i] for i in alive] or [z3.BoolVal(True, ctx)],
+            [labeled[i][1] for i in alive],
+        )
         if status == "sat":
             return Core("sat")
         if status == "unknown":
@@ -295,7 +399,10 @@ class Session:
                 alive = rest  # the known core is still there: the rest stays unsat
                 continue
             status, core = self._check(
-                solver, (), [lits[j] for j in rest] or [z3.BoolVal(True, ctx)]
+                solver,
+                (),
+                [lits[j] for j in rest] or [z3.BoolVal(True, ctx)],
+                [labeled[j][1] for j in rest],
             )
             if status == "unsat":
                 alive = rest
@@ -429,8 +536,9 @@ class PremiseSet:
             return first
         return self._complete(first, goal, roots)
 
-    def _model(self) -> dict[str, bool]:
-        """A model of background ∧ premises over their atoms, checked once in Python."""
+    def _model(self) -> dict[str, bool] | None:
+        """A model of background ∧ premises over their atoms, checked once in Python;
+        None when the background's own model is not known (the solver gave up on it)."""
         if self._checked_model is None:
             every = self.consistent()
             assert every.holds and every.counterexample is not None
@@ -441,6 +549,8 @@ class PremiseSet:
                 # literal premises leave the background's atoms to a model of the background
                 if session._bg_model is None:
                     session._bg_model = session.satisfiable(())
+                if not session._bg_model.holds:
+                    return None
                 bg = session._bg_model.counterexample or {}
                 model.update({a: bg.get(a, False) for a in missing})
             session._recheck(model, self.formulas, None)
@@ -455,6 +565,8 @@ class PremiseSet:
         literals true.
         """
         model = self._model()
+        if model is None:
+            return None
         known = self._uf.parent
         trial = model
         free = [a for a in atoms(goal) if a not in known]
@@ -553,3 +665,183 @@ def _consistent(session: Session, formulas: Sequence[Formula]) -> Result:
     if not sat.holds:
         return sat
     return Result(Verdict.HOLDS, counterexample={**model, **(sat.counterexample or {})})
+
+
+class PremiseIndex:
+    """Premises that come and go across many events, sliced by shared atoms on demand.
+
+    Made for premise sets that live as long as an audit: the durable store's
+    content, the commitment versions CP003 reads. Adding or removing an entry
+    costs only its own atoms; a question reads only the entries linked to it
+    through shared atoms (the background's formulas link atoms too); whether
+    the whole set is consistent is cached and, after additions, checked again
+    only on the part the new entries reach. So a question costs the same with
+    a thousand entries or fifty thousand.
+    """
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self._entries: dict[str, tuple[str, Formula, frozenset[str]]] = {}
+        self._by_atom: dict[str, dict[str, None]] = {}
+        self._constants: dict[str, None] = {}
+        self._state: Result | None = None
+        self._pending: dict[str, None] = {}
+        self._bg_by_atom: dict[str, list[frozenset[str]]] = {}
+        for group in session._bg_atoms:
+            for a in group:
+                self._bg_by_atom.setdefault(a, []).append(frozenset(group))
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._entries
+
+    def add(self, key: str, label: str, formula: Formula) -> None:
+        """Add a premise under a key (a key already there is kept as it is)."""
+        if key in self._entries or formula == TRUE:
+            return
+        names = atoms(formula)
+        self._entries[key] = (label, formula, names)
+        for a in names:
+            self._by_atom.setdefault(a, {})[key] = None
+        if not names:
+            self._constants[key] = None
+        self._pending[key] = None
+
+    def remove(self, key: str) -> None:
+        entry = self._entries.pop(key, None)
+        if entry is None:
+            return
+        for a in entry[2]:
+            holders = self._by_atom.get(a)
+            if holders is not None:
+                holders.pop(key, None)
+                if not holders:
+                    del self._by_atom[a]
+        self._constants.pop(key, None)
+        self._pending.pop(key, None)
+        if self._state is not None and not self._state.holds:
+            self._state = None  # a subset of an inconsistent set may be consistent: check again
+
+    def remove_label(self, label: str) -> None:
+        """Remove every premise with this label (an item id)."""
+        for key in [k for k, (lab, _, _) in self._entries.items() if lab == label]:
+            self.remove(key)
+
+    def labeled(self) -> list[tuple[str, Formula]]:
+        """Every premise, in the order added."""
+        return [(lab, f) for lab, f, _ in self._entries.values()]
+
+    def reach(self, seed: Iterable[str], keys: dict[str, None]) -> set[str]:
+        """Add to ``keys`` the entries linked to the seed atoms; return the atoms reached."""
+        seen: set[str] = set()
+        todo = [a for a in seed]
+        while todo:
+            a = todo.pop()
+            if a in seen:
+                continue
+            seen.add(a)
+            for key in self._by_atom.get(a, ()):
+                if key not in keys:
+                    keys[key] = None
+                    todo.extend(self._entries[key][2])
+            for group in self._bg_by_atom.get(a, ()):
+                todo.extend(group)
+        for key in self._constants:
+            keys.setdefault(key, None)
+        return seen
+
+    def formulas_of(self, keys: Iterable[str]) -> list[tuple[str, Formula]]:
+        return [(self._entries[k][0], self._entries[k][1]) for k in keys if k in self._entries]
+
+    def consistent(self) -> Result:
+        """Is background ∧ every premise satisfiable? (No model is kept: HOLDS or not.)"""
+        if self._state is None:
+            self._state = self.session.consistency([f for _, f, _ in self._entries.values()])
+            self._pending.clear()
+        elif self._pending:
+            if self._state.holds:
+                keys: dict[str, None] = dict(self._pending)
+                seed: set[str] = set()
+                for key in self._pending:
+                    seed |= self._entries[key][2]
+                self.reach(seed, keys)
+                part = self.session.consistency([f for _, f in self.formulas_of(keys)])
+                if not part.holds:
+                    self._state = part
+            self._pending.clear()
+        return self._state
+
+
+class CombinedPremises:
+    """Several premise indexes read as one premise set (a window's content and the store's).
+
+    Behaves like :class:`PremiseSet` — vacuous (unknown, with a minimal core)
+    when the premises together are unsatisfiable — but every question reads
+    only the slice of premises linked to its goal.
+    """
+
+    def __init__(self, session: Session, indexes: Sequence[PremiseIndex]) -> None:
+        self.session = session
+        self.indexes = list(indexes)
+        self._state: Result | None = None
+        self._vacuous: Result | None = None
+
+    def _slice(self, seed: Iterable[str]) -> list[tuple[str, Formula]]:
+        """The premises of every index linked to the seed atoms, through any index."""
+        picked: list[dict[str, None]] = [{} for _ in self.indexes]
+        atoms_seen: set[str] = set()
+        frontier = set(seed)
+        while frontier:
+            grown: set[str] = set()
+            for idx, keys in zip(self.indexes, picked, strict=True):
+                grown |= idx.reach(frontier, keys)
+            atoms_seen |= frontier
+            frontier = grown - atoms_seen
+        out: list[tuple[str, Formula]] = []
+        for idx, keys in zip(self.indexes, picked, strict=True):
+            out.extend(idx.formulas_of(keys))
+        return out
+
+    def consistent(self) -> Result:
+        if self._state is None:
+            state: Result = Result(Verdict.HOLDS)
+            for idx in self.indexes:
+                own = idx.consistent()
+                if not own.holds:
+                    state = own
+                    break
+            if state.holds and len(self.indexes) > 1:
+                # each index is consistent on its own: the union is, unless the premises of
+                # the first index and what they reach in the others are not
+                seed: set[str] = set()
+                for _, f in self.indexes[0].labeled():
+                    seed |= atoms(f)
+                part = self._slice(seed) if seed else []
+                part += [p for p in self.indexes[0].labeled() if not atoms(p[1])]
+                if part:
+                    state = self.session.consistency([f for _, f in part])
+            self._state = state
+        return self._state
+
+    def vacuous(self) -> Result:
+        if self._vacuous is None:
+            everything = [p for idx in self.indexes for p in idx.labeled()]
+            labels = [lab for lab, _ in everything]
+            self._vacuous = PremiseSet(
+                self.session, [f for _, f in everything], labels
+            ).vacuous()
+        return self._vacuous
+
+    def entails(self, goal: Formula) -> Result:
+        """Does background ∧ all premises ⊨ goal? Unknown (vacuous) when they are unsat."""
+        state = self.consistent()
+        if state.unknown:
+            return state
+        if state.fails:
+            return self.vacuous()
+        part = self._slice(atoms(goal))
+        return PremiseSet(
+            self.session, [f for _, f in part], [lab for lab, _ in part]
+        ).entails(goal)

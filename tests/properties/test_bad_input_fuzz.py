@@ -6,7 +6,9 @@ built from them, and a store file: byte flips, truncation, inserted bytes
 another type, deep nesting, huge strings and lists, Unicode edge cases (lone
 surrogates, NUL, non-characters, combining marks, bidi controls), references
 to ids that nothing defines, keys nobody asked for, lines duplicated, dropped
-or swapped. ``check``, ``audit``, ``why`` and ``graph`` run in-process through
+or swapped; and the real-shaped agent histories of ``tests/fixtures/histories``
+the same way for ``import``. ``check``, ``audit``, ``why``, ``graph`` and
+``import`` run in-process through
 :func:`verifier.cli.main`, each in a fresh folder, and every run must:
 
 * exit 0, 1, 2 or 3 (4 is an internal error), with no traceback and no
@@ -549,6 +551,35 @@ def _check_case(data: st.DataObject) -> None:
         _run(folder, argv, outputs, store_may_change=repair)
 
 
+HISTORIES = ROOT / "tests" / "fixtures" / "histories"
+HISTORY_FILES: list[tuple[str, str, bytes]] = [
+    (fmt.name, p.name, p.read_bytes())
+    for fmt in sorted(HISTORIES.iterdir())
+    if fmt.is_dir()
+    for p in sorted(fmt.iterdir())
+    if p.suffix in (".json", ".jsonl")
+]
+
+
+def _import_case(data: st.DataObject) -> None:
+    draw: Draw = data.draw
+    fmt, name, raw = draw(st.sampled_from(HISTORY_FILES))
+    ops = TRACE_OPS if name.endswith(".jsonl") else DOC_OPS
+    history = _mutate(draw, raw, ops)
+    with _case_folder() as folder:
+        (folder / name).write_bytes(history)
+        # the history may be read as any format: a file of the wrong kind is bad input too
+        as_format = fmt if draw(st.integers(0, 3)) else draw(
+            st.sampled_from(sorted(p.name for p in HISTORIES.iterdir() if p.is_dir()))
+        )
+        argv = ["import", as_format, name, "--format", draw(st.sampled_from(["text", "json"]))]
+        outputs: set[str] = set()
+        if draw(st.booleans()):
+            argv += ["-o", "trace.jsonl"]
+            outputs = {"trace.jsonl"}
+        _run(folder, argv, outputs)
+
+
 FUZZ = settings(
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
@@ -584,6 +615,19 @@ def test_why_survives_bad_input(data: st.DataObject) -> None:
 @given(st.data())
 def test_graph_survives_bad_input(data: st.DataObject) -> None:
     _graph_case(data)
+
+
+@_examples(200)
+@given(st.data())
+def test_import_survives_bad_input(data: st.DataObject) -> None:
+    _import_case(data)
+
+
+@pytest.mark.slow
+@_examples(2500)
+@given(st.data())
+def test_import_survives_bad_input_long(data: st.DataObject) -> None:
+    _import_case(data)
 
 
 @pytest.mark.slow

@@ -35,7 +35,7 @@ from verifier.formula import (
     parse,
     render,
 )
-from verifier.io import item_from_json
+from verifier.io import check_references, item_from_json
 from verifier.solver import Session
 from verifier.store import MemoryStore, Store
 from verifier.strategies import background_texts
@@ -682,6 +682,10 @@ def test_repair_of_a_refused_rewrite_is_accepted(sc: Scenario) -> None:
     repaired_store = MemoryStore()
     repaired_store.spill(list(store.items()))
     repaired_store.spill(list(repair.spill))
+    # the repaired window is valid input: every reference names an item of either window
+    # or of the store (raises InputError otherwise)
+    defined = {it.id for it in before} | {it.id for it in repair.window}
+    check_references(repair.window, defined, repaired_store.has_id, "repaired.json")
     for claimed in (None, list(repair.claimed_preserved)):
         again = check_rewrite(
             before,

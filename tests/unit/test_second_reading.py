@@ -254,3 +254,16 @@ def test_the_repair_restores_the_partner() -> None:
     assert res.verdict == "refuse" and res.repair is not None
     assert [it.id for it in res.repair.window] == ["call1", "r1"]
     assert res.repair.verdict == "accept"
+
+
+def test_the_repair_never_leaves_a_citation_of_what_it_removed() -> None:
+    bogus = {"id": "x", "kind": "claim", "formula": "q"}
+    before = [item_from_json({"id": "c", "kind": "commitment", "type": "decision"})]
+    after = [
+        item_from_json({"id": "c", "kind": "commitment", "type": "decision", "rationale": ["x"]}),
+        item_from_json({"id": "x", "kind": "stub", "ref": ref_of(bogus)}),
+    ]
+    res = check_rewrite(before, after)
+    assert res.repair is not None
+    assert [it.raw for it in res.repair.window] == [before[0].raw]
+    assert res.repair.verdict == "accept"

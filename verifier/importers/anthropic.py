@@ -111,8 +111,9 @@ def _message(obj: Mapping[str, Any], blocks: list[Any], base: Message) -> Messag
     )
 
 
-def _kind(block: Any) -> Any:
-    return block.get("type") if isinstance(block, dict) else None
+def _kind(block: Any) -> str | None:
+    kind = block.get("type") if isinstance(block, dict) else None
+    return kind if isinstance(kind, str) else None
 
 
 def _call(block: Mapping[str, Any], base: Message) -> ToolCall:

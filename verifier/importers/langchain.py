@@ -107,7 +107,10 @@ def _role(kind: Any, data: Mapping[str, Any]) -> Any:
         "SystemMessageChunk": "system",
         "ToolMessageChunk": "tool",
     }
-    return _ROLES.get(chunks.get(name, name))
+    if not isinstance(name, str):
+        return None
+    role = chunks.get(name, name)
+    return _ROLES.get(role) if isinstance(role, str) else None
 
 
 def _tool_calls(data: Mapping[str, Any], base: Message) -> list[Any]:

@@ -96,7 +96,8 @@ def _lists(src: Source) -> list[tuple[str, list[Any]]]:
 
 
 def _is_codex_record(obj: Any) -> bool:
-    return isinstance(obj, dict) and obj.get("type") in _CODEX_RECORDS and "payload" in obj
+    kind = obj.get("type") if isinstance(obj, dict) else None
+    return isinstance(kind, str) and kind in _CODEX_RECORDS and "payload" in obj
 
 
 def _is_meta_line(obj: Any) -> bool:
@@ -156,7 +157,7 @@ def item_message(obj: Any, file: str, where: str, *, at: str | None = None) -> M
     kind = obj.get("type")
     if kind in (None, "message"):
         return _chat(obj, file, where, at)
-    reader = _ITEMS.get(kind)
+    reader = _ITEMS.get(kind) if isinstance(kind, str) else None
     key = canonical(obj)
     own = obj.get("id") if isinstance(obj.get("id"), str) and obj.get("id") else None
     if reader is None:
@@ -172,7 +173,7 @@ def _chat(obj: dict[str, Any], file: str, where: str, at: str | None) -> Message
         raise base.error(
             "legacy function messages have no call id", fix="use tool_calls and role 'tool'"
         )
-    if role not in _ROLES:
+    if not isinstance(role, str) or role not in _ROLES:
         raise base.error(f"unknown role {role!r}", fix=f"use one of {', '.join(sorted(_ROLES))}")
     own = obj.get("id") if isinstance(obj.get("id"), str) and obj.get("id") else None
     notes = metadata_annotations(obj.get("metadata"), file, where)

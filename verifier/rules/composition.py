@@ -8,8 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-import networkx as nx
-
 from verifier.formula import FALSE, TRUE, Atom, Const, Formula, Not, atoms, conj
 from verifier.graph import why
 from verifier.rules.context import RewriteContext, cite, show
@@ -314,23 +312,42 @@ def _inconsistent(
     return window, prefix
 
 
+def _has_cycle(edges: dict[str, tuple[str, ...]]) -> bool:
+    """Does the citation graph hold a cycle? (Kahn's algorithm: no node left over.)"""
+    indegree: dict[str, int] = dict.fromkeys(edges, 0)
+    for targets in edges.values():
+        for v in targets:
+            indegree[v] = indegree.get(v, 0) + 1
+    ready = [n for n, d in indegree.items() if d == 0]
+    removed = 0
+    while ready:
+        n = ready.pop()
+        removed += 1
+        for v in edges.get(n, ()):
+            indegree[v] -= 1
+            if indegree[v] == 0:
+                ready.append(v)
+    return removed < len(indegree)
+
+
 def check_cycles(ctx: RewriteContext, touched: Iterable[Item]) -> None:
     """CP002: a justification cycle through a touched item with no primitive under it."""
-    graph: nx.DiGraph[str] = nx.DiGraph()
     start = [it.id for it in touched]
+    edges: dict[str, tuple[str, ...]] = {}
     stack = list(start)
-    seen: set[str] = set()
     while stack:
         cur = stack.pop()
-        if cur in seen:
+        if cur in edges:
             continue
-        seen.add(cur)
         it = _version(ctx, cur)
-        if it is None:
-            continue
-        for nxt in (*it.witnesses, *it.derived_from, *it.rationale):
-            graph.add_edge(cur, nxt)
-            stack.append(nxt)
+        edges[cur] = () if it is None else (*it.witnesses, *it.derived_from, *it.rationale)
+        stack.extend(edges[cur])
+    if not _has_cycle(edges):
+        return  # the common case, settled without building a graph
+    import networkx as nx
+
+    graph: nx.DiGraph[str] = nx.DiGraph()
+    graph.add_edges_from((u, v) for u, vs in edges.items() for v in vs)
     for comp in nx.strongly_connected_components(graph):
         if len(comp) == 1:
             (only,) = comp

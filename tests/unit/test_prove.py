@@ -1,0 +1,397 @@
+"""``ctxproof prove`` (docs/prove.md): proofs of the safe specs, counterexamples of the unsafe
+ones that replay with their finding, minimality, every ``when`` key and action, the CLI."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from verifier import audit_trace, load_trace
+from verifier.cli import main
+from verifier.errors import InputError, InternalError
+from verifier.policies.spec import Spec, SpecPolicy, load_spec, parse_spec
+from verifier.prove import PROPERTIES, Encoding, ProofResult, prove
+from verifier.prove import replay as replay_module
+from verifier.rules.context import MODE_COUNT
+
+ROOT = Path(__file__).resolve().parents[2]
+SPECS = ROOT / "models" / "specs"
+HEAD = 'format = "ctxproof-policy/1"\n'
+
+
+def spec_of(name: str) -> Spec:
+    return load_spec(SPECS / f"{name}.toml")
+
+
+def refuted(result: ProofResult) -> set[str]:
+    return {c.code for c in result.counterexamples}
+
+
+def replays_with(path: str, code: str, pass_no: int) -> bool:
+    report = audit_trace(load_trace(path), mode=MODE_COUNT)
+    return any(f.code == code and f.pass_ == pass_no for f in report.findings)
+
+
+def refutable(spec: Spec, code: str, *, items: int, induction: bool) -> bool:
+    """Is there any counterexample of ``code`` with at most ``items`` items?"""
+    enc = Encoding(spec, items=items, passes=3, appends=2, induction=induction)
+    res = enc.refutable(code)
+    assert res.status in ("sat", "unsat"), res
+    return res.sat
+
+
+# -- the reference specs ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("induction", [False, True])
+def test_spill_first_is_proved(induction: bool, tmp_path: Path) -> None:
+    result = prove(spec_of("spill_first"), induction=induction, out_dir=tmp_path)
+    assert result.result == "proved", result
+    assert result.code is None and result.path is None and result.reason is None
+    assert set(result.stats["properties"]) == set(PROPERTIES)
+    assert all(p["result"] == "proved" for p in result.stats["properties"].values())
+    assert list(tmp_path.iterdir()) == []  # nothing to write
+
+
+def test_spill_first_is_proved_by_induction_for_larger_states(tmp_path: Path) -> None:
+    result = prove(spec_of("spill_first"), induction=True, items=12, out_dir=tmp_path)
+    assert result.result == "proved"
+    assert result.items == 12 and result.passes == 1 and result.induction
+
+
+CHARACTERISTIC = {
+    "keep_recent": {"CF001", "TP001"},
+    "naive_summarizer": {"CF001"},
+    "paraphraser": {"WR004"},
+    "relevance_eviction": {"WR008"},
+    "tool_output_clearer": {"WR008", "WR001"},
+    "pressure_pruner": {"CF001"},
+}
+
+
+@pytest.mark.parametrize("induction", [False, True])
+@pytest.mark.parametrize("name", sorted(CHARACTERISTIC))
+def test_each_unsafe_spec_has_counterexamples_that_replay(
+    name: str, induction: bool, tmp_path: Path
+) -> None:
+    result = prove(spec_of(name), induction=induction, out_dir=tmp_path)
+    assert result.result == "counterexample"
+    assert CHARACTERISTIC[name] <= refuted(result)
+    first = result.counterexamples[0]
+    assert (result.code, result.path) == (first.code, first.path)
+    assert PROPERTIES.index(first.code) == min(PROPERTIES.index(c) for c in refuted(result))
+    for cex in result.counterexamples:
+        assert Path(cex.path) == tmp_path / f"cex-{cex.code}.jsonl"
+        assert replays_with(cex.path, cex.code, cex.pass_)
+        assert cex.finding.code == cex.code
+
+
+def test_the_paraphraser_only_launders_negative_results(tmp_path: Path) -> None:
+    result = prove(spec_of("paraphraser"), induction=True, out_dir=tmp_path)
+    assert refuted(result) == {"WR004"}
+    trace = [json.loads(x) for x in Path(result.path or "").read_text().splitlines()]
+    rewrite = trace[-1]
+    assert rewrite["event"] == "rewrite"
+    failed = [
+        it["id"]
+        for ev in trace
+        if ev["event"] == "append"
+        for it in ev["items"]
+        if it.get("modality") == "failed"
+    ]
+    after = {it["id"]: it for it in rewrite["window"]}
+    assert failed and after[failed[0]].get("modality") == "unverified"
+
+
+def test_pressure_pruner_drops_commitments_only_at_twice_the_budget(tmp_path: Path) -> None:
+    result = prove(spec_of("pressure_pruner"), out_dir=tmp_path)
+    cex = next(c for c in result.counterexamples if c.code == "CF001")
+    events = [json.loads(x) for x in Path(cex.path).read_text().splitlines()]
+    budget = events[0]["budget"]
+    window: dict[str, int] = {}
+    rewrites = 0
+    for ev in events[1:]:
+        if ev["event"] == "append":
+            window.update({it["id"]: it["tokens"] for it in ev["items"]})
+        elif ev["event"] == "rewrite":
+            rewrites += 1
+            if rewrites == cex.pass_:
+                break
+            window = {it["id"]: it["tokens"] for it in ev["window"]}
+    total = sum(window.values())
+    assert budget == 0 or total / budget >= 2.0
+    # below twice the budget it spills instead: at a pressure no finite budget reaches, only
+    # a budget of 0 (infinite pressure, as the interpreter computes it) still evicts
+    calm = parse_spec(
+        (SPECS / "pressure_pruner.toml").read_text().replace("ge = 2.0", "ge = 1e300"), "calm.toml"
+    )
+    for c in prove(calm, induction=True, out_dir=tmp_path / "calm").counterexamples:
+        assert json.loads(Path(c.path).read_text().splitlines()[0])["budget"] == 0, c.code
+
+
+@pytest.mark.parametrize("induction", [False, True])
+def test_counterexamples_are_minimal(induction: bool, tmp_path: Path) -> None:
+    for name in ("keep_recent", "tool_output_clearer", "naive_summarizer"):
+        spec = spec_of(name)
+        result = prove(spec, induction=induction, out_dir=tmp_path)
+        for cex in result.counterexamples:
+            assert cex.size >= 1
+            if cex.size > 1:
+                assert not refutable(spec, cex.code, items=cex.size - 1, induction=induction)
+            trace = load_trace(cex.path)
+            appended = {it.id for ev in trace.events if hasattr(ev, "items") for it in ev.items}
+            assert len(appended) == cex.size
+
+
+def test_minimal_by_optimize_agrees_with_minimal_by_iteration(tmp_path: Path) -> None:
+    spec = spec_of("tool_output_clearer")
+    a = prove(spec, induction=True, out_dir=tmp_path / "a")
+    b = prove(spec, induction=True, out_dir=tmp_path / "b", minimize="optimize")
+    assert [(c.code, c.size) for c in a.counterexamples] == [
+        (c.code, c.size) for c in b.counterexamples
+    ]
+
+
+def test_bit_vectors_and_integers_decide_alike(tmp_path: Path) -> None:
+    for name in ("spill_first", "keep_recent", "pressure_pruner", "paraphraser"):
+        a = prove(spec_of(name), induction=True, out_dir=tmp_path / "int")
+        b = prove(spec_of(name), induction=True, out_dir=tmp_path / "bv", arith="bv")
+        assert (a.result, refuted(a)) == (b.result, refuted(b)), name
+
+
+def test_a_bmc_counterexample_is_as_short_as_it_can_be(tmp_path: Path) -> None:
+    result = prove(spec_of("keep_recent"), passes=4, out_dir=tmp_path)
+    for cex in result.counterexamples:
+        assert cex.pass_ == 1, cex  # keep-recent can do each of its harms at once
+        rewrites = [ev for ev in load_trace(cex.path).events if type(ev).__name__ == "Rewrite"]
+        assert len(rewrites) == 1
+
+
+# -- hand-written specs: every `when` key and every action --------------------------------
+
+HAND: dict[str, tuple[str, set[str], set[str]]] = {
+    # name: (spec body, refuted from the empty window, refuted by induction)
+    "evict_uncited_prose": (
+        'stop = "all"\n[[rule]]\nwhen = { kind = ["prose"], cited = false }\ndo = "evict"',
+        {"TP002"},  # a placeholder result nobody cites leaves its call alone
+        # from any state: an item behind a stub cites nothing the spec can see
+        {"CF004", "TP001", "TP002"},
+    ),
+    "evict_rejections": (
+        '[[rule]]\nwhen = { type = ["rejection"] }\ndo = "evict"',
+        {"CF001", "CF004", "TP001"},
+        {"CF001", "CF004", "TP001"},
+    ),
+    "evict_light_claims": (
+        '[[rule]]\nwhen = { load_bearing = false, kind = ["claim"] }\ndo = "evict"',
+        {"CF001", "CF004", "TP001"},  # a failed claim is bound whatever load_bearing says
+        {"CF001", "CF004", "TP001"},
+    ),
+    "spill_what_is_not_negative": (
+        '[[rule]]\nwhen = { stub = true }\ndo = "keep"\n[[rule]]\nwhen = { negative = false }\n'
+        'do = "spill"',
+        set(),
+        set(),
+    ),
+    "spill_old_failures": (
+        'stop = "all"\n[[rule]]\nwhen = { age = { ge = 2 }, kind = ["observation"],'
+        ' modality = ["failed"] }\ndo = "spill"',
+        set(),
+        set(),
+    ),
+    "summarize_irrelevant_prose": (
+        'order = ["score"]\n[[rule]]\nwhen = { score = { lt = 50 }, kind = ["prose"] }\n'
+        'do = "summarize"',
+        {"CF004", "TP001", "TP002"},
+        {"CF004", "TP001", "TP002"},
+    ),
+    "soften_long_items": (
+        '[[rule]]\nwhen = { tokens = { gt = 100 } }\ndo = "soften"',
+        {"WR004"},
+        {"WR004"},
+    ),
+    "demote_commitments_under_pressure": (
+        '[[rule]]\nwhen = { pressure = { ge = 3.0 }, kind = ["commitment"] }\ndo = "demote"',
+        {"WR004"},
+        {"WR004"},
+    ),
+    "demote_verified": (
+        'stop = "all"\n[[rule]]\nwhen = { modality = ["verified"] }\ndo = "demote"',
+        set(),
+        set(),
+    ),
+    "keep_everything": ('[[rule]]\ndo = "keep"', set(), set()),
+    "no_rules": ("", set(), set()),
+    "evict_observations_demote_orphans": (
+        'stop = "all"\ndemote_orphans = true\n[[rule]]\nwhen = { kind = ["observation"] }\n'
+        'do = "evict"',
+        # demote_orphans tags a claim whose witnesses all left; a commitment, or a claim
+        # with a witness that is no observation, still says verified (WR002)
+        {"CF004", "WR001", "WR002", "WR008", "TP001", "TP002"},
+        {"CF004", "WR001", "WR002", "WR008", "TP001", "TP002"},
+    ),
+    "evict_stubs": (
+        '[[rule]]\nwhen = { stub = true }\ndo = "evict"',
+        set(),  # this spec never makes a stub
+        {"TP001", "TP002", "WR001", "WR002"},  # a stub another policy left may be all there is
+    ),
+    "summarize_stubs_newest_first": (
+        'order = ["-position"]\n[[rule]]\nwhen = { stub = true }\ndo = "summarize"',
+        set(),
+        {"TP001", "TP002", "WR001", "WR002"},
+    ),
+    "spill_then_evict_stubs": (
+        'order = ["-age", "tokens"]\nstub_tokens = 2\n[[rule]]\nwhen = { stub = true }\n'
+        'do = "evict"\n[[rule]]\nwhen = { tokens = { le = 2 } }\ndo = "keep"\n[[rule]]\n'
+        'do = "spill"',
+        # a spilled result whose stub goes later, while its call stays
+        {"TP001", "TP002", "WR001", "WR002"},
+        {"TP001", "TP002", "WR001", "WR002"},
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(HAND))
+def test_hand_written_specs(name: str, tmp_path: Path) -> None:
+    body, from_empty, by_induction = HAND[name]
+    spec = parse_spec(HEAD + body, f"{name}.toml")
+    bmc = prove(spec, items=4, passes=3, out_dir=tmp_path / "bmc")
+    ind = prove(spec, items=4, induction=True, out_dir=tmp_path / "ind")
+    assert refuted(bmc) == from_empty
+    assert refuted(ind) == by_induction
+    for res in (bmc, ind):
+        assert res.result == ("counterexample" if refuted(res) else "proved")
+        for cex in res.counterexamples:
+            assert replays_with(cex.path, cex.code, cex.pass_)
+
+
+def test_the_hand_written_specs_use_every_key_and_action() -> None:
+    keys: set[str] = set()
+    actions: set[str] = set()
+    top: set[str] = set()
+    for body, _, _ in HAND.values():
+        spec = parse_spec(HEAD + body)
+        for rule in spec.rules:
+            actions.add(rule.do)
+            keys.update(k for k in rule.when.__slots__ if getattr(rule.when, k) is not None)
+        if spec.order != ("position",):
+            top.update(o.lstrip("-") for o in spec.order)
+        top.update({"stop"} if spec.stop == "all" else set())
+        top.update({"demote_orphans"} if spec.demote_orphans else set())
+        top.update({"stub_tokens"} if spec.stub_tokens != 8 else set())
+    assert actions == {"keep", "evict", "spill", "summarize", "soften", "demote"}
+    assert keys == {
+        "kind", "type", "modality", "load_bearing", "negative", "cited", "stub",
+        "age", "score", "tokens", "pressure",
+    }
+    assert {"position", "age", "score", "tokens", "stop", "demote_orphans", "stub_tokens"} <= top
+
+
+# -- errors ---------------------------------------------------------------------------------
+
+
+def test_bad_bounds_are_bad_input(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="--items"):
+        prove(spec_of("spill_first"), items=0, out_dir=tmp_path)
+    with pytest.raises(InputError, match="--timeout"):
+        prove(spec_of("spill_first"), timeout=0, out_dir=tmp_path)
+
+
+def test_a_model_that_does_not_replay_is_an_internal_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    keep = parse_spec(HEAD + '[[rule]]\ndo = "keep"', "keep.toml")
+
+    class KeepAll(SpecPolicy):
+        def __init__(self, spec: Spec) -> None:
+            super().__init__(keep)
+
+    monkeypatch.setattr(replay_module, "SpecPolicy", KeepAll)
+    with pytest.raises(InternalError, match="disagrees with the spec interpreter"):
+        prove(spec_of("keep_recent"), induction=True, out_dir=tmp_path)
+
+
+# -- the command line -----------------------------------------------------------------------
+
+
+def run(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = main(list(argv), stdout=out, stderr=err)
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_cli_proved(tmp_path: Path) -> None:
+    spec = str(SPECS / "spill_first.toml")
+    code, out, err = run("prove", spec, "--out", str(tmp_path))
+    assert code == 0, err
+    assert out.startswith(f"{spec}: proved (6 items, 3 passes, up to 2 appended before each;")
+    assert out.count("\n") == 1
+    code, out, _ = run("prove", spec, "--induction", "--items", "8", "--out", str(tmp_path))
+    assert code == 0
+    assert "proved (by induction: one pass from any state of up to 8 items" in out
+
+
+def test_cli_counterexample_text(tmp_path: Path) -> None:
+    spec = str(SPECS / "naive_summarizer.toml")
+    code, out, _ = run("prove", spec, "--out", str(tmp_path))
+    assert code == 1
+    lines = out.splitlines()
+    path = tmp_path / "cex-CF001.jsonl"
+    assert lines[0] == f"{spec}: counterexample CF001 at {path}"
+    assert lines[1].startswith(f"{path}:") and " CF001 commitment-dropped [" in lines[1]
+    # the trace audits with the finding, from the command line too
+    code, out, _ = run("audit", str(path), "--witness-mode", "count")
+    assert code == 1 and " CF001 commitment-dropped " in out
+
+
+def test_cli_json(tmp_path: Path) -> None:
+    spec = str(SPECS / "relevance_eviction.toml")
+    code, out, _ = run(
+        "prove", spec, "--induction", "--items", "3", "--out", str(tmp_path), "--format", "json"
+    )
+    assert code == 1
+    obj: dict[str, Any] = json.loads(out)
+    assert list(obj) == [
+        "spec", "result", "items", "passes", "induction", "code", "path", "reason", "seconds",
+        "stats",
+    ]
+    assert obj["result"] == "counterexample" and obj["code"] == "CF001"
+    assert obj["items"] == 3 and obj["passes"] == 1 and obj["induction"] is True
+    assert obj["path"] == str(tmp_path / "cex-CF001.jsonl")
+    assert "WR008" in {c["code"] for c in obj["stats"]["counterexamples"]}
+    assert obj["stats"]["z3"]["checks"] >= len(PROPERTIES)
+
+
+def test_cli_timeout_is_undecided(tmp_path: Path) -> None:
+    spec = str(SPECS / "keep_recent.toml")
+    code, out, _ = run("prove", spec, "--timeout", "0.000001", "--out", str(tmp_path))
+    assert code == 3
+    assert out.startswith(f"{spec}: undecided (") and "time" in out
+    code, out, _ = run(
+        "prove", spec, "--timeout", "0.000001", "--out", str(tmp_path), "--format", "json"
+    )
+    obj = json.loads(out)
+    assert code == 3 and obj["result"] == "undecided" and obj["reason"]
+
+
+def test_cli_bad_spec_names_the_key(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text(HEAD + "[[rule]]\nwhen = { age = 3 }\ndo = \"evict\"\n", "utf-8")
+    code, out, err = run("prove", str(bad), "--out", str(tmp_path))
+    assert code == 2 and out == ""
+    assert f"{bad}:3: rule[0].when.age: expected a table" in err
+    code, _, err = run("prove", str(SPECS / "spill_first.toml"), "--items", "0")
+    assert code == 2 and "--items" in err
+
+
+def test_cli_internal_error_exit_4(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise InternalError("the proof's encoding disagrees with the spec interpreter: test")
+
+    monkeypatch.setattr("verifier.prove.prove", broken)
+    code, _, err = run("prove", str(SPECS / "spill_first.toml"), "--out", str(tmp_path))
+    assert code == 4 and "disagrees with the spec interpreter" in err
