@@ -39,8 +39,10 @@ $(FW_STAMP): pyproject.toml
 frameworks: $(FW_STAMP)
 	$(FW_BIN)/python -m verifier.policies.thirdparty.report --out docs/frameworks.md
 
-# The third-party policy tests with their extras installed (they skip without them).
+# The third-party policy tests with their extras installed (they skip without them), and
+# the adapters type-checked against the frameworks' own types (Any in the main venv).
 test-frameworks: $(FW_STAMP)
+	$(FW_BIN)/mypy verifier/policies/thirdparty tests/unit/test_thirdparty.py
 	$(FW_BIN)/pytest -q tests/unit/test_thirdparty.py
 
 bench: $(STAMP) bench-prove

@@ -5,12 +5,15 @@ window goes through each framework's messages and back unchanged; a missing
 extra is exit 2 naming the pip command. Tests that run a framework are
 skipped, with the reason shown, when its extra is not installed (``make
 test-frameworks`` and CI install them); the missing-extra and report tests
-run everywhere.
+run everywhere, and so do the checks of the committed page: its links lead to
+the committed counterexamples, and each defect it says fuzzing shows replays
+through ``ctxproof audit`` with its rule.
 """
 
 from __future__ import annotations
 
 import io
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -309,6 +312,24 @@ def test_token_limited_middle_pop_orphans_a_result() -> None:
     assert findings(window, after) == {("TP001", ("r1", "call1"))}
 
 
+def test_token_limited_middle_pop_orphans_a_call() -> None:
+    framework("autogen")
+    window: list[Obj] = [
+        {"id": "u1", "kind": "observation", "source": "user", "content": "go", "tokens": 10},
+        {"id": "p1", "kind": "prose", "text": "a", "tokens": 10},
+        {"id": "p2", "kind": "prose", "text": "b", "tokens": 10},
+        {"id": "call1", "kind": "prose", "text": "run: make test", "tokens": 10},
+        {**obs("r1", "call1", "make test", "tests.pass", True)},
+        {"id": "p3", "kind": "prose", "text": "c", "tokens": 10},
+        {"id": "p4", "kind": "prose", "text": "d", "tokens": 10},
+        {"id": "p5", "kind": "prose", "text": "e", "tokens": 10},
+    ]
+    # eight messages: the pop at len // 2 takes the result and leaves its call
+    after = rewrite("autogen:token_limited_policy", window, 70)
+    assert [it["id"] for it in after] == ["u1", "p1", "p2", "call1", "p3", "p4", "p5"]
+    assert findings(window, after) == {("TP002", ("call1", "r1"))}
+
+
 def test_cleared_results_are_placeholders_that_keep_the_pairing() -> None:
     framework("langchain")
     after = rewrite("langchain:clear_tool_uses_policy", session_window(), 60)
@@ -520,3 +541,42 @@ def test_a_policy_whose_extra_is_missing_is_reported_not_run(
     assert not (tmp_path / "pydantic_ai-sliding_window_policy").exists()  # no stale files
     page = render(trials, sessions=2, passes=2, seed_value=0, page_dir=tmp_path, versions=[])
     assert "not run: " in page and "pip install 'ctxproof[policies-pydantic-ai]'" in page
+
+
+ROOT = Path(__file__).resolve().parents[2]
+PAGE = ROOT / "docs" / "frameworks.md"
+
+
+def test_the_committed_page_links_only_committed_counterexamples() -> None:
+    text = PAGE.read_text("utf-8")
+    links = set(re.findall(r"\]\((frameworks/[^)]+\.jsonl)\)", text))
+    assert links, "docs/frameworks.md links no counterexample"
+    for link in sorted(links):
+        assert (PAGE.parent / link).is_file(), link
+    on_disk = {p.relative_to(PAGE.parent).as_posix() for p in PAGE.parent.glob("frameworks/*/*")}
+    assert on_disk == links  # no stale counterexample left behind
+
+
+def test_the_committed_defect_counterexamples_replay_with_their_rule() -> None:
+    """Each known defect the page says fuzzing shows: its trace, audited, has that finding."""
+    text = PAGE.read_text("utf-8")
+    section = text[text.index("## Known defects") : text.index("## What each policy")]
+    shown = re.findall(r"\[(\w+\d+)\]\((frameworks/[^)]+\.jsonl)\)", section)
+    assert {code for code, _ in shown} >= {"TP001", "TP002", "WR008"}
+    for code, link in shown:
+        out, err = io.StringIO(), io.StringIO()
+        assert main(["audit", str(PAGE.parent / link)], stdout=out, stderr=err) == 1, link
+        assert f": {code} " in out.getvalue(), (link, out.getvalue())
+
+
+def test_the_same_seed_gives_the_same_page(tmp_path: Path) -> None:
+    framework("autogen")
+    adapters = [a for a in ADAPTERS if a.name.endswith(":token_limited_policy")]
+    pages = []
+    for run_dir in (tmp_path / "a", tmp_path / "b"):
+        trials = run(run_dir, sessions=3, passes=3, seed_value=0, adapters=adapters, progress=False)
+        page = render(trials, sessions=3, passes=3, seed_value=0, page_dir=run_dir, versions=[])
+        files = {p.relative_to(run_dir).as_posix(): p.read_text() for p in run_dir.rglob("*.jsonl")}
+        pages.append((page, files))
+    assert pages[0][1] and "WR008 negative-evidence-evicted" in pages[0][0]
+    assert pages[0] == pages[1]

@@ -2,7 +2,7 @@
 
 ``make frameworks`` runs ``python -m verifier.policies.thirdparty.report``: it
 fuzzes each policy of :data:`~verifier.policies.thirdparty.ADAPTERS` with the
-same seeded sessions (``ctxproof fuzz``, docs/policies.md), writes each shrunk
+same seeded sessions (``ctxproof fuzz``, docs/fuzz.md), writes each shrunk
 counterexample to ``docs/frameworks/NAME/cex-CODE.jsonl``, and writes the page:
 a table of findings by rule, rewrites checked and tokens saved per policy, the
 known defects (reported publicly or not) and whether the fuzzing shows them, and how each
@@ -354,7 +354,7 @@ def render(
         "Agent frameworks ship their own context compaction: trimming, clearing tool results,"
         " summarizing. ctxproof runs that code, unchanged, as rewrite policies"
         " (`verifier/policies/thirdparty/`) and fuzzes each with the same simulated agent"
-        " ([policies.md](policies.md)): the same seeded sessions, every rewrite audited.",
+        " ([fuzz.md](fuzz.md)): the same seeded sessions, every rewrite audited.",
         "",
         "```",
         "make frameworks   # its own venv (.venv-frameworks) with the extras; rewrites this page",
