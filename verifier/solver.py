@@ -608,6 +608,17 @@ class PremiseSet:
             self._checked_model = model
         return self._checked_model
 
+    def model(self) -> dict[str, bool] | None:
+        """A fresh model of background ∧ premises, total over their atoms (checked in
+        Python); None when they are not known to be satisfiable."""
+        if not self.consistent().holds:
+            return None
+        found = self._model()
+        if found is None:
+            return None
+        names = set(self._uf.parent) | self.session.bg_atom_set
+        return {a: bool(found.get(a, False)) for a in names}
+
     def _refuted_by_model(self, goal: Formula) -> Result | None:
         """A model of the premises that falsifies the goal refutes it, with no solver call.
 

@@ -9,7 +9,7 @@ history would.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -20,9 +20,7 @@ from hypothesis import strategies as st
 from verifier.audit import Auditor, TraceReport, audit_trace
 from verifier.formula import Formula
 from verifier.io import item_from_json, parse_trace_text
-from verifier.rules import composition
 from verifier.rules.context import RewriteContext, StoreKnowledge
-from verifier.solver import PremiseIndex, PremiseSet, Session
 from verifier.strategies import formula_texts, traces
 
 
@@ -37,14 +35,13 @@ def _full_reads(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     def everything(self: StoreKnowledge, seed: object) -> list[tuple[str, Formula]]:
         return [(it.id, f) for it, f in _store_content(self)]
 
-    def one_set(session: Session, indexes: Sequence[PremiseIndex]) -> PremiseSet:
-        labeled = [p for idx in indexes for p in idx.labeled()]
-        return PremiseSet(session, [f for _, f in labeled], [lab for lab, _ in labeled])
+    def all_commitments(self: StoreKnowledge, seed: object) -> list[tuple[str, Formula]]:
+        return [(it.id, f) for it, f in _store_content(self) if it.kind == "commitment"]
 
     with monkeypatch.context() as m:
         m.setattr(RewriteContext, "store_knowledge", fresh)
         m.setattr(StoreKnowledge, "content_near", everything)
-        m.setattr(composition, "CombinedPremises", one_set)
+        m.setattr(StoreKnowledge, "commitments_near", all_commitments)
         yield
 
 

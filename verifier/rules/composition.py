@@ -6,12 +6,13 @@ what an append uses and contradicts, given everything the session kept.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable
 
-from verifier.formula import FALSE, TRUE, Atom, Const, Formula, Not, atoms, conj
+from verifier.formula import FALSE, TRUE, Atom, Const, Formula, Not, atoms, conj, evaluate
 from verifier.graph import why
 from verifier.rules.context import RewriteContext, cite, show
-from verifier.solver import CombinedPremises, PremiseIndex, Result, UnionFind, Verdict
+from verifier.solver import Result, UnionFind, Verdict
 from verifier.window import WITNESSED, Item
 
 __all__ = ["check_append", "check_cycles"]
@@ -182,11 +183,24 @@ def _consistency(ctx: RewriteContext, appended: tuple[Item, ...]) -> None:
     # the knowledge: the window's commitments, then the store's (an index kept across events)
     stored = ctx.store_knowledge()
     in_window = _window_commitments(ctx)
-    own = PremiseIndex(session)
-    for k in in_window:
-        own.add(k.key, k.id, k.formula)
     has_knowledge = bool(in_window) or len(stored) > 0
-    known = CombinedPremises(session, [own, stored.commitments])
+    if stored.commitments.consistent().holds:
+        # of the store, only what the window's commitments or this append reach through
+        # shared atoms: the rest shares no atom with any question asked here
+        seed: set[str] = set()
+        for k in in_window:
+            seed |= atoms(k.formula)
+        for it in appended:
+            real = ctx.after.resolve(it.id) if it.kind == "stub" else it
+            if real is not None:
+                seed |= atoms(real.formula)
+        near = stored.commitments_near(seed)
+    else:
+        near = [(k.id, k.formula) for k in _knowledge(ctx)[len(in_window) :]]
+    known = session.premises(
+        [*(k.formula for k in in_window), *(f for _, f in near)],
+        [*(k.id for k in in_window), *(label for label, _ in near)],
+    )
     k_state = known.consistent()
     # the window's content, with this append's supersessions applied
     gone: set[str] = set(history.superseded)
@@ -197,6 +211,10 @@ def _consistency(ctx: RewriteContext, appended: tuple[Item, ...]) -> None:
     w_state = content.consistent()
     asked = False
     prefix: list[tuple[Item, Formula]] = []
+    # models of the premises and of the append's standing items so far: an item that one
+    # extends to satisfies it is consistent with them, with no solver call
+    k_model = known.model() if k_state.holds else None
+    w_model = content.model() if w_state.holds else None
     for it in appended:
         real = ctx.after.resolve(it.id) if it.kind == "stub" else it
         if real is None:
@@ -240,7 +258,8 @@ def _consistency(ctx: RewriteContext, appended: tuple[Item, ...]) -> None:
             ctx.newly_excluded.append(it.id)
             continue
         together = conj([*(g for _, g in prefix), f])
-        if k_state.holds and has_knowledge:
+        if k_state.holds and has_knowledge and not _extends(k_model, f):
+            k_model = None  # the solver is asked from here on in this append
             res = known.entails(Not(together))
             if res.unknown:
                 ctx.unknown(f"re-adoption by {it.id!r}", res)
@@ -248,7 +267,8 @@ def _consistency(ctx: RewriteContext, appended: tuple[Item, ...]) -> None:
             if res.holds and _readoption(ctx, it, f, prefix, _knowledge(ctx)):
                 prefix = [(p, g) for p, g in prefix if p.id not in ctx.newly_excluded]
                 continue
-        if w_state.holds:
+        if w_state.holds and not _extends(w_model, f):
+            w_model = None
             res = content.entails(Not(together))
             if res.unknown:
                 ctx.unknown(f"consistency of {it.id!r}", res)
@@ -258,6 +278,32 @@ def _consistency(ctx: RewriteContext, appended: tuple[Item, ...]) -> None:
                 content = session.premises([g for _, g in window], [w.id for w, _ in window])
                 continue
         prefix.append((it, f))
+
+
+def _extends(model: dict[str, bool] | None, f: Formula) -> bool:
+    """Can the model be extended, over the atoms of f it does not assign, to satisfy f?
+
+    On success the model is extended in place: it then satisfies f too. Atoms it
+    assigns are those of the background and the premises, and of the items it was
+    extended to, so the new values touch nothing it already satisfies.
+    """
+    if model is None:
+        return False
+    names = atoms(f)
+    free = sorted(a for a in names if a not in model)
+    if len(free) > _FREE_ATOMS:
+        return False
+    trial = {a: model[a] for a in names if a in model}
+    for values in itertools.product((True, False), repeat=len(free)):
+        trial.update(zip(free, values, strict=True))
+        if evaluate(f, trial):
+            model.update(zip(free, values, strict=True))
+            return True
+    return False
+
+
+_FREE_ATOMS = 8
+"""Assignments tried for a formula's new atoms: at most 2**8."""
 
 
 def _readoption(

@@ -89,10 +89,17 @@ class StoreKnowledge:
     def content_near(self, seed: Iterable[str]) -> list[tuple[str, Formula]]:
         """The store's content linked to the seed atoms (the background links too), as
         (id, formula) in spill order."""
+        return self._near(self.content, seed)
+
+    def commitments_near(self, seed: Iterable[str]) -> list[tuple[str, Formula]]:
+        """The store's commitments linked to the seed atoms, as (id, formula) in spill order."""
+        return self._near(self.commitments, seed)
+
+    def _near(self, index: PremiseIndex, seed: Iterable[str]) -> list[tuple[str, Formula]]:
         keys: dict[str, None] = {}
-        self.content.reach(seed, keys)
-        order = self._order
-        return self.content.formulas_of(sorted(keys, key=order.__getitem__))
+        index.reach(seed, keys)
+        order = self._order  # every key of either index has its place (TRUE is in neither)
+        return index.formulas_of(sorted(keys, key=order.__getitem__))
 
 
 @dataclass
