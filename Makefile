@@ -2,8 +2,13 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# the framework extras live in a venv of their own: `make test` stays light
+FW_VENV := .venv-frameworks
+FW_BIN := $(FW_VENV)/bin
+FW_STAMP := $(FW_VENV)/.installed
+FW_EXTRAS := dev,policies-langchain,policies-autogen,policies-pydantic-ai
 
-.PHONY: demo test test-slow bench bench-prove bench-distributed screenshot clean
+.PHONY: demo test test-slow bench bench-prove bench-distributed frameworks test-frameworks screenshot clean
 
 # The ray extra's tests (a local cluster) run with the suite; where Ray has no wheel
 # (an unsupported platform) they are skipped, with the reason shown by pytest -rs.
@@ -27,6 +32,23 @@ test: $(STAMP)
 test-slow: $(STAMP)
 	$(BIN)/pytest -q -m slow
 
+$(FW_STAMP): pyproject.toml
+	$(PY) -m venv $(FW_VENV)
+	$(FW_BIN)/pip install -q --upgrade pip
+	$(FW_BIN)/pip install -q -e '.[$(FW_EXTRAS)]'
+	touch $(FW_STAMP)
+
+# Fuzzes every third-party compaction policy with the same seeded sessions and rewrites
+# docs/frameworks.md and its counterexamples (docs/frameworks/).
+frameworks: $(FW_STAMP)
+	$(FW_BIN)/python -m verifier.policies.thirdparty.report --out docs/frameworks.md
+
+# The third-party policy tests with their extras installed (they skip without them), and
+# the adapters type-checked against the frameworks' own types (Any in the main venv).
+test-frameworks: $(FW_STAMP)
+	$(FW_BIN)/mypy verifier/policies/thirdparty tests/unit/test_thirdparty.py
+	$(FW_BIN)/pytest -q tests/unit/test_thirdparty.py
+
 bench: $(STAMP) bench-prove
 	$(BIN)/python benchmarks/bench_check.py --write
 	$(BIN)/python benchmarks/bench_audit.py --write
@@ -39,7 +61,7 @@ bench-distributed: $(STAMP)
 	$(BIN)/python benchmarks/bench_distributed.py --write
 
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) $(FW_VENV) build *.egg-info
 
 # Renders the demo report in headless Chromium (apt-get install chromium) and
 # saves a screenshot: the check that the report draws in a real browser.

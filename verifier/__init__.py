@@ -6,14 +6,19 @@ The public API:
   findings and a repair; windows may be plain item dicts;
 * :func:`audit_trace` — check every event of a trace; :class:`Auditor` — the same,
   fed one event at a time;
-* :func:`load_trace`, :func:`load_window`, :func:`parse_trace_text` — read input;
+* :func:`load_trace`, :func:`load_window`, :func:`parse_trace_text`,
+  :func:`parse_window_text` — read files or JSON text; :func:`window_from_dicts`,
+  :func:`trace_from_dicts`, :func:`item_from_json` — build from plain dicts;
 * :func:`ref_of`, :func:`stub_for` — the store key of an item, and its stub;
+* :func:`guard` — gate a rewrite in an agent loop: accept, repair (spilling first) or keep;
 * :class:`SqliteStore`, :class:`MemoryStore` — the durable store;
 * :func:`load_policy`, :func:`run_policy`, :func:`run_twice` — load a rewrite policy
   (a Python function or a spec) and run it, its errors turned into PL001/PL002;
 * :func:`fuzz` — validate a policy against the simulated agent.
 
 Names are imported on first use, so ``import verifier`` is cheap and loads no solver.
+The reference is docs/api.md; the rules are in docs/rules.md, the file formats in
+docs/formats.md.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    __version__: str
     from verifier.audit import Auditor, TraceReport, audit_trace
     from verifier.check import Guarded, Repair, RewriteResult, check_rewrite, guard
     from verifier.errors import (
@@ -41,6 +47,8 @@ if TYPE_CHECKING:
         parse_window_text,
         ref_of,
         stub_for,
+        trace_from_dicts,
+        window_from_dicts,
     )
     from verifier.policies import Policy, PolicyResult, load_policy, run_policy, run_twice
     from verifier.store import MemoryStore, SqliteStore, Store
@@ -71,6 +79,8 @@ _WHERE: dict[str, str] = {
     "parse_window_text": "verifier.io",
     "ref_of": "verifier.io",
     "stub_for": "verifier.io",
+    "trace_from_dicts": "verifier.io",
+    "window_from_dicts": "verifier.io",
     "Policy": "verifier.policies",
     "PolicyResult": "verifier.policies",
     "load_policy": "verifier.policies",
@@ -106,6 +116,7 @@ __all__ = [
     "Trace",
     "TraceReport",
     "Window",
+    "__version__",
     "audit_trace",
     "check_rewrite",
     "fuzz",
@@ -120,10 +131,24 @@ __all__ = [
     "run_policy",
     "run_twice",
     "stub_for",
+    "trace_from_dicts",
+    "window_from_dicts",
 ]
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("ctxproof")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "0+unknown"
+
+
 def __getattr__(name: str) -> Any:
+    if name == "__version__":
+        value = globals()["__version__"] = _version()
+        return value
     where = _WHERE.get(name)
     if where is None:
         raise AttributeError(f"module 'verifier' has no attribute {name!r}")
@@ -133,4 +158,4 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted([*globals(), *_WHERE])
+    return sorted({*globals(), *_WHERE, "__version__"})

@@ -1,4 +1,4 @@
-"""Auditing a whole trace, event by event (SPEC §4–§5)."""
+"""Auditing a whole trace, event by event (docs/rules.md; the trace format: docs/formats.md)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from verifier.check import RewriteResult, check_rewrite
+from verifier.check import Repair, RewriteResult, check_rewrite
 from verifier.findings import Finding
 from verifier.formula import parse
 from verifier.graph import JustificationGraph
@@ -16,7 +16,7 @@ from verifier.solver import Session
 from verifier.store import LayeredStore, Store
 from verifier.window import Append, Event, Item, Rewrite, Trace
 
-__all__ = ["Auditor", "TraceReport", "audit_trace", "exit_code_for"]
+__all__ = ["Auditor", "TraceReport", "audit_trace", "exit_code_for", "repair_json"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,7 +33,9 @@ class TraceReport:
     def exit_code(self) -> int:
         return exit_code_for([self])
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, *, repairs: bool = False) -> dict[str, Any]:
+        """The JSON result (docs/formats.md); with ``repairs``, each refused rewrite carries
+        its ``repair`` (verdict, spill, actions, claimed_preserved)."""
         return {
             "trace": self.trace,
             "rewrites": [
@@ -44,6 +46,11 @@ class TraceReport:
                     "verdict": r.verdict,
                     **({"undecided": list(r.undecided)} if r.undecided else {}),
                     **({"demoted": list(r.demoted)} if r.demoted else {}),
+                    **(
+                        {"repair": repair_json(r.repair)}
+                        if repairs and r.repair is not None
+                        else {}
+                    ),
                 }
                 for r in self.rewrites
             ],
@@ -57,8 +64,9 @@ class TraceReport:
         """The report :meth:`to_json` wrote, rebuilt (equal to the original).
 
         A rewrite's own findings are those of its pass made at its line (an
-        append's findings carry the append's line). ``final_window`` is not in
-        the JSON: it comes back empty (it takes no part in equality).
+        append's findings carry the append's line). ``final_window`` and each
+        rewrite's ``repair`` are not in the JSON (the JSON's repair holds ids
+        only): they come back empty (they take no part in equality).
         """
         findings = tuple(Finding.from_json(f) for f in obj["findings"])
         rewrites = tuple(
@@ -76,6 +84,16 @@ class TraceReport:
         return cls(obj["trace"], rewrites, findings, tuple(obj.get("undecided", ())))
 
 
+def repair_json(repair: Repair) -> dict[str, Any]:
+    """A repair as the JSON output gives it: the ids spilled, not the items."""
+    return {
+        "verdict": repair.verdict,
+        "spill": [it.id for it in repair.spill],
+        "actions": list(repair.actions),
+        "claimed_preserved": list(repair.claimed_preserved),
+    }
+
+
 def exit_code_for(reports: Iterable[TraceReport]) -> int:
     """0 all accepted and no finding; 1 any finding; 3 undecided and no finding."""
     reports = list(reports)
@@ -91,7 +109,9 @@ class Auditor:
     the trace as they go (the fuzzer's simulated agent, a guard in an agent loop).
 
     The store given is only read; spills go to a memory layer over it. The
-    justification graph is built along the way.
+    justification graph is built along the way. With ``repair``, a refused
+    rewrite's result carries its repair, computed with the session's history (as
+    ``check --repair`` computes it for one rewrite).
     """
 
     def __init__(
@@ -102,9 +122,11 @@ class Auditor:
         store: Store | None = None,
         mode: str = MODE_SUPPORT,
         graph: JustificationGraph | None = None,
+        repair: bool = False,
     ) -> None:
         self.name = name
         self.mode = mode
+        self.repair = repair
         self.store = LayeredStore(store)
         self.graph = graph if graph is not None else JustificationGraph()
         self.session = Session([parse(b) for b in background])
@@ -137,6 +159,7 @@ class Auditor:
             graph=graph,
         )
         check_append(ctx, tuple(items))
+        ctx.finish()
         self.findings.extend(ctx.findings)
         self.undecided.extend(f"line {line}: {u}" for u in ctx.undecided)
         _appended(history, items, ctx.newly_excluded)
@@ -176,7 +199,7 @@ class Auditor:
             pass_no=self.pass_no,
             line=line,
             policy=policy,
-            with_repair=False,
+            with_repair=self.repair,
         )
         self.rewrites.append(result)
         self.findings.extend(result.findings)
@@ -216,13 +239,35 @@ def audit_trace(
     mode: str = MODE_SUPPORT,
     graph: JustificationGraph | None = None,
     until_pass: int | None = None,
+    repair: bool = True,
 ) -> TraceReport:
     """Check every event of a trace in order; the store given is only read.
 
     With ``graph``, the justification graph is built along the way; with
-    ``until_pass``, the audit stops after that rewrite.
+    ``until_pass``, the audit stops after that rewrite. Each refused rewrite
+    carries its repair (``rewrites[i].repair``: the spill, the repaired window,
+    what was done), computed with the session's history; ``repair=False`` skips
+    that work.
+
+    >>> from verifier.io import trace_from_dicts
+    >>> rej = {"id": "r1", "kind": "commitment", "type": "rejection", "formula": "!db.mysql"}
+    >>> report = audit_trace(trace_from_dicts([
+    ...     {"event": "header", "format": "ctxproof-trace/1"},
+    ...     {"event": "append", "items": [rej]},
+    ...     {"event": "rewrite", "policy": "summarize", "window": []}]))
+    >>> [f.code for f in report.findings], report.rewrites[0].verdict
+    (['CF001'], 'refuse')
+    >>> [it.kind for it in report.rewrites[0].repair.window]
+    ['stub']
     """
-    auditor = Auditor(trace.header.background, name=trace.name, store=store, mode=mode, graph=graph)
+    auditor = Auditor(
+        trace.header.background,
+        name=trace.name,
+        store=store,
+        mode=mode,
+        graph=graph,
+        repair=repair,
+    )
     for ev in trace.events:
         if isinstance(ev, Rewrite) and until_pass is not None and auditor.pass_no >= until_pass:
             break

@@ -1,4 +1,4 @@
-"""Checking one rewrite, and computing its repair (SPEC §4).
+"""Checking one rewrite, and computing its repair (docs/rules.md).
 
 >>> from verifier.io import parse_window_text
 >>> w = parse_window_text('{"format": "ctxproof-window/1", "items": '
@@ -104,6 +104,7 @@ def run_rules(
     check_witnesses(ctx)
     check_pairing(ctx)
     check_cycles(ctx, ctx.changed())
+    ctx.finish()
     return ctx
 
 
@@ -414,16 +415,31 @@ def repair_rewrite(
 
 @dataclass(frozen=True, slots=True)
 class Guarded:
-    """What :func:`guard` let through: the window to use from now on, and why."""
+    """What :func:`guard` let through: the window to use from now on, and why.
+
+    ``verdict`` says what was returned: ``accept`` or ``accept-demoted`` (the
+    rewrite as given), ``repaired`` (the repaired window, its spills committed),
+    ``refuse`` or ``undecided`` (no repair was accepted: the window before).
+    ``result`` is the check of the rewrite as given; ``spilled`` the ids written
+    to the store, ``spilled_refs`` their store keys.
+    """
 
     window: tuple[Item, ...]
     result: RewriteResult
     spilled: tuple[str, ...] = ()
     repaired: bool = False
+    spilled_refs: tuple[str, ...] = ()
 
     @property
     def verdict(self) -> str:
+        if self.repaired:
+            return "repaired"
         return self.result.verdict
+
+    @property
+    def accepted(self) -> bool:
+        """The window returned is the rewrite as given, or its repair."""
+        return self.repaired or self.result.accepted
 
 
 def guard(
@@ -441,6 +457,12 @@ def guard(
     spill are written to the store (committed before this returns), and the
     repaired window is returned. When no repair is accepted (or the solver
     cannot decide), the window before is kept: unknown never counts as accept.
+
+    >>> from verifier.store import MemoryStore
+    >>> before = [{"id": "r1", "kind": "commitment", "type": "rejection", "formula": "!db.mysql"}]
+    >>> g = guard(before, [], MemoryStore())
+    >>> g.verdict, g.spilled, [it.kind for it in g.window]
+    ('repaired', ('r1',), ['stub'])
     """
     result = check_rewrite(
         before,
@@ -456,4 +478,5 @@ def guard(
     if repair is None or repair.verdict not in ("accept", "accept-demoted"):
         return Guarded(_items(before), result)
     refs = store.spill(list(repair.spill)) if repair.spill else []
-    return Guarded(repair.window, result, tuple(refs), True)
+    ids = tuple(it.id for it in repair.spill)
+    return Guarded(repair.window, result, ids, True, tuple(refs))

@@ -1,4 +1,4 @@
-"""The ``ctxproof`` command line (SPEC §6).
+"""The ``ctxproof`` command line (its output and exit codes: docs/formats.md).
 
 Output: one finding a line, ``TRACE:LINE: pass N: CODE name [ID,...]: message``,
 or with ``--format json`` one JSON object per trace per line.
@@ -11,10 +11,12 @@ Exit codes: 0 every rewrite accepted and no finding; 1 at least one finding;
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import sys
 import traceback
+from collections import Counter
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -25,20 +27,21 @@ import click
 from verifier import prove as prove_api
 from verifier.audit import TraceReport, audit_trace, exit_code_for
 from verifier.check import RewriteResult, check_rewrite
-from verifier.errors import CtxproofError, InputError, OutputError, StoreError
-from verifier.findings import Finding
-from verifier.fsutil import atomic_write, make_folder, stage
+from verifier.errors import CtxproofError, InputError, InternalError, OutputError, StoreError
+from verifier.findings import Finding, cause_item
+from verifier.fsutil import atomic_write, atomic_write_all, make_folder, stage
 from verifier.importers import FORMATS as IMPORT_FORMATS
 from verifier.io import (
     check_background,
     check_references,
-    load_window,
     parse_trace_text,
+    parse_window_text,
     read_input,
+    sniff_kind,
     window_to_json,
 )
 from verifier.store import SqliteStore, Store
-from verifier.window import Item, Rewrite, Trace
+from verifier.window import Item, Rewrite, Trace, Window
 
 __all__ = ["entry", "main"]
 
@@ -75,13 +78,39 @@ class _Out:
             self.stderr.write(text + "\n")
 
 
-def _format_finding(name: str, f: Finding) -> str:
+def _format_finding(name: str, f: Finding, related: Sequence[str] = ()) -> str:
     line = f.line if f.line is not None else 1
     text = f"{name}:{line}: pass {f.pass_}: {f.code} {f.name} [{','.join(f.items)}]: {f.message}"
     if f.counterexample:
         shown = ", ".join(f"{k}={'true' if v else 'false'}" for k, v in f.counterexample)
         text += f" (counterexample: {shown})"
+    if related:
+        text += f" [related: {', '.join(related)}]"
     return text
+
+
+def _text_lines(name: str, findings: Sequence[dict[str, Any]]) -> list[str]:
+    """One line per primary finding; the findings related to it are listed by code on its
+    line (the JSON output keeps each of them, with ``related_to``). A related finding
+    whose primary is not among these (none should be) gets a line of its own."""
+
+    def key(f: dict[str, Any]) -> tuple[Any, ...]:
+        return (f["pass"], f["line"], cause_item(f["code"], f["items"]))
+
+    primaries = {
+        (key(f), f["code"]): i for i, f in enumerate(findings) if f.get("related_to") is None
+    }
+    related: dict[int, list[str]] = {}
+    shown: list[int] = []
+    for i, f in enumerate(findings):
+        p = primaries.get((key(f), f.get("related_to"))) if f.get("related_to") else None
+        if p is None:
+            shown.append(i)
+        else:
+            related.setdefault(p, []).append(f["code"])
+    return [
+        _format_json_finding(name, findings[i], sorted(related.get(i, ()))) for i in shown
+    ]
 
 
 def _open_store(path: str | None, *, writable: bool = False) -> Store | None:
@@ -233,8 +262,8 @@ def check(
     # it) once everything is checked and OUT is staged
     creating = repair_out is not None and store_path is not None and not Path(store_path).exists()
     store = None if creating else _open_store(store_path)
-    w_before = load_window(before)
-    w_after = load_window(after)
+    w_before = _load_window(before, "check")
+    w_after = _load_window(after, "check")
 
     def known(item_id: str) -> bool:
         return store is not None and store.has_id(item_id)
@@ -278,8 +307,8 @@ def check(
             }
         obj.line(json.dumps(payload, ensure_ascii=False))
     else:
-        for f in result.findings:
-            obj.line(_format_finding(after, f))
+        for text in _text_lines(after, [f.to_json() for f in result.findings]):
+            obj.line(text)
     obj.progress(f"{after}: verdict {result.verdict}, {len(result.findings)} finding(s)")
     if note is not None:
         obj.note(note)
@@ -298,7 +327,7 @@ def _with_lines(result: RewriteResult, path: str) -> RewriteResult:
         needle = json.dumps(f.items[0], ensure_ascii=False) if f.items else ""
         pos = text.find(needle) if needle else -1
         line = text.count("\n", 0, pos) + 1 if pos >= 0 else 1
-        fixed.append(Finding(f.code, f.pass_, f.items, f.message, line, f.counterexample))
+        fixed.append(dataclasses.replace(f, line=line))
     return RewriteResult(
         result.pass_,
         1,
@@ -351,18 +380,91 @@ def _report_json(
     return report.to_json()
 
 
-def _audit_one(args: tuple[str, bytes, str | None, str]) -> dict[str, Any]:
-    """Worker: audit one trace given as bytes; return its JSON report."""
-    name, data, store_path, mode = args
+_Job = tuple[str, bytes, str | None, str, bool, bool]
+"""One trace to audit: (name, its bytes, --store, witness mode, render its report page,
+compute its repairs). Work crosses processes as bytes and JSON, never z3 objects."""
+
+
+def _work(job: _Job) -> dict[str, Any]:
+    """Audit one trace: ``{"result": ...}`` (with ``"page"`` and ``"repairs"`` when asked),
+    or ``{"error": ...}`` for bad input or a bad store (returned, so order is kept)."""
+    try:
+        return _audit_job(job)
+    except (InputError, StoreError) as exc:
+        return {"error": _error_json(exc)}
+
+
+def _audit_job(job: _Job) -> dict[str, Any]:
+    name, data, store_path, mode, want_page, want_repairs = job
     given = SqliteStore(store_path, readonly=True) if store_path else None
     try:
         trace, store = _load(name, data, given)
         try:
-            return audit_trace(trace, store=store, mode=mode).to_json()
+            out: dict[str, Any] = {}
+            if want_page:
+                from verifier.report import render_trace_page, view_trace
+
+                report, view = view_trace(trace, store=store, mode=mode, repair=True)
+                out["page"] = render_trace_page(view)
+            else:
+                report = audit_trace(trace, store=store, mode=mode, repair=want_repairs)
+            out["result"] = report.to_json(repairs=want_repairs)
+            if want_repairs:
+                out["repairs"] = _repairs_of(report, trace.header.background)
+            return out
         finally:
             _close(store)
     finally:
         _close(given)
+
+
+def _repairs_of(report: TraceReport, background: Sequence[str]) -> list[dict[str, Any]]:
+    """Each refused rewrite's repaired window (a window file) and what it spills."""
+    out = []
+    for r in report.rewrites:
+        if r.repair is None or r.verdict != "refuse":
+            continue
+        out.append(
+            {
+                "pass": r.pass_,
+                "window": window_to_json(r.repair.window, background),
+                "spill": [it.as_json() for it in r.repair.spill],
+            }
+        )
+    return out
+
+
+def _error_json(exc: InputError | StoreError) -> dict[str, Any]:
+    """A bad file as the JSON output reports it (and as it crosses a process boundary)."""
+    if isinstance(exc, InputError):
+        return {
+            "kind": "input",
+            "message": exc.message,
+            "file": exc.file,
+            "line": exc.line,
+            "item": exc.item,
+            "fix": exc.fix,
+            "text": exc.render(),
+        }
+    return {"kind": "store", "message": str(exc), "text": f"store error: {exc}"}
+
+
+def _error_from_json(err: dict[str, Any]) -> InputError | StoreError:
+    if err["kind"] == "input":
+        return InputError(
+            err["message"], file=err["file"], line=err["line"], item=err["item"], fix=err["fix"]
+        )
+    return StoreError(err["message"])
+
+
+def _audit_one(args: tuple[str, bytes, str | None, str]) -> dict[str, Any]:
+    """Audit one trace given as bytes; return its JSON report (errors are raised)."""
+    name, data, store_path, mode = args
+    out = _work((name, data, store_path, mode, False, False))
+    if "error" in out:
+        raise _error_from_json(out["error"])
+    result: dict[str, Any] = out["result"]
+    return result
 
 
 def _close(store: Store | None) -> None:
@@ -371,14 +473,29 @@ def _close(store: Store | None) -> None:
         store.close()
 
 
-def _audit_or_error(
-    args: tuple[str, bytes, str | None, str],
-) -> dict[str, Any] | InputError | StoreError:
-    """Worker: the JSON report, or the bad-input or store error (returned, so order is kept)."""
-    try:
-        return _audit_one(args)
-    except (InputError, StoreError) as exc:
-        return exc
+PARALLEL_MIN_BYTES = 256 * 1024
+"""Below this much input, --jobs audits in this process: starting workers and sending
+them the traces would cost more than the audit (small traces take milliseconds)."""
+
+
+def _run_jobs(obj: _Out, jobs: int, work: list[_Job]) -> list[dict[str, Any]]:
+    """Audit every job, in input order: in this process for one job or a small batch,
+    else in ``jobs`` worker processes started once, each sent its traces in chunks."""
+    total = sum(len(w[1]) for w in work)
+    outcomes: list[dict[str, Any]] = []
+    if jobs > 1 and len(work) > 1 and total >= PARALLEL_MIN_BYTES:
+        workers = min(jobs, len(work))
+        # a few chunks per worker: big enough to amortise sending, small enough to balance
+        chunk = max(1, -(-len(work) // (workers * 4)))
+        with ProcessPoolExecutor(max_workers=workers) as pool:
+            for i, res in enumerate(pool.map(_work, work, chunksize=chunk)):
+                outcomes.append(res)
+                _progress(obj, i + 1, len(work))
+    else:
+        for i, w in enumerate(work):
+            outcomes.append(_work(w))
+            _progress(obj, i + 1, len(work))
+    return outcomes
 
 
 def _header_store_name(data: bytes) -> str | None:
@@ -399,8 +516,55 @@ def _header_store_name(data: bytes) -> str | None:
     return None
 
 
-def _load(name: str, data: bytes, given: Store | None) -> tuple[Trace, Store | None]:
+_KIND_SHOWN = {
+    "window": "a window file (ctxproof-window/1)",
+    "trace": "a trace (ctxproof-trace/1)",
+    "store": "a SQLite store",
+    "policy-spec": "a policy spec (ctxproof-policy/1)",
+}
+
+
+def _wrong_kind(exc: InputError, path: str, data: bytes, command: str, wants: str) -> InputError:
+    """A clearer error for a file of another kind than the command reads; else exc."""
+    kind = sniff_kind(data)
+    if kind is None or kind == wants:
+        return exc
+    reads = "window files" if wants == "window" else "traces"
+    if kind == "window":
+        hint = "did you mean `check`? (`ctxproof check BEFORE AFTER` checks one rewrite)"
+    elif kind == "trace":
+        hint = (
+            "did you mean `audit`? (or `ctxproof window TRACE --pass N` for the window of"
+            " one of its passes)"
+        )
+    elif kind == "store":
+        hint = "did you mean `--store FILE`?"
+    else:
+        hint = "did you mean `ctxproof fuzz` or `ctxproof prove`? (they run and prove specs)"
+    return InputError(
+        f"this is {_KIND_SHOWN[kind]}; `{command}` reads {reads}", file=path, fix=hint
+    )
+
+
+def _load_window(path: str, command: str) -> Window:
+    data = read_input(path)
+    try:
+        return parse_window_text(data, path)
+    except InputError as exc:
+        raise _wrong_kind(exc, path, data, command, "window") from None
+
+
+def _load(
+    name: str, data: bytes, given: Store | None, command: str = "audit"
+) -> tuple[Trace, Store | None]:
     """Validate a trace against the store it will be audited with (--store, else its header's)."""
+    try:
+        return _load_trace(name, data, given)
+    except InputError as exc:
+        raise _wrong_kind(exc, name, data, command, "trace") from None
+
+
+def _load_trace(name: str, data: bytes, given: Store | None) -> tuple[Trace, Store | None]:
     store = given
     header_store = _header_store_name(data)
     if store is None and header_store is not None:
@@ -437,13 +601,33 @@ def _load(name: str, data: bytes, given: Store | None) -> tuple[Trace, Store | N
 )
 @_mode_option
 @click.option(
-    "--jobs", type=click.IntRange(min=1), default=1, show_default=True, help="Worker processes."
+    "--jobs",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Worker processes (small batches run in this process; output as with --jobs 1).",
 )
 @click.option(
     "--report",
     "report_dir",
     type=click.Path(file_okay=False),
-    help="Write an HTML report (index.html) and report.json into this folder.",
+    help="Write an HTML report (index.html, one page per trace) and report.json here.",
+)
+@click.option(
+    "--repair",
+    "repair_dir",
+    type=click.Path(file_okay=False),
+    help="Write each refused rewrite's repaired window (and what it spills) here.",
+)
+@click.option(
+    "--keep-going",
+    is_flag=True,
+    help="Report a bad file (a JSON error object, or a line on stderr) and go on; exit 2.",
+)
+@click.option(
+    "--summary",
+    is_flag=True,
+    help="End with a summary on stdout: a JSON object (--format json) or a line.",
 )
 @_ray_option
 @_budget_options
@@ -456,89 +640,179 @@ def audit(
     mode: str,
     jobs: int,
     report_dir: str | None,
+    repair_dir: str | None,
+    keep_going: bool,
+    summary: bool,
     ray_address: str | None,
     fmt: str,
 ) -> int:
-    """Audit traces (JSONL), every event in order."""
+    """Audit traces (JSONL), every event in order.
+
+    With --keep-going a bad file is reported (JSON: {"trace", "error", "exit": 2})
+    and the others are audited; the exit code is then 2. On a terminal a closing
+    summary goes to stderr; --summary prints it on stdout as well.
+    """
     given = _open_store(store_path)  # opened here too, so a bad store fails before any work
     if given is not None:
         given.close()
-    work = [(p, read_input(p), store_path, mode) for p in traces]
-    # every trace is validated where it is audited; nothing is printed until all are done,
-    # so bad input in any of them (the first, in input order) leaves no output at all
-    outcomes: list[dict[str, Any] | CtxproofError] = []
+    work: list[_Job] = []
+    unread: dict[int, dict[str, Any]] = {}
+    for i, path in enumerate(traces):
+        try:
+            data = read_input(path)
+        except InputError as exc:
+            if not keep_going:
+                raise
+            unread[i] = {"error": _error_json(exc)}
+            data = b""
+        work.append((path, data, store_path, mode, report_dir is not None, repair_dir is not None))
+    todo = [w for i, w in enumerate(work) if i not in unread]
     if ray_address is not None:
-        from verifier.distributed import command_session, ray_audit
+        from verifier.distributed import command_session, ray_work
 
         # until the command ends: Ray's own messages go to stderr, not among the results
         click.get_current_context().with_resource(command_session(ray_address, obj.stderr))
-        outcomes.extend(ray_audit(work, ray_address, lambda d, t: _progress(obj, d, t)))
-    elif jobs > 1 and len(work) > 1:
-        with ProcessPoolExecutor(max_workers=jobs) as pool:
-            for i, res in enumerate(pool.map(_audit_or_error, work)):
-                outcomes.append(res)
-                _progress(obj, i + 1, len(work))
+        ran = ray_work(todo, ray_address, lambda d, t: _progress(obj, d, t))
     else:
-        for i, w in enumerate(work):
-            outcomes.append(_audit_or_error(w))
-            _progress(obj, i + 1, len(work))
-    results: list[dict[str, Any]] = []
-    for outcome in outcomes:
-        if isinstance(outcome, CtxproofError):
-            raise outcome
-        results.append(outcome)
-    # the report is written before anything is printed: a failure there (exit 2) leaves
-    # no output that promises another exit code
-    index = _report(report_dir, results, store_path) if report_dir is not None else None
-    for res in results:
+        ran = _run_jobs(obj, jobs, todo)
+    done = iter(ran)
+    # every trace is validated where it is audited; nothing is printed until all are done,
+    # so bad input in any of them (the first, in input order) leaves no output at all
+    outcomes = [unread[i] if i in unread else next(done) for i in range(len(work))]
+    for res in outcomes:  # a trace the checker crashed on (--ray): the others were audited
+        if "internal" in res:
+            raise InternalError(res["internal"])
+    if not keep_going:
+        for res in outcomes:
+            if "error" in res:
+                raise _error_from_json(res["error"])
+    entries = [
+        res["result"] if "result" in res else {"trace": t, "error": res["error"], "exit": 2}
+        for t, res in zip(traces, outcomes, strict=True)
+    ]
+    # the report and the repairs are written before anything is printed: a failure there
+    # (exit 2) leaves no output that promises another exit code
+    index = None
+    if report_dir is not None:
+        from verifier.report import write_report
+
+        index = write_report(report_dir, entries, [res.get("page") for res in outcomes])
+    written = _write_repairs(repair_dir, traces, outcomes) if repair_dir is not None else []
+    for res in entries:
+        if "error" in res:
+            if fmt == "json":
+                obj.line(json.dumps(res, ensure_ascii=False))
+            else:
+                obj.note(f"ctxproof: {res['error']['text']}")
+            continue
         if fmt == "json":
             obj.line(json.dumps(res, ensure_ascii=False))
         else:
-            for f in res["findings"]:
-                obj.line(_format_json_finding(res["trace"], f))
+            for text in _text_lines(res["trace"], res["findings"]):
+                obj.line(text)
         verdicts = [r["verdict"] for r in res["rewrites"]]
         obj.progress(
             f"{res['trace']}: {len(verdicts)} rewrite(s) "
             f"[{', '.join(verdicts) or 'none'}], {len(res['findings'])} finding(s)"
         )
+    code = EXIT_INPUT if any("error" in r for r in entries) else _exit_from_json(entries)
+    totals = summarize(entries, code)
+    if summary:
+        if fmt == "json":
+            obj.line(json.dumps(totals, ensure_ascii=False))
+        else:
+            obj.line(summary_line(totals))
+    obj.progress(summary_line(totals))
+    if written:
+        obj.progress(f"repairs: {len(written)} window(s) written to {repair_dir}")
     if index is not None:
         obj.progress(f"report: {index}")
-    return _exit_from_json(results)
+    return code
 
 
-def _report(report_dir: str, results: Sequence[dict[str, Any]], store_path: str | None) -> Path:
-    """Write the HTML report; graphs are rebuilt per trace in this process."""
-    from verifier.graph import JustificationGraph
-    from verifier.report import why_texts, write_report
+def _policy_tally(policies: dict[str, dict[str, Any]], name: str) -> dict[str, Any]:
+    return policies.setdefault(
+        name, {"rewrites": 0, "verdicts": Counter(), "findings": Counter()}
+    )
 
-    graphs = []
-    whys = []
-    stores: list[Store | None] = []
-    for res in results:
-        loaded, store = _load_for_graph(res["trace"], store_path)
-        stores.append(store)
-        graph = JustificationGraph()
-        audit_trace(loaded, store=store, graph=graph)
-        graphs.append(graph)
-        at_pass: dict[int, JustificationGraph] = {}
 
-        def graph_at(
-            pass_no: int,
-            loaded: Trace = loaded,
-            store: Store | None = store,
-            at_pass: dict[int, JustificationGraph] = at_pass,
-        ) -> JustificationGraph:
-            # the chain as it stood when the finding was made, not at the end of the trace
-            if pass_no not in at_pass:
-                g = JustificationGraph()
-                audit_trace(loaded, store=store, graph=g, until_pass=pass_no)
-                at_pass[pass_no] = g
-            return at_pass[pass_no]
+def summarize(entries: Sequence[dict[str, Any]], code: int) -> dict[str, Any]:
+    """The closing summary of an audit: traces, rewrites, verdicts, findings by rule and by
+    policy (``{"summary": {...}}``, the last JSON object of ``audit --summary``)."""
+    verdicts: Counter[str] = Counter()
+    by_rule: Counter[str] = Counter()
+    policies: dict[str, dict[str, Any]] = {}
+    rewrites = 0
+    for res in entries:
+        if "error" in res:
+            continue
+        where = {}
+        for r in res["rewrites"]:
+            rewrites += 1
+            verdicts[r["verdict"]] += 1
+            name = r["policy"] or "(no policy)"
+            where[(r["pass"], r["line"])] = name
+            tally = _policy_tally(policies, name)
+            tally["rewrites"] += 1
+            tally["verdicts"][r["verdict"]] += 1
+        for f in res["findings"]:
+            by_rule[f["code"]] += 1
+            name = where.get((f["pass"], f["line"]), "(at appends)")
+            _policy_tally(policies, name)["findings"][f["code"]] += 1
+    return {
+        "summary": {
+            "traces": len(entries),
+            "bad_files": sum(1 for r in entries if "error" in r),
+            "rewrites": rewrites,
+            "verdicts": dict(sorted(verdicts.items())),
+            "findings": sum(by_rule.values()),
+            "findings_by_rule": dict(sorted(by_rule.items())),
+            "policies": {
+                name: {
+                    "rewrites": p["rewrites"],
+                    "verdicts": dict(sorted(p["verdicts"].items())),
+                    "findings_by_rule": dict(sorted(p["findings"].items())),
+                }
+                for name, p in sorted(policies.items())
+            },
+            "exit": code,
+        }
+    }
 
-        whys.append(why_texts(res, graph_at))
-    for store in stores:
-        _close(store)
-    return write_report(report_dir, results, graphs, whys)
+
+def summary_line(totals: dict[str, Any]) -> str:
+    """The summary as one line of text."""
+    s = totals["summary"]
+    bad = f", {s['bad_files']} bad file(s)" if s["bad_files"] else ""
+    verdicts = ", ".join(f"{v} {n}" for v, n in s["verdicts"].items())
+    rules = ", ".join(f"{c} {n}" for c, n in s["findings_by_rule"].items())
+    return (
+        f"summary: {s['traces']} trace(s){bad}; {s['rewrites']} rewrite(s)"
+        f"{f' ({verdicts})' if verdicts else ''}; {s['findings']} finding(s)"
+        f"{f' ({rules})' if rules else ''}; exit {s['exit']}"
+    )
+
+
+def _write_repairs(
+    folder: str, traces: Sequence[str], outcomes: Sequence[dict[str, Any]]
+) -> list[Path]:
+    """Write each refused rewrite's repaired window as DIR/STEM.pass-N.json, and the items
+    its repair spills as DIR/STEM.pass-N.spill.jsonl (a spill event to put before the
+    rewrite in the trace). All files are staged before any is put in place."""
+    out = make_folder(folder, "repair folder")
+    stems = [Path(t).stem for t in traces]
+    twice = {s for s in stems if stems.count(s) > 1}
+    files: list[tuple[str | Path, str | bytes]] = []
+    for i, (stem, res) in enumerate(zip(stems, outcomes, strict=True)):
+        name = f"{i + 1:04d}-{stem}" if stem in twice else stem
+        for rep in res.get("repairs", ()):
+            base = out / f"{name}.pass-{rep['pass']}"
+            window = json.dumps(rep["window"], ensure_ascii=False, indent=2) + "\n"
+            files.append((f"{base}.json", window))
+            if rep["spill"]:
+                event = {"event": "spill", "items": rep["spill"]}
+                files.append((f"{base}.spill.jsonl", json.dumps(event, ensure_ascii=False) + "\n"))
+    return [p for p in atomic_write_all(files) if p.suffix == ".json"]
 
 
 def _exit_from_json(results: Sequence[dict[str, Any]]) -> int:
@@ -550,7 +824,7 @@ def _exit_from_json(results: Sequence[dict[str, Any]]) -> int:
     return EXIT_OK
 
 
-def _format_json_finding(trace: str, f: dict[str, Any]) -> str:
+def _format_json_finding(trace: str, f: dict[str, Any], related: Sequence[str] = ()) -> str:
     cex = f.get("counterexample")
     finding = Finding(
         f["code"],
@@ -560,7 +834,7 @@ def _format_json_finding(trace: str, f: dict[str, Any]) -> str:
         f["line"],
         tuple(sorted(cex.items())) if cex else None,
     )
-    return _format_finding(trace, finding)
+    return _format_finding(trace, finding, related)
 
 
 def _progress(obj: _Out, done: int, total: int, what: str = "traces") -> None:
@@ -589,8 +863,15 @@ def _bundled_scenarios() -> Path:
     return Path.cwd() / "models" / "scenarios"
 
 
-def _load_for_graph(trace_path: str, store_path: str | None) -> tuple[Trace, Store | None]:
-    return _load(trace_path, read_input(trace_path), _open_store(store_path))
+def _load_for_graph(
+    trace_path: str, store_path: str | None, command: str = "audit"
+) -> tuple[Trace, Store | None]:
+    given = _open_store(store_path)
+    try:
+        return _load(trace_path, read_input(trace_path), given, command)
+    except BaseException:
+        _close(given)
+        raise
 
 
 @cli.command(name="why")
@@ -616,7 +897,7 @@ def why_cmd(
     from verifier.graph import JustificationGraph, why
     from verifier.report import render_why
 
-    loaded, store = _load_for_graph(trace, store_path)
+    loaded, store = _load_for_graph(trace, store_path, "why")
     passes = sum(1 for ev in loaded.events if isinstance(ev, Rewrite))
     if pass_no is not None and pass_no > passes:
         raise InputError(
@@ -644,6 +925,141 @@ def why_cmd(
     return EXIT_OK if answer.chain is not None else EXIT_FINDINGS
 
 
+@cli.command(name="window")
+@click.argument("trace", type=click.Path(dir_okay=False))
+@click.option(
+    "--pass",
+    "pass_no",
+    required=True,
+    type=click.IntRange(min=0),
+    help="The window as of the end of this pass (0: before the first rewrite).",
+)
+@click.option(
+    "-o",
+    "--out",
+    "out",
+    type=click.Path(dir_okay=False),
+    help="Write the window file here (atomically) instead of to stdout.",
+)
+@click.option("--store", "store_path", type=click.Path(dir_okay=False), help="SQLite store.")
+@_format_option
+@click.pass_obj
+def window_cmd(
+    obj: _Out, trace: str, pass_no: int, out: str | None, store_path: str | None, fmt: str
+) -> int:
+    """Write the window of TRACE as of the end of pass N, as a window file.
+
+    That is the window rewrite N+1 starts from: give it to `check` as BEFORE and
+    that rewrite's window as AFTER. Stubs for items the trace itself spills stand
+    for items no store holds yet, and a window file keeps no record of items
+    dropped earlier that its items still cite: both are named on stderr.
+    """
+    from verifier.audit import Auditor
+
+    loaded, store = _load_for_graph(trace, store_path, "window")
+    try:
+        passes = sum(1 for ev in loaded.events if isinstance(ev, Rewrite))
+        if pass_no > passes:
+            raise InputError(
+                f"--pass {pass_no}: the trace has {passes} pass(es)",
+                file=trace,
+                fix=f"give a pass from 0 to {passes}",
+            )
+        auditor = Auditor(loaded.header.background, name=loaded.name, store=store)
+        for ev in loaded.events:
+            if isinstance(ev, Rewrite) and auditor.pass_no >= pass_no:
+                break
+            auditor.feed(ev)
+        window = auditor.window
+        in_trace = [
+            it.id
+            for it in window
+            if it.kind == "stub"
+            and it.stub_ref is not None
+            and auditor.store.top._body(it.stub_ref) is not None
+            and (store is None or store._body(it.stub_ref) is None)
+        ]
+        held = {it.id for it in window}
+        dangling = sorted(
+            {
+                ref
+                for it in window
+                for _, ref in it.citations
+                if ref not in held and not auditor.store.has_id(ref)
+            }
+        )
+    finally:
+        _close(store)
+    text = json.dumps(window_to_json(window, loaded.header.background), ensure_ascii=False)
+    if out is None:
+        obj.line(text)
+    else:
+        path = atomic_write(out, text + "\n")
+        if fmt == "json":
+            payload = {"trace": trace, "pass": pass_no, "out": str(path), "items": len(window)}
+            obj.line(json.dumps(payload, ensure_ascii=False))
+        else:
+            obj.line(f"{path}: the window of {trace} as of pass {pass_no} ({len(window)} items)")
+    if in_trace:
+        obj.note(
+            f"ctxproof: stubs {', '.join(map(repr, in_trace))} stand for items {trace} spills;"
+            " to check against this window, put them in a store first"
+        )
+    if dangling:
+        obj.note(
+            f"ctxproof: items of this window cite {', '.join(map(repr, dangling))}, dropped"
+            " earlier and in no store; `check` reads such a window only when BEFORE or the"
+            " store defines them"
+        )
+    return EXIT_OK
+
+
+@cli.command(name="ref")
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.argument("item")
+@click.option("--store", "store_path", type=click.Path(dir_okay=False), help="SQLite store.")
+@_format_option
+@click.pass_obj
+def ref_cmd(obj: _Out, file: str, item: str, store_path: str | None, fmt: str) -> int:
+    """Print the ref of ITEM: sha256 of its canonical JSON, what its stub's "ref" must be.
+
+    FILE is a window file or a trace; in a trace, the latest version of ITEM
+    that an event writes (append, spill or rewrite). A stub stands for its item:
+    when the file holds only a stub of ITEM, its ref is the stub's. Canonical
+    JSON: keys sorted, no whitespace, UTF-8 as is (see docs/formats.md).
+    """
+    data = read_input(file)
+    found: Item | None = None
+    line: int | None = None
+    if sniff_kind(data) == "window":
+        window = _load_window(file, "ref")
+        found = window.by_id().get(item)
+    else:
+        loaded, store = _load(file, data, _open_store(store_path), "ref")
+        _close(store)
+        for ev in loaded.events:
+            items = (
+                ev.items
+                if not isinstance(ev, Rewrite)
+                else (ev.window if ev.window is not None else ev.put)
+            )
+            for it in items:
+                if it.id == item and (it.kind != "stub" or found is None or found.kind == "stub"):
+                    found, line = it, ev.line
+    if found is None:
+        raise InputError(
+            f"no item {item!r} in the file", file=file, fix="name an id the file defines"
+        )
+    ref = found.stub_ref if found.kind == "stub" and found.stub_ref else found.ref
+    if fmt == "json":
+        stub = {"id": item, "kind": "stub", "ref": ref}
+        payload = {"file": file, "item": item, "line": line, "ref": ref, "stub": stub}
+        obj.line(json.dumps(payload, ensure_ascii=False))
+    else:
+        obj.line(ref)
+    return EXIT_OK
+
+
 @cli.command(name="graph")
 @click.argument("trace", type=click.Path(dir_okay=False))
 @click.option(
@@ -663,7 +1079,7 @@ def graph_cmd(obj: _Out, trace: str, out: str, store_path: str | None, fmt: str)
 
     if Path(out).suffix.lower() not in (".graphml", ".json", ".dot"):
         raise click.UsageError("--out must end in .graphml, .json or .dot")
-    loaded, store = _load_for_graph(trace, store_path)
+    loaded, store = _load_for_graph(trace, store_path, "graph")
     graph = JustificationGraph()
     audit_trace(loaded, store=store, graph=graph)
     _close(store)
@@ -984,16 +1400,23 @@ def demo(obj: _Out, report_dir: str, fmt: str) -> int:
         raise InputError(
             "no bundled scenarios found", file=str(folder), fix="run from the ctxproof repository"
         )
-    results = [_audit_one((t, Path(t).read_bytes(), None, "support")) for t in traces]
-    index = _report(report_dir, results, None)  # before any output, as for audit --report
+    from verifier.report import write_report
+
+    outcomes = [_work((t, read_input(t), None, "support", True, False)) for t in traces]
+    for out in outcomes:
+        if "error" in out:  # a bundled scenario is never bad input: this is a broken checkout
+            raise _error_from_json(out["error"])
+    results = [out["result"] for out in outcomes]
+    # written before any output, as for audit --report
+    index = write_report(report_dir, results, [out.get("page") for out in outcomes])
     for res in results:
         if fmt == "json":
             obj.line(json.dumps(res, ensure_ascii=False))
             continue
         verdicts = ", ".join(f"pass {r['pass']}: {r['verdict']}" for r in res["rewrites"])
         obj.line(f"== {res['trace']}  ({verdicts or 'no rewrite'})")
-        for f in res["findings"]:
-            obj.line("  " + _format_json_finding(Path(res["trace"]).name, f))
+        for text in _text_lines(Path(res["trace"]).name, res["findings"]):
+            obj.line("  " + text)
         if not res["findings"]:
             obj.line("  no findings")
     if fmt == "json":

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from verifier.audit import TraceReport
-from verifier.errors import CtxproofError, FormulaError, InputError, InternalError, StoreError
+from verifier.errors import CtxproofError, InputError, InternalError, StoreError
 
 __all__ = [
     "DEFAULT_ADDRESS",
@@ -50,6 +50,7 @@ __all__ = [
     "import_ray",
     "ray_audit",
     "ray_fuzz_chunks",
+    "ray_work",
     "result_rows",
 ]
 
@@ -74,6 +75,10 @@ SOLVER_ENV = ("CTXPROOF_RLIMIT", "CTXPROOF_TIMEOUT", "CTXPROOF_CROSS_CHECK")
 
 Work = tuple[str, bytes, str | None, str]
 """One trace to audit: its name, its bytes, the ``--store`` path, the witness mode."""
+
+Job = tuple[str, bytes, str | None, str, bool, bool]
+"""One trace for the command's worker function: a :data:`Work` and whether to render its
+report page and compute its repairs (``--report``, ``--repair``)."""
 
 Outcome = dict[str, Any] | InputError | StoreError | InternalError
 """What auditing one trace gave: its JSON report, or the error that stopped it."""
@@ -236,91 +241,67 @@ def _as_driver(driver: tuple[str, Sequence[str]]) -> Iterator[None]:
 # -- audit -------------------------------------------------------------------------------------
 
 
-def _audit_chunk(audit_name: str, items: Sequence[Work], driver: tuple[str, list[str]]) -> str:
+def _audit_chunk(work_name: str, jobs: Sequence[Job], driver: tuple[str, list[str]]) -> str:
     """Worker: audit each trace of a chunk; one JSON outcome per trace, as one JSON text.
 
-    ``audit_name`` (``module:function``) is imported here, once the driver's
+    ``work_name`` (``module:function``) is imported here, once the driver's
     ``sys.path`` is in place.
     """
     with _as_driver(driver):
-        module, _, function = audit_name.partition(":")
-        audit = getattr(importlib.import_module(module), function)
-        return json.dumps([_outcome_json(audit, item) for item in items])
+        module, _, function = work_name.partition(":")
+        work = getattr(importlib.import_module(module), function)
+        return json.dumps([_job_json(work, job) for job in jobs])
 
 
-def _outcome_json(audit: Callable[[Work], Any], item: Work) -> dict[str, Any]:
+def _job_json(work: Callable[[Job], dict[str, Any]], job: Job) -> dict[str, Any]:
+    """What the command's worker function returns for a job, or ``{"internal": ...}`` when
+    the checker crashed on it."""
     try:
-        res = audit(item)
+        return work(job)
     except CtxproofError as exc:
-        return {"error": "internal", "message": str(exc)}
+        return {"internal": str(exc)}
     except Exception as exc:
-        return {"error": "internal", "message": f"{type(exc).__name__}: {exc}"}
-    if isinstance(res, InputError):
-        return {
-            "error": "input",
-            "class": type(res).__name__,
-            "message": res.message,
-            "file": res.file,
-            "line": res.line,
-            "item": res.item,
-            "fix": res.fix,
-        }
-    if isinstance(res, StoreError):
-        return {"error": "store", "message": str(res)}
-    return {"report": res}
+        return {"internal": f"{type(exc).__name__}: {exc}"}
 
 
-def _outcome(name: str, obj: Mapping[str, Any]) -> Outcome:
-    error = obj.get("error")
-    if error is None:
-        report: dict[str, Any] = obj["report"]
-        return report
-    if error == "input":
-        cls = FormulaError if obj["class"] == "FormulaError" else InputError
-        return cls(
-            obj["message"], file=obj["file"], line=obj["line"], item=obj["item"], fix=obj["fix"]
-        )
-    if error == "store":
-        return StoreError(obj["message"])
-    return InternalError(f"{name}: {obj['message']}")
-
-
-def ray_audit(
-    work: Sequence[Work],
+def ray_work(
+    jobs: Sequence[Job],
     address: str | None = None,
     progress: Progress | None = None,
     *,
-    audit: Callable[[Work], Any] | None = None,
-) -> list[Outcome]:
-    """Audit traces on Ray: per trace, in input order, what ``ctxproof audit`` gets locally
-    (its JSON report, or the ``InputError``/``StoreError`` that stops it), or an
-    ``InternalError`` naming the trace when the checker crashed on it.
+    work: Callable[[Job], dict[str, Any]] | None = None,
+) -> list[dict[str, Any]]:
+    """Audit jobs on Ray: per job, in input order, what ``ctxproof audit``'s worker function
+    returns for it in this process (``{"result": ...}``, with the report page and the
+    repairs when asked, or ``{"error": ...}`` for bad input or a bad store), or
+    ``{"internal": "TRACE: what happened"}`` when the checker crashed on it or its
+    worker kept dying.
 
-    ``audit`` is the worker function (default: the command's own), a module-level
+    ``work`` is the worker function (default: the command's own), a module-level
     function that workers import by name; ``progress`` is called with (traces
     done, total) as chunks come back.
     """
     ray = connect(address)
-    if audit is None:
-        from verifier.cli import _audit_or_error
+    if work is None:
+        from verifier.cli import _work
 
-        audit = _audit_or_error
-    if not work:
+        work = _work
+    if not jobs:
         return []
     cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
-    size = max(1, min(TRACES_PER_CHUNK, math.ceil(len(work) / (4 * cpus))))
-    pending = [list(range(i, min(i + size, len(work)))) for i in range(0, len(work), size)]
+    size = max(1, min(TRACES_PER_CHUNK, math.ceil(len(jobs) / (4 * cpus))))
+    pending = [list(range(i, min(i + size, len(jobs)))) for i in range(0, len(jobs), size)]
     remote = ray.remote(_audit_chunk).options(**_options())
-    audit_name = f"{audit.__module__}:{audit.__qualname__}"
+    work_name = f"{work.__module__}:{work.__qualname__}"
     driver = _driver()
-    outcomes: dict[int, Outcome] = {}
+    outcomes: dict[int, dict[str, Any]] = {}
     running: dict[Any, list[int]] = {}
     limit = 2 * cpus + 2  # chunks in flight: the rest of the traces wait in this process
     done = 0
     while pending or running:
         while pending and len(running) < limit:
             chunk = pending.pop(0)
-            ref = remote.remote(audit_name, [work[i] for i in chunk], driver)
+            ref = remote.remote(work_name, [jobs[i] for i in chunk], driver)
             running[ref] = chunk
         ready, _ = ray.wait(list(running), num_returns=1)
         chunk = running.pop(ready[0])
@@ -337,14 +318,38 @@ def ray_audit(
                 failed = f"its Ray task failed ({shown})"
             else:
                 failed = f"the worker auditing it failed {RETRIES + 1} times ({_one_line(exc)})"
-            outcomes[chunk[0]] = InternalError(f"{work[chunk[0]][0]}: {failed}")
+            outcomes[chunk[0]] = {"internal": f"{jobs[chunk[0]][0]}: {failed}"}
         else:
             for i, obj in zip(chunk, results, strict=True):
-                outcomes[i] = _outcome(work[i][0], obj)
+                if "internal" in obj:
+                    obj = {"internal": f"{jobs[i][0]}: {obj['internal']}"}
+                outcomes[i] = obj
         done += len(chunk)
         if progress is not None:
-            progress(done, len(work))
-    return [outcomes[i] for i in range(len(work))]
+            progress(done, len(jobs))
+    return [outcomes[i] for i in range(len(jobs))]
+
+
+def ray_audit(
+    work: Sequence[Work],
+    address: str | None = None,
+    progress: Progress | None = None,
+) -> list[Outcome]:
+    """Audit traces on Ray: per trace, in input order, its JSON report (what ``ctxproof
+    audit --format json`` prints for it), the ``InputError``/``StoreError`` that stops
+    it, or an ``InternalError`` naming the trace when the checker crashed on it."""
+    from verifier.cli import _error_from_json
+
+    out: list[Outcome] = []
+    for res in ray_work([(*w, False, False) for w in work], address, progress):
+        if "result" in res:
+            report: dict[str, Any] = res["result"]
+            out.append(report)
+        elif "error" in res:
+            out.append(_error_from_json(res["error"]))
+        else:
+            out.append(InternalError(res["internal"]))
+    return out
 
 
 @dataclass(frozen=True, slots=True)

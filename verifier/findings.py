@@ -3,10 +3,21 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-__all__ = ["POLICY_RULES", "REFUSING", "RULES", "SUMMARIES", "VERDICTS", "Finding"]
+__all__ = [
+    "CAUSE_ORDER",
+    "POLICY_RULES",
+    "REFUSING",
+    "RULES",
+    "SUMMARIES",
+    "VERDICTS",
+    "Finding",
+    "Refutes",
+    "cause_item",
+    "group_by_cause",
+]
 
 RULES: dict[str, str] = {
     "CF001": "commitment-dropped",
@@ -62,6 +73,36 @@ SUMMARIES: dict[str, str] = {
 }
 """What each rule catches, in one line (the report's legend; docs/rules.md has the detail)."""
 
+CAUSE_ORDER: tuple[str, ...] = (
+    "WR007",
+    "WR004",
+    "CF007",
+    "CF002",
+    "CF003",
+    "WR003",
+    "WR006",
+    "CF001",
+    "WR008",
+    "CF004",
+    "TP001",
+    "TP002",
+    "CF005",
+    "WR001",
+    "WR002",
+    "WR005",
+    "CF006",
+    "CP003",
+    "CP004",
+    "CP001",
+    "CP002",
+    "PL001",
+    "PL002",
+)
+"""Rules from the most to the least causal: of several findings on one item at one event,
+the first in this order is the primary, and the others follow from the same change (a
+laundered failed claim is WR004; that it now asserts more, is not entailed, lost its
+support and was claimed preserved follow from it)."""
+
 REFUSING = ("CF", "WR", "TP")
 """Rule families whose findings refuse a rewrite; CP findings are reported, never repaired."""
 
@@ -73,8 +114,35 @@ VERDICTS = ("accept", "accept-demoted", "refuse", "undecided")
 
 
 @dataclass(frozen=True, slots=True)
+class Refutes:
+    """The entailment a counterexample refutes: background ∧ premises ⊨ goal.
+
+    ``background`` holds only the background formulas that share an atom with the
+    question; every formula is written as ctxproof renders it.
+    """
+
+    background: tuple[str, ...]
+    premises: tuple[str, ...]
+    goal: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "background": list(self.background),
+            "premises": list(self.premises),
+            "goal": self.goal,
+        }
+
+
+@dataclass(frozen=True, slots=True)
 class Finding:
-    """One defect: its rule, where it was introduced, the items, and what to do."""
+    """One defect: its rule, where it was introduced, the items, and what to do.
+
+    ``counterexample`` is a total assignment of the atoms of the question (see
+    ``refutes``) under which what was known holds and what is asserted does not.
+    ``related_to`` names the primary finding on the same item at the same event
+    (its code) when this one follows from the same cause; reports list it under
+    that primary.
+    """
 
     code: str
     pass_: int
@@ -82,6 +150,8 @@ class Finding:
     message: str
     line: int | None = None
     counterexample: tuple[tuple[str, bool], ...] | None = None
+    refutes: Refutes | None = field(default=None, compare=False)
+    related_to: str | None = field(default=None, compare=False)
 
     @property
     def name(self) -> str:
@@ -98,12 +168,17 @@ class Finding:
         }
         if self.counterexample is not None:
             out["counterexample"] = dict(self.counterexample)
+        if self.refutes is not None:
+            out["refutes"] = self.refutes.to_json()
+        if self.related_to is not None:
+            out["related_to"] = self.related_to
         return out
 
     @classmethod
     def from_json(cls, obj: Mapping[str, Any]) -> Finding:
         """The finding :meth:`to_json` wrote (its counterexample's atoms in sorted order)."""
         cex = obj.get("counterexample")
+        refutes = obj.get("refutes")
         return cls(
             obj["code"],
             obj["pass"],
@@ -111,4 +186,43 @@ class Finding:
             obj["message"],
             obj["line"],
             tuple(sorted(cex.items())) if cex is not None else None,
+            None
+            if refutes is None
+            else Refutes(tuple(refutes["background"]), tuple(refutes["premises"]), refutes["goal"]),
+            obj.get("related_to"),
         )
+
+def cause_item(code: str, items: tuple[str, ...] | list[str]) -> str | None:
+    """The item whose change a finding follows from: its first item, except for CF004,
+    which follows from its rationale (the second item) being dropped."""
+    if code == "CF004" and len(items) > 1:
+        return items[1]
+    return items[0] if items else None
+
+
+def group_by_cause(findings: list[Finding]) -> list[Finding]:
+    """Mark, among the findings of one event, those that follow from the same item's
+    change as a more causal one (``related_to``: the primary's code). Every finding is
+    kept, in order.
+
+    >>> fs = [Finding("CF005", 1, ("k1",), "m"), Finding("WR004", 1, ("k1",), "m")]
+    >>> [(f.code, f.related_to) for f in group_by_cause(fs)]
+    [('CF005', 'WR004'), ('WR004', None)]
+    """
+    rank = {code: i for i, code in enumerate(CAUSE_ORDER)}
+    primary: dict[str, int] = {}
+    for i, f in enumerate(findings):
+        key = cause_item(f.code, f.items)
+        if key is None:
+            continue
+        cur = primary.get(key)
+        if cur is None or rank[f.code] < rank[findings[cur].code]:
+            primary[key] = i
+    out = []
+    for i, f in enumerate(findings):
+        key = cause_item(f.code, f.items)
+        p = primary.get(key) if key is not None else None
+        if p is not None and p != i:
+            f = replace(f, related_to=findings[p].code)
+        out.append(f)
+    return out

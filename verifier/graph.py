@@ -1,4 +1,4 @@
-"""The justification graph (SPEC §5), built incrementally while a trace is audited.
+"""The justification graph, built incrementally while a trace is audited (docs/formats.md).
 
 One node per item version (``id@pass``: the pass at which that version
 appeared) and per store entry (``store:<ref>``). Edges run from an item to
@@ -249,6 +249,9 @@ class WhyAnswer:
     cut_pass: int | None
     cut_policy: str | None
     cut_line: int | None
+    dropped: tuple[int, str | None, int | None] | None = None
+    """(pass, policy, line) of the rewrite that dropped the item, when it is neither in
+    the window nor in the store."""
 
     def to_json(self, graph: JustificationGraph) -> dict[str, Any]:
         def describe(node: str) -> dict[str, Any]:
@@ -265,6 +268,9 @@ class WhyAnswer:
             "cut": None
             if self.chain is not None or self.cut_pass is None
             else {"pass": self.cut_pass, "policy": self.cut_policy, "line": self.cut_line},
+            "dropped": None
+            if self.dropped is None
+            else {"pass": self.dropped[0], "policy": self.dropped[1], "line": self.dropped[2]},
         }
 
 
@@ -309,7 +315,9 @@ def why(graph: JustificationGraph, item_id: str) -> WhyAnswer:
     version of it) still in the window, or in the store. When there is none,
     the answer lists the observations the item once rested on and names the
     rewrite that cut the last path: the one that lost the last of them, or the
-    one that replaced the item by a version citing none.
+    one that replaced the item by a version citing none. An item that a rewrite
+    dropped (neither in the window nor in the store) names that rewrite in
+    ``dropped``.
 
     Raises:
         KeyError: when the item never appeared in the trace.
@@ -317,9 +325,10 @@ def why(graph: JustificationGraph, item_id: str) -> WhyAnswer:
     start = graph.node_for(item_id)
     if start is None:
         raise KeyError(item_id)
+    dropped = _dropped(graph, start)
     chain, reached = _search(graph, start)
     if chain is not None:
-        return WhyAnswer(item_id, start, chain, reached, None, None, None)
+        return WhyAnswer(item_id, start, chain, reached, None, None, None, dropped)
     g = graph.g
     cut: int | None = None
     lost = [g.nodes[n]["lost_at"] for n in reached if g.nodes[n].get("lost_at") is not None]
@@ -343,7 +352,17 @@ def why(graph: JustificationGraph, item_id: str) -> WhyAnswer:
         cut,
         graph.policies.get(cut) if cut is not None else None,
         graph.lines.get(cut) if cut is not None else None,
+        dropped,
     )
+
+
+def _dropped(graph: JustificationGraph, node: str) -> tuple[int, str | None, int | None] | None:
+    """The rewrite that took this version out of the window, when nothing retains it."""
+    attrs = graph.g.nodes[node]
+    lost = attrs.get("lost_at")
+    if lost is None or attrs.get("kind") == "store" or graph.retained(node):
+        return None
+    return int(lost), attrs.get("lost_by"), graph.lines.get(int(lost))
 
 
 def _older(graph: JustificationGraph, node: str) -> str | None:

@@ -1,4 +1,4 @@
-"""Reading windows and traces (SPEC §5) with the validation of SPEC §7.
+"""Reading windows and traces, and their validation (docs/formats.md, "Bad input").
 
 Every problem becomes an :class:`InputError` naming the file, the line, the
 item and the fix. Nothing is half-loaded: a trace is read and validated whole
@@ -30,6 +30,7 @@ from verifier.window import (
     Spill,
     Trace,
     Window,
+    built_item,
     canonical_json,
     content_ref,
 )
@@ -45,7 +46,10 @@ __all__ = [
     "parse_trace_text",
     "parse_window_text",
     "ref_of",
+    "sniff_kind",
     "stub_for",
+    "trace_from_dicts",
+    "window_from_dicts",
     "window_to_json",
 ]
 
@@ -367,7 +371,9 @@ def _item_from_json(obj: dict[str, Any], ctx: _Ctx, raw: str | None) -> Item:
                 item=iid,
             )
         fields["stub_ref"] = ref
-    return Item(**fields)
+    if raw is None:
+        return Item(**fields)  # not plain JSON: Item's own check words it
+    return built_item(**fields)
 
 
 def ref_of(item: Item | Mapping[str, Any]) -> str:
@@ -730,6 +736,122 @@ def parse_window_text(data: bytes | str, name: str = "<window>") -> Window:
         seen.add(it.id)
         items.append(it)
     return Window(tuple(items), background)
+
+
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+def sniff_kind(data: bytes | str) -> str | None:
+    """What a file holds, judged from its start, for the message about a file of the wrong
+    kind: ``"window"``, ``"trace"``, ``"store"`` (a SQLite file), ``"policy-spec"`` or None.
+
+    >>> sniff_kind('{"format": "ctxproof-window/1", "items": []}')
+    'window'
+    >>> sniff_kind('{"event": "header", "format": "ctxproof-trace/1"}\\n')
+    'trace'
+    """
+    if isinstance(data, bytes):
+        if data.startswith(_SQLITE_MAGIC):
+            return "store"
+        text = data[: 1 << 20].decode("utf-8", errors="replace")
+    else:
+        text = data[: 1 << 20]
+    text = text.lstrip("\ufeff")
+    try:
+        whole = json.loads(text)
+    except (ValueError, RecursionError):
+        whole = None
+    first: Any = None
+    for line in text.split("\n"):
+        if line.strip():
+            try:
+                first = json.loads(line)
+            except (ValueError, RecursionError):
+                first = None
+            break
+    for obj in (whole, first):
+        if not isinstance(obj, dict):
+            continue
+        fmt = obj.get("format")
+        if "event" in obj or fmt == TRACE_FORMAT:
+            return "trace"
+        if fmt == WINDOW_FORMAT or ("items" in obj and "event" not in obj):
+            return "window"
+    if re.search(r'^\s*format\s*=\s*"ctxproof-policy/', text, re.MULTILINE):
+        return "policy-spec"
+    return None
+
+
+def window_from_dicts(
+    items: Iterable[Mapping[str, Any] | Item], background: Iterable[str] = ()
+) -> Window:
+    """A validated :class:`Window` from plain item dicts (as JSON holds them) and a background.
+
+    Every item is validated as a window file's would be (kinds, fields, formulas,
+    unique ids); the background must parse and be satisfiable. Items already built
+    are taken as they are.
+
+    >>> w = window_from_dicts([{"id": "d1", "kind": "commitment", "type": "decision",
+    ...                         "formula": "db.postgres"}], ["db.postgres -> !db.mysql"])
+    >>> [it.id for it in w], w.background
+    (['d1'], ('db.postgres -> !db.mysql',))
+
+    Raises:
+        InputError: an item or background formula is invalid, or an id appears twice.
+    """
+    ctx = _Ctx("<items>", None)
+    out: list[Item] = []
+    seen: set[str] = set()
+    for i, obj in enumerate(items):
+        at = _Ctx(f"<items>[{i}]", None)
+        it = obj if isinstance(obj, Item) else item_from_json(_plain(obj), at)
+        if it.id in seen:
+            raise at.error(
+                "id appears twice in the window", item=it.id, fix="ids are unique within a window"
+            )
+        seen.add(it.id)
+        out.append(it)
+    if isinstance(background, str):
+        raise ctx.error("background must be a list of formula strings", fix="wrap it in a list")
+    return Window(tuple(out), _background(list(background), _Ctx("<background>", None)))
+
+
+def _plain(obj: Any) -> Any:
+    """A mapping as a plain dict (the JSON it stands for); anything else as it is."""
+    return dict(obj) if isinstance(obj, Mapping) else obj
+
+
+def trace_from_dicts(
+    events: Iterable[Mapping[str, Any]],
+    name: str = "<trace>",
+    *,
+    known_ids: Callable[[str], bool] | None = None,
+) -> Trace:
+    """A validated :class:`Trace` from plain event dicts (the lines of a trace file, parsed).
+
+    >>> t = trace_from_dicts([
+    ...     {"event": "header", "format": "ctxproof-trace/1"},
+    ...     {"event": "append", "items": [{"id": "n1", "kind": "prose", "text": "hi"}]},
+    ... ])
+    >>> len(t.events)
+    1
+
+    Raises:
+        InputError: as for a trace file; the line of a message is the event's
+        position, counting from 1.
+    """
+    lines = []
+    for i, ev in enumerate(events, start=1):
+        try:
+            lines.append(json.dumps(_plain(ev), ensure_ascii=False, allow_nan=False))
+        except (TypeError, ValueError) as exc:
+            raise InputError(
+                f"event is not plain JSON: {exc}",
+                file=name,
+                line=i,
+                fix="pass dicts of JSON values",
+            ) from None
+    return parse_trace_text("\n".join(lines), name, known_ids=known_ids)
 
 
 def load_window(path: str | Path) -> Window:

@@ -1,7 +1,19 @@
-"""Self-contained HTML audit reports: a timeline, the graph drawn, and why chains.
+"""HTML audit reports a person reads (docs/formats.md, "Reports").
 
-One ``index.html`` (no external assets) plus ``report.json`` with the same
-results as ``audit --format json``.
+``audit --report DIR`` and ``demo`` write:
+
+* ``DIR/index.html`` — the overview: one row per trace (rewrites, verdicts,
+  findings by rule) linking to its page, one row per policy, and a legend of the
+  rules found. It stays small, so a report of 1,000 traces opens at once.
+* ``DIR/traces/NNNN-NAME.html`` — one page per trace: the timeline of passes with
+  what each rewrite did (kept, changed, spilled, dropped, new items), then each
+  finding with the text and formula of its items before and after the rewrite,
+  the findings that follow from the same change listed under it, its
+  counterexample as a small truth table, and a link to the item's "how do you
+  know?" chain (each chain shown once per item); the justification graph last.
+* ``DIR/report.json`` — the results, as ``audit --format json`` prints them.
+
+Every page is self-contained (no scripts, no external assets).
 """
 
 from __future__ import annotations
@@ -9,16 +21,34 @@ from __future__ import annotations
 import contextlib
 import html
 import json
-from collections.abc import Callable, Sequence
+import re
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from verifier.errors import OutputError
-from verifier.findings import RULES, SUMMARIES
+from verifier.audit import Auditor, TraceReport
+from verifier.errors import FormulaError, OutputError
+from verifier.findings import RULES, SUMMARIES, cause_item
+from verifier.formula import evaluate, parse
 from verifier.fsutil import atomic_write_all
 from verifier.graph import JustificationGraph, WhyAnswer, why
+from verifier.rules.context import MODE_SUPPORT
+from verifier.store import Store
+from verifier.window import Append, Item, Rewrite, Trace
 
-__all__ = ["render_html", "render_why", "svg_graph", "write_report"]
+__all__ = [
+    "RewriteView",
+    "TraceView",
+    "page_name",
+    "render_index",
+    "render_trace_page",
+    "render_why",
+    "svg_graph",
+    "view_trace",
+    "write_report",
+]
 
 _FILL = {
     "verified": "#e8f5e9",
@@ -38,22 +68,140 @@ _VERDICT = {
     "refuse": "#c62828",
     "undecided": "#6a1b9a",
 }
+_STATUS = {
+    "kept": "#eceff1",
+    "changed": "#fff3e0",
+    "spilled": "#e3f2fd",
+    "dropped": "#ffebee",
+    "new": "#f3e5f5",
+    "appended": "#f3e5f5",
+}
 
 _CSS = """
 body{font-family:system-ui,sans-serif;margin:2rem;color:#212121;max-width:1200px}
-h1{font-size:1.5rem}h2{font-size:1.2rem;margin-top:2.5rem;border-bottom:1px solid #ddd}
+h1{font-size:1.5rem}h2{font-size:1.2rem;margin-top:2.2rem;border-bottom:1px solid #ddd}
+h3{font-size:1rem;margin:.2rem 0}
 table{border-collapse:collapse;margin:.5rem 0}td,th{padding:.3rem .6rem;border:1px solid #e0e0e0;
 text-align:left;vertical-align:top;font-size:.9rem}th{background:#fafafa}
 .badge{color:#fff;border-radius:.6rem;padding:.1rem .5rem;font-size:.8rem;white-space:nowrap}
 code{background:#f5f5f5;padding:0 .2rem}.why{font-family:monospace;font-size:.8rem;
-white-space:pre-wrap;background:#fafafa;padding:.4rem;border-left:3px solid #90a4ae}
+white-space:pre-wrap;background:#fafafa;padding:.4rem;border-left:3px solid #90a4ae;margin:.3rem 0}
 .legend span{display:inline-block;margin-right:1rem;font-size:.85rem}
 .svgwrap{overflow-x:auto;border:1px solid #eee;padding:.5rem}
+.finding{border:1px solid #e0e0e0;border-left:4px solid #c62828;border-radius:4px;
+padding:.6rem .9rem;margin:1rem 0}.finding.cp{border-left-color:#6a1b9a}.msg{margin:.3rem 0}
+.related{font-size:.85rem;color:#455a64}.related li{margin:.15rem 0}
+.text{color:#37474f;font-style:italic}.muted{color:#78909c;font-size:.85rem}
+.tt td,.tt th{text-align:center;font-family:monospace}.t{background:#e8f5e9}.f{background:#ffebee}
+td.status{font-weight:600;white-space:nowrap}details{margin:.3rem 0}summary{cursor:pointer}
+.num{text-align:right}
 """
 
 
 def _e(text: Any) -> str:
     return html.escape(str(text), quote=True)
+
+
+def _anchor(text: str) -> str:
+    """An id attribute value for any text (ids may hold any character)."""
+    return "x" + "".join(c if c.isalnum() or c in "-_" else f".{ord(c):x}." for c in text)
+
+
+# -- what the report is made of ---------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class RewriteView:
+    """One rewrite as the report shows it: the windows around it and what the store held."""
+
+    pass_: int
+    line: int | None
+    policy: str | None
+    before: tuple[Item, ...]
+    after: tuple[Item, ...]
+    stored: frozenset[str]
+    """Ids the store holds once the rewrite is done."""
+
+
+@dataclass
+class TraceView:
+    """Everything a trace's page shows, gathered in one audit."""
+
+    result: dict[str, Any]
+    rewrites: dict[int, RewriteView] = field(default_factory=dict)
+    appended: dict[tuple[int | None, str], Item] = field(default_factory=dict)
+    """(line, id) -> the item an append put in."""
+    known: dict[tuple[int | None, str], Item] = field(default_factory=dict)
+    """(line, id) -> the version of an item an append's finding names that the session held
+    then (in the window, behind a stub, or last seen)."""
+    whys: dict[str, str] = field(default_factory=dict)
+    """item -> its why chain, as it stood at its first finding."""
+    graph: JustificationGraph | None = None
+
+
+def _held(auditor: Auditor, item_id: str) -> Item | None:
+    """The version of an id the session holds: in the window (a stub resolved), in the
+    store, or the last one a window held."""
+    for it in auditor.window:
+        if it.id == item_id:
+            if it.kind != "stub":
+                return it
+            return auditor.store.get(it.stub_ref or "") or it
+    return auditor.store.latest(item_id) or auditor.history.last_seen.get(item_id)
+
+
+def view_trace(
+    trace: Trace,
+    *,
+    store: Store | None = None,
+    mode: str = MODE_SUPPORT,
+    repair: bool = True,
+) -> tuple[TraceReport, TraceView]:
+    """Audit a trace once and gather what its page shows: the windows around each
+    rewrite, the appended items, each item's why chain as it stood when its first
+    finding was made, the justification graph, and (with ``repair``) the repairs."""
+    graph = JustificationGraph()
+    auditor = Auditor(
+        trace.header.background,
+        name=trace.name,
+        store=store,
+        mode=mode,
+        graph=graph,
+        repair=repair,
+    )
+    rewrites: dict[int, RewriteView] = {}
+    appended: dict[tuple[int | None, str], Item] = {}
+    known: dict[tuple[int | None, str], Item] = {}
+    whys: dict[str, str] = {}
+    for ev in trace.events:
+        seen = len(auditor.findings)
+        before = auditor.window
+        auditor.feed(ev)
+        if isinstance(ev, Rewrite):
+            after = auditor.window
+            ids = {it.id for it in (*before, *after)}
+            stored = frozenset(i for i in ids if auditor.store.has_id(i))
+            rewrites[auditor.pass_no] = RewriteView(
+                auditor.pass_no, ev.line, ev.policy, before, after, stored
+            )
+        elif isinstance(ev, Append):
+            for it in ev.items:
+                appended[(ev.line, it.id)] = it
+            for f in auditor.findings[seen:]:
+                for iid in f.items:
+                    held = _held(auditor, iid)
+                    if held is not None:
+                        known[(ev.line, iid)] = held
+        for f in auditor.findings[seen:]:
+            for iid in dict.fromkeys((*f.items[:1], cause_item(f.code, f.items) or "")):
+                if iid and iid not in whys:
+                    whys[iid] = _why_text(graph, iid)
+    report = auditor.report()
+    view = TraceView(report.to_json(repairs=repair), rewrites, appended, known, whys, graph)
+    return report, view
+
+
+# -- pieces -----------------------------------------------------------------------------------
 
 
 def svg_graph(graph: JustificationGraph) -> str:
@@ -140,11 +288,17 @@ def render_why(graph: JustificationGraph, answer: WhyAnswer) -> list[str]:
     out: list[str] = []
     excluded = graph.g.nodes[answer.node].get("excluded") if answer.node is not None else None
     if excluded is not None:
-        out.append(
-            f"{answer.item}: reported by {excluded}; no premise of any later check"
-        )
+        out.append(f"{answer.item}: reported by {excluded}; no premise of any later check")
+    dropped = None
+    if answer.dropped is not None:
+        p, policy, line = answer.dropped
+        by = f" by {policy!r}" if policy is not None else ""
+        at = f", line {line}" if line is not None else ""
+        dropped = f"  dropped at pass {p}{by}{at}; not in the store"
     if answer.chain is not None:
         out.append(f"{answer.item}: known through {len(answer.chain) - 1} step(s)")
+        if dropped is not None:
+            out.append(dropped)
         for i, node in enumerate(answer.chain):
             rel = ""
             if i > 0:
@@ -154,6 +308,8 @@ def render_why(graph: JustificationGraph, answer: WhyAnswer) -> list[str]:
     out.append(f"{answer.item}: no path to a retained primitive")
     if answer.node is not None:
         out.append("  " + describe(answer.node))
+    if dropped is not None:
+        out.append(dropped)
     for node in answer.reached:
         a = graph.g.nodes[node]
         lost = (
@@ -179,146 +335,444 @@ def _why_text(graph: JustificationGraph, item: str) -> str:
         return f"{item}: not in the graph"
 
 
-def _finding_label(f: dict[str, Any]) -> str:
-    return _e(f"{f['code']} {f['name']} {','.join(f['items'])}")
+def _describe_item(it: Item | None, stored: bool = False) -> str:
+    """An item's kind, modality, formula and text, as one table cell."""
+    if it is None:
+        return '<span class="muted">—</span>'
+    head = it.kind
+    if it.type is not None:
+        head += f" ({it.type})"
+    if it.kind in ("commitment", "claim", "observation"):
+        head += f" · {it.modality}"
+    parts = [f"<b>{_e(head)}</b>"]
+    if it.kind in ("commitment", "claim"):
+        formula = it.formula_text if it.formula_text is not None else it.id
+        parts.append(f"<code>{_e(formula)}</code>")
+    elif it.kind == "observation":
+        if it.shows_text is not None:
+            parts.append(f"shows <code>{_e(it.shows_text)}</code>")
+        if it.source is not None:
+            code = f", exit {it.exit_code}" if it.exit_code is not None else ""
+            parts.append(f'<span class="muted">{_e(it.source)}{_e(code)}</span>')
+    elif it.kind == "stub":
+        where = "resolves in the store" if stored else "stands for a stored item"
+        parts.append(f'<span class="muted">{_e(where)}: {_e((it.stub_ref or "")[:19])}…</span>')
+    cites = [
+        f"{name} {', '.join(ids)}"
+        for name, ids in (
+            ("rationale", it.rationale),
+            ("witnesses", it.witnesses),
+            ("derived from", it.derived_from),
+            ("covers", it.covers),
+        )
+        if ids
+    ]
+    if cites:
+        parts.append(f'<span class="muted">{_e("; ".join(cites))}</span>')
+    if it.text:
+        text = it.text if len(it.text) <= 400 else it.text[:399] + "…"
+        parts.append(f'<span class="text">“{_e(text)}”</span>')
+    return "<br>".join(parts)
 
 
-WhyTexts = dict[tuple[int, str], str]
-"""(pass, item) -> the why text of the item as of that pass."""
+DiffRow = tuple[str, str, Item | None, Item | None]
+"""(id, what the rewrite did, version before, version after)."""
 
 
-def why_texts(result: dict[str, Any], graph_at: Callable[[int], JustificationGraph]) -> WhyTexts:
-    """The why chain of each finding's first item, as of the finding's own pass."""
-    out: WhyTexts = {}
-    for f in result["findings"]:
-        if f["items"]:
-            key = (int(f["pass"]), str(f["items"][0]))
-            if key not in out:
-                out[key] = _why_text(graph_at(key[0]), key[1])
-    return out
+def diff_rows(rw: RewriteView) -> list[DiffRow]:
+    """(id, status, before, after) for every item the rewrite saw: kept, changed, spilled
+    (left as a stub), dropped (with '(in the store)' when the store holds it) or new."""
+    before = {it.id: it for it in rw.before}
+    after = {it.id: it for it in rw.after}
+    rows: list[DiffRow] = []
+    for iid in [*before, *(i for i in after if i not in before)]:
+        old, new = before.get(iid), after.get(iid)
+        if old is None:
+            status = "new"
+        elif new is None:
+            status = "dropped (in the store)" if iid in rw.stored else "dropped"
+        elif old.same_version(new):
+            status = "kept"
+        elif new.kind == "stub" and old.kind != "stub":
+            status = "spilled"
+        else:
+            status = "changed"
+        rows.append((iid, status, old, new))
+    return rows
 
 
-def _trace_section(
-    result: dict[str, Any], graph: JustificationGraph | None, whys: WhyTexts | None = None
+def _diff_table(rows: Sequence[DiffRow], stored: frozenset[str]) -> str:
+    out = [
+        "<table><tr><th>item</th><th>what the rewrite did</th><th>before</th><th>after</th></tr>"
+    ]
+    for iid, status, old, new in rows:
+        color = _STATUS.get(status.split()[0], "#fff")
+        out.append(
+            f'<tr><td><code>{_e(iid)}</code></td><td class="status" style="background:{color}">'
+            f"{_e(status)}</td><td>{_describe_item(old)}</td>"
+            f"<td>{_describe_item(new, iid in stored)}</td></tr>"
+        )
+    out.append("</table>")
+    return "".join(out)
+
+
+def _truth_table(f: Mapping[str, Any]) -> str:
+    """The counterexample as a row of atom values, then the entailment it refutes with the
+    truth value of each formula under it."""
+    cex: dict[str, bool] = f["counterexample"]
+    atoms = sorted(cex)
+    head = "".join(f"<th>{_e(a)}</th>" for a in atoms)
+    row = "".join(
+        f'<td class="{"t" if cex[a] else "f"}">{"true" if cex[a] else "false"}</td>' for a in atoms
+    )
+    out = [
+        '<p class="muted">Counterexample: an assignment under which what was known holds and'
+        " what is asserted does not.</p>",
+        f'<table class="tt"><tr>{head}</tr><tr>{row}</tr></table>',
+    ]
+    refutes = f.get("refutes")
+    if refutes:
+        lines = [("background", t) for t in refutes["background"]]
+        lines += [("known", t) for t in refutes["premises"]]
+        lines.append(("asserted", refutes["goal"]))
+        cells = []
+        for role, text in lines:
+            try:
+                value: bool | None = evaluate(parse(text), cex)
+            except FormulaError:
+                value = None
+            shown = "?" if value is None else ("true" if value else "false")
+            cls = "" if value is None else ("t" if value else "f")
+            cells.append(
+                f"<tr><td>{_e(role)}</td><td><code>{_e(text)}</code></td>"
+                f'<td class="{cls}">{shown}</td></tr>'
+            )
+        out.append("<table><tr><th></th><th>formula</th><th>under it</th></tr>")
+        out.extend(cells)
+        out.append("</table>")
+    return "".join(out)
+
+
+def _finding_title(f: Mapping[str, Any]) -> str:
+    return f"{f['code']} {f['name']} [{', '.join(f['items'])}]"
+
+
+# -- a trace's page ---------------------------------------------------------------------------
+
+
+def _finding_section(
+    index: int,
+    f: dict[str, Any],
+    related: list[dict[str, Any]],
+    view: TraceView,
+    rewrite: RewriteView | None,
 ) -> str:
+    cp = " cp" if f["code"].startswith("CP") else ""
+    out = [f'<section class="finding{cp}" id="f{index}">']
+    out.append(
+        f"<h3>{_e(_finding_title(f))}</h3>"
+        f'<div class="muted">line {f["line"]}, pass {f["pass"]} — '
+        f"{_e(SUMMARIES.get(f['code'], ''))}</div>"
+        f'<p class="msg">{_e(f["message"])}</p>'
+    )
+    if related:
+        out.append('<div class="related">Following from the same change:<ul>')
+        for g in related:
+            out.append(f"<li><b>{_e(g['code'])}</b> {_e(g['name'])}: {_e(g['message'])}</li>")
+        out.append("</ul></div>")
+    ids = list(dict.fromkeys(i for g in (f, *related) for i in g["items"]))
+    if rewrite is not None:
+        diff = [r for r in diff_rows(rewrite) if r[0] in ids]
+        if diff:
+            out.append(_diff_table(diff, rewrite.stored))
+    else:
+        rows: list[str] = []
+        for iid in ids:
+            new = view.appended.get((f["line"], iid))
+            held = new or view.known.get((f["line"], iid))
+            if held is not None:
+                what = "appended" if new is not None else "held by the session"
+                rows.append(
+                    f"<tr><td><code>{_e(iid)}</code></td><td class='status' "
+                    f"style='background:{_STATUS['appended'] if new else '#eceff1'}'>"
+                    f"{what}</td><td>{_describe_item(held)}</td></tr>"
+                )
+        if rows:
+            out.append("<table><tr><th>item</th><th>at this append</th><th>version</th></tr>")
+            out.extend(rows)
+            out.append("</table>")
+    with_cex = next((g for g in (f, *related) if g.get("counterexample")), None)
+    if with_cex is not None:
+        out.append(_truth_table(with_cex))
+    links = [
+        f'<a href="#why-{_anchor(i)}">how do you know {_e(i)}?</a>' for i in ids if i in view.whys
+    ]
+    if links:
+        out.append(f'<p class="muted">{" · ".join(links)}</p>')
+    out.append("</section>")
+    return "\n".join(out)
+
+
+def _counts(findings: Sequence[Mapping[str, Any]]) -> str:
+    by = Counter(f["code"] for f in findings)
+    return ", ".join(f"{c} {n}" for c, n in sorted(by.items())) or "—"
+
+
+def _badge(verdict: str) -> str:
+    color = _VERDICT.get(verdict, "#455a64")
+    return f'<span class="badge" style="background:{color}">{_e(verdict)}</span>'
+
+
+def render_trace_page(view: TraceView, *, index_href: str | None = "../index.html") -> str:
+    """One trace's page: timeline, findings with their items before and after, why
+    chains once per item, and the graph."""
+    result = view.result
+    findings: list[dict[str, Any]] = result["findings"]
+    out = [f"<h1>{_e(result['trace'])}</h1>"]
+    if index_href is not None:
+        out.append(f'<p><a href="{_e(index_href)}">← all traces</a></p>')
+    verdicts = Counter(r["verdict"] for r in result["rewrites"])
+    out.append(
+        f"<p>{len(result['rewrites'])} rewrite(s) "
+        f"({', '.join(f'{v} {n}' for v, n in sorted(verdicts.items())) or 'none'}),"
+        f" {len(findings)} finding(s) ({_e(_counts(findings))}), exit {result['exit']}.</p>"
+    )
+    # where each primary finding's section is
+    primary = [i for i, f in enumerate(findings) if f.get("related_to") is None]
     rows = []
-    findings = result["findings"]
     for r in result["rewrites"]:
-        here = [f for f in findings if f["pass"] == r["pass"] and f["line"] == r["line"]]
-        color = _VERDICT.get(r["verdict"], "#455a64")
+        rw = view.rewrites.get(r["pass"])
+        at = (r["pass"], r["line"])
+        here = [i for i in primary if (findings[i]["pass"], findings[i]["line"]) == at]
+        links = (
+            "<br>".join(f'<a href="#f{i}">{_e(_finding_title(findings[i]))}</a>' for i in here)
+            or "—"
+        )
+        did = "—"
+        if rw is not None:
+            diff = diff_rows(rw)
+            tally = Counter(status.split()[0] for _, status, _, _ in diff)
+            summary = ", ".join(
+                f"{k} {tally[k]}"
+                for k in ("kept", "changed", "spilled", "dropped", "new")
+                if tally[k]
+            )
+            touched = [d for d in diff if d[1] != "kept"]
+            table = _diff_table(touched, rw.stored) if touched else ""
+            did = f"<details><summary>{_e(summary or 'nothing')}</summary>{table}</details>"
+        repair = r.get("repair")
+        fix = (
+            f"<br><span class='muted'>repair ({_e(repair['verdict'])}): "
+            f"{_e('; '.join(repair['actions']) or 'none')}</span>"
+            if repair
+            else ""
+        )
         rows.append(
             f"<tr><td>{r['pass']}</td><td>{r['line']}</td><td>{_e(r['policy'] or '—')}</td>"
-            f'<td><span class="badge" style="background:{color}">{_e(r["verdict"])}</span></td>'
-            f"<td>{'<br>'.join(_finding_label(f) for f in here) or '—'}</td></tr>"
+            f"<td>{_badge(r['verdict'])}{fix}</td><td>{did}</td><td>{links}</td></tr>"
         )
-    out = [f"<h2>{_e(result['trace'])}</h2>"]
     out.append(
-        "<h3>Timeline</h3><table><tr><th>pass</th><th>line</th><th>policy</th>"
-        "<th>verdict</th><th>findings</th></tr>" + "".join(rows) + "</table>"
+        "<h2>Timeline</h2><table><tr><th>pass</th><th>line</th><th>policy</th><th>verdict</th>"
+        "<th>what the rewrite did</th><th>findings</th></tr>" + "".join(rows) + "</table>"
         if rows
-        else "<p>No rewrites.</p>"
+        else "<h2>Timeline</h2><p>No rewrites.</p>"
     )
-    if findings:
-        out.append(
-            "<h3>Findings</h3><table><tr><th>line</th><th>pass</th><th>rule</th>"
-            "<th>items</th><th>message</th><th>how do you know?</th></tr>"
+    appends = [
+        i
+        for i in primary
+        if not any(
+            (findings[i]["pass"], findings[i]["line"]) == (r["pass"], r["line"])
+            for r in result["rewrites"]
         )
-        for f in findings:
-            chain = ""
-            if whys is not None and f["items"]:
-                chain = whys.get((int(f["pass"]), str(f["items"][0])), "")
-            elif graph is not None and f["items"]:
-                chain = _why_text(graph, f["items"][0])
-            cex = f.get("counterexample")
-            msg = _e(f["message"]) + (f"<br><code>{_e(json.dumps(cex))}</code>" if cex else "")
-            out.append(
-                f"<tr><td>{f['line']}</td><td>{f['pass']}</td><td><b>{f['code']}</b> "
-                f"{_e(f['name'])}</td><td>{_e(', '.join(f['items']))}</td><td>{msg}</td>"
-                f'<td><div class="why">{_e(chain)}</div></td></tr>'
-            )
-        out.append("</table>")
-    else:
+    ]
+    if appends:
+        out.append(
+            "<p>At appends: "
+            + ", ".join(f'<a href="#f{i}">{_e(_finding_title(findings[i]))}</a>' for i in appends)
+            + "</p>"
+        )
+    out.append("<h2>Findings</h2>")
+    if not findings:
         out.append("<p>No findings.</p>")
+    for i in primary:
+        f = findings[i]
+        key = cause_item(f["code"], f["items"])
+        related = [
+            g
+            for g in findings
+            if g.get("related_to") == f["code"]
+            and (g["pass"], g["line"]) == (f["pass"], f["line"])
+            and cause_item(g["code"], g["items"]) == key
+        ]
+        rw = view.rewrites.get(f["pass"])
+        at_rewrite = rw if rw is not None and rw.line == f["line"] else None
+        out.append(_finding_section(i, f, related, view, at_rewrite))
+    if view.whys:
+        out.append("<h2>How do you know?</h2>")
+        out.append(
+            '<p class="muted">Each item\'s chain to the primitives that back it, as it'
+            " stood at the item's first finding.</p>"
+        )
+        for item, text in view.whys.items():
+            out.append(
+                f'<div id="why-{_anchor(item)}"><h3><code>{_e(item)}</code></h3>'
+                f'<div class="why">{_e(text)}</div></div>'
+            )
     if result.get("undecided"):
         out.append(
-            "<h3>Undecided at appends</h3><ul>"
+            "<h2>Undecided at appends</h2><ul>"
             + "".join(f"<li>{_e(u)}</li>" for u in result["undecided"])
             + "</ul>"
         )
-    if graph is not None:
+    if view.graph is not None:
         legend = "".join(
             f'<span><svg width="14" height="10"><rect width="14" height="10" fill="{_FILL[m]}" '
             f'stroke="{_STROKE[m]}"/></svg> {m}</span>'
             for m in _FILL
         )
         out.append(
-            "<h3>Justification graph</h3>"
+            "<h2>Justification graph</h2>"
             f'<p class="legend">{legend}<span>dashed: no longer retained</span></p>'
-            f'<div class="svgwrap">{svg_graph(graph)}</div>'
+            f'<div class="svgwrap">{svg_graph(view.graph)}</div>'
         )
-    return "\n".join(out)
+    return _page(f"ctxproof: {result['trace']}", "\n".join(out))
 
 
-def render_html(
-    results: Sequence[dict[str, Any]],
-    graphs: Sequence[JustificationGraph | None],
-    whys: Sequence[WhyTexts | None] | None = None,
-) -> str:
-    total = sum(len(r["findings"]) for r in results)
-    codes = sorted({f["code"] for r in results for f in r["findings"]})
-    legend = (
-        "<h2>Rules found</h2><table><tr><th>rule</th><th>name</th><th>what it means</th></tr>"
-        + "".join(
-            f"<tr><td><b>{c}</b></td><td>{_e(RULES.get(c, ''))}</td>"
-            f"<td>{_e(SUMMARIES.get(c, ''))}</td></tr>"
-            for c in codes
-        )
-        + "</table>"
-        if codes
-        else ""
-    )
-    per_trace = list(whys) if whys is not None else [None] * len(results)
-    sections = "\n".join(
-        _trace_section(r, g, w) for r, g, w in zip(results, graphs, per_trace, strict=True)
-    )
+def _page(title: str, body: str) -> str:
     return (
         "<!doctype html><html lang=en><head><meta charset=utf-8>"
-        "<title>ctxproof audit report</title>"
-        f"<style>{_CSS}</style></head><body><h1>ctxproof audit report</h1>"
-        f"<p>{len(results)} trace(s), {total} finding(s).</p>{legend}{sections}</body></html>\n"
+        f"<title>{_e(title)}</title><style>{_CSS}</style></head><body>{body}</body></html>\n"
     )
+
+
+# -- the overview -----------------------------------------------------------------------------
+
+
+def render_index(results: Sequence[Mapping[str, Any]], hrefs: Sequence[str | None]) -> str:
+    """The overview: per trace and per policy, rewrites, verdicts and findings by rule."""
+    total = sum(len(r.get("findings", ())) for r in results)
+    errors = sum(1 for r in results if "error" in r)
+    codes = sorted({f["code"] for r in results for f in r.get("findings", ())})
+    out = ["<h1>ctxproof audit report</h1>"]
+    bad = f", {errors} bad file(s)" if errors else ""
+    out.append(f"<p>{len(results)} trace(s), {total} finding(s){bad}.</p>")
+    if codes:
+        out.append(
+            "<h2>Rules found</h2><table><tr><th>rule</th><th>name</th><th>what it means</th>"
+            "<th class=num>findings</th></tr>"
+        )
+        by = Counter(f["code"] for r in results for f in r.get("findings", ()))
+        for c in codes:
+            out.append(
+                f"<tr><td><b>{c}</b></td><td>{_e(RULES.get(c, ''))}</td>"
+                f"<td>{_e(SUMMARIES.get(c, ''))}</td><td class=num>{by[c]}</td></tr>"
+            )
+        out.append("</table>")
+    # per policy
+    policies: dict[str, dict[str, Counter[str]]] = {}
+    for r in results:
+        rewrites = r.get("rewrites", ())
+        where = {(w["pass"], w["line"]): w["policy"] or "(no policy)" for w in rewrites}
+        for w in rewrites:
+            p = policies.setdefault(w["policy"] or "(no policy)", {"v": Counter(), "f": Counter()})
+            p["v"][w["verdict"]] += 1
+        for f in r.get("findings", ()):
+            name = where.get((f["pass"], f["line"]), "(at appends)")
+            policies.setdefault(name, {"v": Counter(), "f": Counter()})["f"][f["code"]] += 1
+    if policies:
+        out.append(
+            "<h2>By policy</h2><table><tr><th>policy</th><th class=num>rewrites</th>"
+            "<th>verdicts</th><th>findings by rule</th></tr>"
+        )
+        for name in sorted(policies):
+            p = policies[name]
+            verdicts = " ".join(f"{_badge(v)} {n}" for v, n in sorted(p["v"].items())) or "—"
+            by_rule = ", ".join(f"{c} {n}" for c, n in sorted(p["f"].items())) or "—"
+            out.append(
+                f"<tr><td>{_e(name)}</td><td class=num>{sum(p['v'].values())}</td>"
+                f"<td>{verdicts}</td><td>{_e(by_rule)}</td></tr>"
+            )
+        out.append("</table>")
+    out.append(
+        "<h2>Traces</h2><table><tr><th>trace</th><th class=num>rewrites</th><th>verdicts</th>"
+        "<th class=num>findings</th><th>by rule</th><th>exit</th></tr>"
+    )
+    for r, href in zip(results, hrefs, strict=True):
+        name = _e(r["trace"])
+        link = f'<a href="{_e(href)}">{name}</a>' if href else name
+        if "error" in r:
+            out.append(
+                f"<tr><td>{link}</td><td colspan=4>{_e(r['error'].get('message', ''))}</td>"
+                f"<td>{r.get('exit', 2)}</td></tr>"
+            )
+            continue
+        tally = Counter(w["verdict"] for w in r["rewrites"])
+        shown = " ".join(f"{_badge(v)} {n}" for v, n in sorted(tally.items())) or "—"
+        out.append(
+            f"<tr><td>{link}</td><td class=num>{len(r['rewrites'])}</td><td>{shown}</td>"
+            f"<td class=num>{len(r['findings'])}</td><td>{_e(_counts(r['findings']))}</td>"
+            f"<td>{r['exit']}</td></tr>"
+        )
+    out.append("</table>")
+    return _page("ctxproof audit report", "\n".join(out))
+
+
+def page_name(index: int, trace: str) -> str:
+    """The file name of a trace's page: its position and a safe form of its name."""
+    stem = re.sub(r"[^A-Za-z0-9._-]+", "_", Path(trace).stem)[:60] or "trace"
+    return f"{index + 1:04d}-{stem}.html"
 
 
 def write_report(
     folder: str | Path,
     results: Sequence[dict[str, Any]],
-    graphs: Sequence[JustificationGraph | None] | None = None,
-    whys: Sequence[WhyTexts | None] | None = None,
+    pages: Sequence[str | None] | None = None,
 ) -> Path:
-    """Write ``index.html`` and ``report.json`` into folder; return the HTML path.
+    """Write ``index.html``, ``report.json`` and one page per trace into folder; return
+    the index's path.
 
-    Both files are written atomically, and both are staged before either is put in
-    place: a full disk leaves the folder as it was (a folder made for them is removed).
+    ``pages`` are the trace pages (:func:`render_trace_page`), one per result (None: no
+    page, as for a bad file). Every file is staged before any is put in place: a full
+    disk leaves the folder as it was (a folder made for the report is removed). Pages an
+    earlier report left in ``traces/`` that this one does not write are removed.
 
     Raises:
         OutputError: the folder cannot be made or a file cannot be written.
     """
     out = Path(folder)
+    sub = out / "traces"
+    pages = list(pages) if pages is not None else [None] * len(results)
     try:
-        made = [p for p in (out, *out.parents) if not p.exists()]
+        made = [p for p in (sub, out, *out.parents) if not p.exists()]
         out.mkdir(parents=True, exist_ok=True)
+        if any(p is not None for p in pages):
+            sub.mkdir(exist_ok=True)
     except OSError as exc:
         raise OutputError(
             f"{out}: cannot make the report folder: {exc.strerror or exc}; choose another path"
         ) from exc
-    index = out / "index.html"
-    page = render_html(results, list(graphs) if graphs else [None] * len(results), whys)
+    names = [
+        page_name(i, r["trace"]) if p is not None else None
+        for i, (r, p) in enumerate(zip(results, pages, strict=True))
+    ]
+    hrefs = [f"traces/{n}" if n is not None else None for n in names]
+    files: list[tuple[str | Path, str | bytes]] = [
+        (sub / n, p) for n, p in zip(names, pages, strict=True) if n is not None and p is not None
+    ]
     data = json.dumps({"traces": list(results)}, indent=2, ensure_ascii=False) + "\n"
+    index = out / "index.html"
+    files += [(out / "report.json", data), (index, render_index(results, hrefs))]
     try:
-        atomic_write_all([(out / "report.json", data), (index, page)])
+        atomic_write_all(files)
     except OutputError:
         for p in made:  # deepest first; each is empty unless someone else wrote there
             with contextlib.suppress(OSError):
                 p.rmdir()
         raise
+    if sub.is_dir():
+        keep = {n for n in names if n is not None}
+        for old in sub.glob("*.html"):
+            if old.name not in keep:
+                with contextlib.suppress(OSError):
+                    old.unlink()
     return index

@@ -33,7 +33,7 @@ import z3
 from verifier import crosscheck
 from verifier.encoding import Encoder
 from verifier.errors import InputError, InternalError
-from verifier.formula import TRUE, And, Atom, Formula, Not, Or, atoms, evaluate
+from verifier.formula import TRUE, And, Atom, Formula, Not, Or, atoms, evaluate, extend_model
 
 __all__ = [
     "DEFAULT_RLIMIT",
@@ -43,6 +43,8 @@ __all__ = [
     "Session",
     "UnionFind",
     "Verdict",
+    "falsifies",
+    "relevant_background",
     "solver_budget",
 ]
 
@@ -104,9 +106,14 @@ class Result:
     counterexample: dict[str, bool] | None = None
     reason: str | None = None
     focus: frozenset[str] | None = None
-    """The atoms of the counterexample that bear on the question (None: all of them)."""
+    """The atoms of the question: those of the goal and of every premise and background
+    formula linked to it through shared atoms (None: all of them)."""
     vacuous: bool = False
     """Unknown because the premises are unsatisfiable (the reason names a core)."""
+    premises: tuple[Formula, ...] = ()
+    """For a refuted entailment: the premises the question read (those linked to the goal)."""
+    goal: Formula | None = None
+    """For a refuted entailment: the goal the counterexample falsifies."""
 
     @property
     def holds(self) -> bool:
@@ -121,10 +128,35 @@ class Result:
         return self.verdict is Verdict.UNKNOWN
 
     def shown_counterexample(self) -> dict[str, bool] | None:
-        """The counterexample restricted to its focus, for reports."""
+        """The counterexample restricted to its focus, for reports: a total assignment of
+        the question's atoms under which the relevant background and the premises hold and
+        the goal does not (atoms the model left open are false)."""
         if self.counterexample is None or self.focus is None:
             return self.counterexample
-        return {k: v for k, v in self.counterexample.items() if k in self.focus}
+        return {k: bool(self.counterexample.get(k, False)) for k in sorted(self.focus)}
+
+
+def relevant_background(background: Iterable[Formula], focus: Iterable[str]) -> list[Formula]:
+    """The background formulas that share an atom with the focus."""
+    names = set(focus)
+    return [b for b in background if atoms(b) & names]
+
+
+def falsifies(
+    assignment: dict[str, bool],
+    background: Iterable[Formula],
+    premises: Iterable[Formula],
+    goal: Formula,
+) -> bool:
+    """Does the assignment satisfy the background and the premises and falsify the goal?
+
+    Evaluated in plain Python, without the solver (atoms it leaves out are false).
+    """
+    return (
+        all(evaluate(b, assignment) for b in background)
+        and all(evaluate(p, assignment) for p in premises)
+        and not evaluate(goal, assignment)
+    )
 
 
 HOLDS = Result(Verdict.HOLDS)
@@ -490,6 +522,7 @@ class PremiseSet:
             else:
                 self._constants.append(f)
         self._members = seen
+        self._component_atoms: dict[str, list[str]] | None = None
         self._global: Result | None = None
         self._vacuous: Result | None = None
         self._checked_model: dict[str, bool] | None = None
@@ -498,6 +531,26 @@ class PremiseSet:
     def _roots(self, goal: Formula) -> set[str]:
         uf = self._uf
         return {uf.find(a) for a in atoms(goal) if a in uf.parent}
+
+    def _slice(self, roots: set[str]) -> list[Formula]:
+        """The premises linked to the given components (and those with no atom)."""
+        inside = list(self._constants)
+        for r in sorted(roots):
+            inside.extend(self._groups.get(r, ()))
+        return inside
+
+    def _focus(self, goal: Formula, roots: set[str]) -> frozenset[str]:
+        """The atoms of the question: the goal's, and every atom of its components."""
+        if self._component_atoms is None:
+            by_root: dict[str, list[str]] = {}
+            uf = self._uf
+            for name in list(uf.parent):
+                by_root.setdefault(uf.find(name), []).append(name)
+            self._component_atoms = by_root
+        out = set(atoms(goal))
+        for r in roots:
+            out.update(self._component_atoms.get(r, ()))
+        return frozenset(out)
 
     def _obviously_entailed(self, goal: Formula) -> bool:
         """A sound syntactic shortcut: the goal is a premise, or built from premises."""
@@ -526,9 +579,7 @@ class PremiseSet:
         if refuted is not None:
             return refuted
         roots = self._roots(goal)
-        inside = list(self._constants)
-        for r in sorted(roots):
-            inside.extend(self._groups.get(r, ()))
+        inside = self._slice(roots)
         if len(inside) > BIG_SLICE:
             return self._entails_big(goal, inside, roots)
         first = self.session._ask(inside, goal)
@@ -557,6 +608,17 @@ class PremiseSet:
             self._checked_model = model
         return self._checked_model
 
+    def model(self) -> dict[str, bool] | None:
+        """A fresh model of background ∧ premises, total over their atoms (checked in
+        Python); None when they are not known to be satisfiable."""
+        if not self.consistent().holds:
+            return None
+        found = self._model()
+        if found is None:
+            return None
+        names = set(self._uf.parent) | self.session.bg_atom_set
+        return {a: bool(found.get(a, False)) for a in names}
+
     def _refuted_by_model(self, goal: Formula) -> Result | None:
         """A model of the premises that falsifies the goal refutes it, with no solver call.
 
@@ -578,11 +640,13 @@ class PremiseSet:
         if evaluate(goal, trial):
             return None
         roots = self._roots(goal)
-        focus = set(atoms(goal)) | set(self.session.bg_atom_set)
-        for r in roots:
-            for f in self._groups.get(r, ()):
-                focus |= atoms(f)
-        return Result(Verdict.FAILS, counterexample=trial, focus=frozenset(focus))
+        return Result(
+            Verdict.FAILS,
+            counterexample=trial,
+            focus=self._focus(goal, roots),
+            premises=tuple(self._slice(roots)),
+            goal=goal,
+        )
 
     def vacuous(self) -> Result:
         """The answer to every goal when the premises are unsatisfiable: unknown, with a core."""
@@ -611,7 +675,13 @@ class PremiseSet:
             if name in uf.parent and uf.find(name) not in roots:
                 cex[name] = value
         self.session._recheck(cex, self.formulas, goal)
-        return Result(Verdict.FAILS, counterexample=cex, focus=frozenset(first.counterexample))
+        return Result(
+            Verdict.FAILS,
+            counterexample=cex,
+            focus=self._focus(goal, roots),
+            premises=tuple(self._slice(roots)),
+            goal=goal,
+        )
 
     def _entails_big(self, goal: Formula, inside: list[Formula], roots: set[str]) -> Result:
         """A large slice: its premises asserted once in a solver of their own."""
@@ -638,6 +708,23 @@ class PremiseSet:
         return self._global
 
 
+GREEDY_MIN = 256
+"""From this many formulas on, a model is first sought in Python before the solver is asked."""
+
+def _greedy_model(formulas: Sequence[Formula]) -> dict[str, bool] | None:
+    """A model of every formula found without the solver, or None.
+
+    The formulas are taken in order; each fixes the atoms no earlier one fixed
+    (:func:`verifier.formula.extend_model`). None when some formula is false
+    whatever its new atoms say: then the solver decides.
+    """
+    model: dict[str, bool] = {}
+    for f in formulas:
+        if not extend_model(model, f):
+            return None
+    return model
+
+
 def _consistent(session: Session, formulas: Sequence[Formula]) -> Result:
     """HOLDS (with a model) when background ∧ formulas is satisfiable.
 
@@ -661,6 +748,10 @@ def _consistent(session: Session, formulas: Sequence[Formula]) -> Result:
     hard += [Atom(n) if v else Not(Atom(n)) for n, v in polarity.items() if n in hard_atoms]
     if not hard:
         return Result(Verdict.HOLDS, counterexample=model)
+    if len(hard) >= GREEDY_MIN:
+        found = _greedy_model([*session.background, *hard])
+        if found is not None:
+            return Result(Verdict.HOLDS, counterexample={**model, **found})
     sat = session.satisfiable(hard)
     if not sat.holds:
         return sat

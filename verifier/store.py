@@ -1,4 +1,4 @@
-"""The durable store (SPEC §2): append-only, content-addressed spilled items.
+"""The durable store (docs/formats.md, "The store"): append-only, content-addressed spilled items.
 
 Entries are keyed by ``ref`` = sha256 of the item's canonical JSON. Every read
 hashes the stored bytes again; an entry whose bytes do not hash to its key is
@@ -17,6 +17,7 @@ Three stores share one interface:
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import os
 import sqlite3
@@ -110,6 +111,14 @@ class Store(ABC):
             item = self.get(ref)
             if item is not None:
                 yield item
+
+    def entries_since(self, count: int) -> list[Item]:
+        """The verified items after the first ``count`` of :meth:`items` (spill order).
+
+        Entries are only ever added, so a reader that remembers how many it has
+        seen gets exactly the new ones.
+        """
+        return list(itertools.islice(self.items(), count, None))
 
     def __contains__(self, ref: object) -> bool:
         return isinstance(ref, str) and self.get(ref) is not None
@@ -404,9 +413,15 @@ class LayeredStore(Store):
         self._items: list[Item] | None = None
 
     def items(self) -> Iterator[Item]:
+        return iter(self._loaded())
+
+    def _loaded(self) -> list[Item]:
         if self._items is None:
             self._items = list(super().items())
-        return iter(self._items)
+        return self._items
+
+    def entries_since(self, count: int) -> list[Item]:
+        return self._loaded()[count:]
 
     def spill(self, items: Sequence[Item]) -> list[str]:
         fresh = [it for it in items if self._body(it.ref) is None]

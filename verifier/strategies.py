@@ -19,7 +19,7 @@ machinery ctxproof's tests use (docs/fuzz.md, "Your own property tests")::
     def test_no_finding_under_light_load(session):
         assert not session.findings
 
-Items are generated as JSON objects (dicts) in the formats of SPEC §5, with
+Items are generated as JSON objects (dicts) in the formats of docs/formats.md, with
 every reference pointing at an item that exists, so generated traces are
 always valid input.
 """

@@ -1,4 +1,4 @@
-"""The data model of SPEC §2: items, windows and trace events.
+"""The data model (docs/formats.md): items, windows and trace events.
 
 Everything here is a frozen, slotted dataclass holding tuples, so windows hash
 and compare by value. Validation of raw JSON lives in :mod:`verifier.io`; the
@@ -67,12 +67,49 @@ def _key_of_raw(raw: str) -> str:
     return canonical_json({k: v for k, v in obj.items() if k not in UNREAD_FIELDS})
 
 
+@lru_cache(maxsize=1 << 16)
+def _raw_problem(raw: Any, item_id: Any, kind: Any) -> str | None:
+    """Why raw is not the canonical JSON of an item with this id and kind (None: it is)."""
+    if not isinstance(raw, str) or not raw:
+        return "'raw' must be the item's canonical JSON, and it is empty"
+    try:
+        obj = json.loads(raw)
+    except ValueError:
+        return "'raw' is not JSON"
+    if not isinstance(obj, dict):
+        return "'raw' is not a JSON object"
+    if obj.get("id") != item_id or obj.get("kind") != kind:
+        return "'raw' holds another id or kind than the item"
+    if canonical_json(obj) != raw:
+        return "'raw' is not canonical JSON (sorted keys, no spaces, UTF-8 as is)"
+    return None
+
+
+_built_raw: str | None = None
+"""The raw of the item :func:`built_item` is constructing (its check is already done)."""
+
+
+def built_item(**fields: Any) -> Item:
+    """An Item whose ``raw`` the caller made with :func:`canonical_json` from the very
+    object its fields were validated from (the reader in :mod:`verifier.io`)."""
+    global _built_raw
+    _built_raw = fields["raw"]
+    try:
+        return Item(**fields)
+    finally:
+        _built_raw = None
+
+
 @dataclass(frozen=True, slots=True)
 class Item:
     """One item of a window. Fields not used by the item's kind stay at their defaults.
 
     ``raw`` is the canonical JSON of the item exactly as it was written; the
-    store keys spilled items by its hash (:attr:`ref`).
+    store keys spilled items by its hash (:attr:`ref`). Build items with
+    :func:`verifier.item_from_json` (or :func:`verifier.window_from_dicts`), which
+    validate every field and fill ``raw`` in; an ``Item`` whose ``raw`` is not the
+    canonical JSON of an object with its ``id`` and ``kind`` is refused
+    (``ValueError``), so no item can hash to a ref the store never got.
     """
 
     id: str
@@ -97,6 +134,16 @@ class Item:
     at: str | int | float | None = None
     call: str | None = None
     stub_ref: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.raw is _built_raw:
+            return  # built by the validating reader from this very canonical JSON
+        problem = _raw_problem(self.raw, self.id, self.kind)
+        if problem is not None:
+            raise ValueError(
+                f"Item {self.id!r}: {problem}; build items with verifier.item_from_json(obj),"
+                " which fills 'raw' in"
+            )
 
     @property
     def ref(self) -> str:

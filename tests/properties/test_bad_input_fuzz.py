@@ -491,7 +491,14 @@ def _audit_case(data: st.DataObject) -> None:
             argv += ["--store", store]
         if draw(st.integers(min_value=0, max_value=4)) == 0:
             argv += ["--report", "rep"]
-            outputs = {"rep", "rep/index.html", "rep/report.json"}
+            # the index, the JSON, and the one trace's own page
+            outputs = {
+                "rep",
+                "rep/index.html",
+                "rep/report.json",
+                "rep/traces",
+                "rep/traces/0001-t.html",
+            }
         argv += ["--witness-mode", draw(st.sampled_from(["support", "count"]))]
         argv += ["--format", draw(st.sampled_from(["text", "json"]))]
         _run(folder, argv, outputs)

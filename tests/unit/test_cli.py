@@ -109,10 +109,15 @@ def test_check_accepts_an_unchanged_window(windows: tuple[str, str]) -> None:
 
 def test_check_reports_each_defect_on_its_line(windows: tuple[str, str]) -> None:
     before, after = windows
-    code, out, _ = run("check", before, after, "--claimed", "d1")
-    codes = sorted(line.split(": ")[2].split()[0] for line in out.splitlines())
+    code, out, _ = run("check", before, after, "--claimed", "d1", "--format", "json")
+    codes = sorted(f["code"] for f in json.loads(out)["findings"])
     assert code == 1
     assert codes == ["CF001", "CF002", "CF004", "CF005", "CF006", "WR001", "WR002", "WR008"]
+    # text: one line per primary finding; what follows from the same change is listed on it
+    code, out, _ = run("check", before, after, "--claimed", "d1")
+    shown = sorted(line.split(": ")[2].split()[0] for line in out.splitlines())
+    assert shown == ["CF001", "CF002", "CF004", "WR001", "WR002", "WR008"]
+    assert "[related: CF005, CF006]" in next(x for x in out.splitlines() if " CF002 " in x)
     assert all(line.startswith(after + ":") for line in out.splitlines())
 
 
@@ -255,11 +260,19 @@ def test_report_is_self_contained_html(tmp_path: Path) -> None:
     traces = sorted(str(p) for p in SCENARIOS.glob("*.jsonl"))
     code, _, _err = run("audit", *traces, "--report", str(tmp_path / "rep"))
     assert code == 1
-    page = (tmp_path / "rep" / "index.html").read_text("utf-8")
-    assert page.startswith("<!doctype html>") and "<svg" in page
-    assert 'src="http' not in page and 'href="http' not in page
+    index = (tmp_path / "rep" / "index.html").read_text("utf-8")
+    assert index.startswith("<!doctype html>")
+    # the index links one page per trace; the pages carry the findings and the graphs
+    pages = sorted((tmp_path / "rep" / "traces").glob("*.html"))
+    assert len(pages) == len(traces)
+    for p in pages:
+        assert f'href="traces/{p.name}"' in index
+    text = "".join(p.read_text("utf-8") for p in pages)
+    assert "<svg" in text
+    for page in [index, text]:
+        assert 'src="http' not in page and 'href="http' not in page
     for name in ("CF001", "WR001", "CP001", "CP003", "WR008"):
-        assert name in page
+        assert name in index and name in text
     assert json.loads((tmp_path / "rep" / "report.json").read_text("utf-8"))["traces"]
 
 

@@ -286,10 +286,14 @@ def test_report_on_a_full_disk_keeps_an_earlier_report(
     rep = tmp_path / "rep"
     trace = str(SCENARIOS / "exit_code_laundered.jsonl")
     assert run("audit", trace, "--report", str(rep))[0] == 1
-    before = {p.name: p.read_bytes() for p in rep.iterdir()}
+    def files() -> dict[str, bytes]:
+        return {str(p.relative_to(rep)): p.read_bytes() for p in rep.rglob("*") if p.is_file()}
+
+    before = files()
+    assert "index.html" in before and any(n.startswith("traces") for n in before)
     enospc(monkeypatch)
     assert run("audit", trace, "--report", str(rep))[0] == 2
-    assert {p.name: p.read_bytes() for p in rep.iterdir()} == before
+    assert files() == before
 
 
 def test_report_where_a_file_stands_is_exit_2(tmp_path: Path) -> None:

@@ -91,7 +91,15 @@ def generated(n: int, seed_value: int = 0) -> list[str]:
 # -- worker functions the tests send (imported by name in the workers) -------------------------
 
 
-def audit_or_kill(args: tuple[str, bytes, str | None, str]) -> Any:
+Job = tuple[str, bytes, str | None, str, bool, bool]
+
+
+def job(name: str, data: bytes) -> Job:
+    """A trace as the command sends it to a worker (no report page, no repairs)."""
+    return (name, data, None, "support", False, False)
+
+
+def audit_or_kill(args: Job) -> dict[str, Any]:
     """Audits as the command does, but a trace named ``*victim.jsonl`` kills its worker
     (SIGKILL, from inside the task) the first time it is seen."""
     name = args[0]
@@ -99,21 +107,21 @@ def audit_or_kill(args: tuple[str, bytes, str | None, str]) -> Any:
     if name.endswith("victim.jsonl") and not marker.exists():
         marker.write_text(str(os.getpid()), "utf-8")
         os.kill(os.getpid(), signal.SIGKILL)
-    return cli._audit_or_error(args)
+    return cli._work(args)
 
 
-def audit_or_always_kill(args: tuple[str, bytes, str | None, str]) -> Any:
+def audit_or_always_kill(args: Job) -> dict[str, Any]:
     """A trace named ``*poison.jsonl`` kills every worker that audits it."""
     if args[0].endswith("poison.jsonl"):
         os.kill(os.getpid(), signal.SIGKILL)
-    return cli._audit_or_error(args)
+    return cli._work(args)
 
 
-def audit_or_crash(args: tuple[str, bytes, str | None, str]) -> Any:
+def audit_or_crash(args: Job) -> dict[str, Any]:
     """The checker crashes (a bug) on a trace named ``*crash.jsonl``."""
     if args[0].endswith("crash.jsonl"):
         raise ZeroDivisionError("the checker divided by zero")
-    return cli._audit_or_error(args)
+    return cli._work(args)
 
 
 # -- without Ray ------------------------------------------------------------------------------
@@ -169,6 +177,7 @@ def test_a_report_rebuilt_from_its_json_is_equal() -> None:
     for path in CORPUS:
         report = audit_trace(parse_trace_text(path.read_bytes(), str(path)))
         assert TraceReport.from_json(report.to_json()) == report
+        assert TraceReport.from_json(report.to_json()).to_json() == report.to_json()
     for k, text in enumerate(generated(40, seed_value=3)):
         report = audit_trace(parse_trace_text(text.encode(), f"g{k}"))
         assert TraceReport.from_json(report.to_json()) == report
@@ -267,19 +276,19 @@ def test_audit_dataset_returns_the_reports_of_audit_trace(cluster: Any) -> None:
 
 
 def test_a_killed_worker_loses_nothing(cluster: Any, tmp_path: Path) -> None:
-    from verifier.distributed import ray_audit
+    from verifier.distributed import ray_work
 
     work = []
     for k, text in enumerate(generated(40, seed_value=2)):
         name = str(tmp_path / ("victim.jsonl" if k == 17 else f"t{k}.jsonl"))
-        work.append((name, text.encode(), None, "support"))
-    got = ray_audit(work, audit=audit_or_kill)
+        work.append(job(name, text.encode()))
+    got = ray_work(work, work=audit_or_kill)
     marker = tmp_path / "victim.jsonl.killed"
     assert marker.exists()  # the worker auditing the victim was killed
     killed = int(marker.read_text("utf-8"))
     with pytest.raises(ProcessLookupError):
         os.kill(killed, 0)
-    assert got == [cli._audit_or_error(w) for w in work]
+    assert got == [cli._work(w) for w in work]
 
 
 def test_the_command_prints_only_results_when_a_worker_is_killed(
@@ -291,7 +300,7 @@ def test_the_command_prints_only_results_when_a_worker_is_killed(
         path.write_text(text, "utf-8")
         paths.append(str(path))
     local = run("audit", *paths, "--format", "json", "--jobs", "1")
-    monkeypatch.setattr(cli, "_audit_or_error", audit_or_kill)  # what the workers import
+    monkeypatch.setattr(cli, "_work", audit_or_kill)  # what the workers import
     on_ray = run("audit", *paths, "--format", "json", "--ray")
     assert (tmp_path / "victim.jsonl.killed").exists()
     # Ray's report of the dead worker, printed from a thread of its own, is not on stdout
@@ -301,40 +310,43 @@ def test_the_command_prints_only_results_when_a_worker_is_killed(
 def test_a_trace_that_keeps_killing_its_worker_is_the_only_one_lost(
     cluster: Any, tmp_path: Path
 ) -> None:
-    from verifier.distributed import ray_audit
+    from verifier.distributed import ray_work
 
     texts = generated(6, seed_value=4)
     work = [
-        (str(tmp_path / ("poison.jsonl" if k == 2 else f"t{k}.jsonl")), t.encode(), None, "support")
+        job(str(tmp_path / ("poison.jsonl" if k == 2 else f"t{k}.jsonl")), t.encode())
         for k, t in enumerate(texts)
     ]
-    got = ray_audit(work, audit=audit_or_always_kill)
+    got = ray_work(work, work=audit_or_always_kill)
     for k, (w, res) in enumerate(zip(work, got, strict=True)):
         if k == 2:
-            assert isinstance(res, InternalError)
-            assert str(res).startswith(f"{w[0]}: the worker auditing it failed 4 times")
+            assert res["internal"].startswith(f"{w[0]}: the worker auditing it failed 4 times")
         else:
-            assert res == cli._audit_or_error(w)
+            assert res == cli._work(w)
 
 
 def test_a_crash_is_an_internal_error_for_that_trace_only(
     cluster: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from verifier.distributed import ray_audit
+    from verifier.distributed import ray_work
 
     paths = []
     for k, text in enumerate(generated(12, seed_value=5)):
         path = tmp_path / ("crash.jsonl" if k == 4 else f"t{k}.jsonl")
         path.write_text(text, "utf-8")
         paths.append(str(path))
-    work = [(p, Path(p).read_bytes(), None, "support") for p in paths]
-    got = ray_audit(work, audit=audit_or_crash)
-    assert isinstance(got[4], InternalError)
-    assert str(got[4]) == f"{paths[4]}: ZeroDivisionError: the checker divided by zero"
+    work = [job(p, Path(p).read_bytes()) for p in paths]
+    got = ray_work(work, work=audit_or_crash)
+    assert got[4] == {"internal": f"{paths[4]}: ZeroDivisionError: the checker divided by zero"}
     assert [g for k, g in enumerate(got) if k != 4] == [
-        cli._audit_or_error(w) for k, w in enumerate(work) if k != 4
+        cli._work(w) for k, w in enumerate(work) if k != 4
     ]
-    monkeypatch.setattr(cli, "_audit_or_error", audit_or_crash)
+    monkeypatch.setattr(cli, "_work", audit_or_crash)
+    from verifier.distributed import ray_audit
+
+    outcomes = ray_audit([(p, Path(p).read_bytes(), None, "support") for p in paths])
+    assert isinstance(outcomes[4], InternalError)
+    assert all(isinstance(o, dict) for k, o in enumerate(outcomes) if k != 4)
     code, out, err = run("audit", *paths, "--ray")
     assert code == 4 and out == ""
     assert f"internal error: {paths[4]}: ZeroDivisionError" in err
@@ -418,19 +430,18 @@ def test_the_results_table_example_runs_as_written(
 
 
 def test_a_task_that_raises_is_an_internal_error_per_trace(cluster: Any) -> None:
-    from verifier.distributed import ray_audit
+    from verifier.distributed import ray_work
 
-    def gone(args: tuple[str, bytes, str | None, str]) -> Any:
+    def gone(args: Job) -> dict[str, Any]:
         raise AssertionError("never run: the worker cannot import it")
 
     gone.__qualname__ = "no_such_function"  # the worker's import of it fails
     texts = generated(3, seed_value=6)
-    work = [(f"t{k}.jsonl", t.encode(), None, "support") for k, t in enumerate(texts)]
-    got = ray_audit(work, audit=gone)
-    assert [type(g) for g in got] == [InternalError] * 3
-    for (name, *_), err in zip(work, got, strict=True):
-        assert str(err).startswith(f"{name}: its Ray task failed (")
-        assert "no_such_function" in str(err)
+    work = [job(f"t{k}.jsonl", t.encode()) for k, t in enumerate(texts)]
+    got = ray_work(work, work=gone)
+    for (name, *_), res in zip(work, got, strict=True):
+        assert res["internal"].startswith(f"{name}: its Ray task failed (")
+        assert "no_such_function" in res["internal"]
 
 
 KILLING_POLICY = '''

@@ -203,4 +203,21 @@ def load_policy(arg: str) -> Policy:
             fix="name a function that takes (window, budget)",
         )
     pass_no, ages = _keywords(obj, func_name, where or target)
+    _check_requirements(obj, func_name, where or target)
     return Policy(arg, obj, pass_no, ages)
+
+
+def _check_requirements(function: Any, name: str, where: str) -> None:
+    """Run the policy's own check of what it needs installed, if it declares one.
+
+    A policy may carry ``ctxproof_requires``, a function of no arguments that
+    raises :class:`~verifier.errors.InputError` when a package it runs is
+    missing (the third-party adapters do: docs/frameworks.md).
+    """
+    check = getattr(function, "ctxproof_requires", None)
+    if not callable(check):
+        return
+    try:
+        check()
+    except InputError as exc:
+        raise InputError(f"{name!r} cannot run: {exc.message}", file=where, fix=exc.fix) from None

@@ -1,4 +1,4 @@
-"""The rules of SPEC §4, one module per family.
+"""The rules (docs/rules.md), one module per family.
 
 * :mod:`verifier.rules.commitments` — CF001–CF007
 * :mod:`verifier.rules.witnesses` — WR001–WR008

@@ -1,4 +1,4 @@
-"""Commitment fidelity: CF001–CF007 (SPEC §4).
+"""Commitment fidelity: CF001–CF007 (docs/rules.md).
 
 "Prune prose, never prune commitments; and never let the pruner certify its
 own output." Each rule is a function of the rewrite context that reports its
@@ -7,6 +7,7 @@ findings there.
 
 from __future__ import annotations
 
+from verifier.formula import atoms
 from verifier.rules.context import RewriteContext, WindowView, cite, preserved, show
 from verifier.solver import Result
 from verifier.window import Item
@@ -116,7 +117,7 @@ def check_commitments(ctx: RewriteContext) -> None:
     merges = _Merges(ctx)
     merges.judge_changed()
     _cf001_to_003(ctx, merges)
-    _cf004(ctx)
+    _cf004(ctx, merges)
     _cf005(ctx)
     _cf006(ctx)
 
@@ -167,12 +168,17 @@ def _cf001_to_003(ctx: RewriteContext, merges: _Merges) -> None:
             ctx.unknown(f"formula of {old.id!r}", weaker)
             continue
         if weaker.fails:
+            # a failed result is never softened, stored original or not (WR004)
+            advice = (
+                f"restore {show(old.formula)}: a failed result keeps its formula"
+                if old.modality == "failed"
+                else "spill the original first"
+            )
             ctx.report(
                 "CF003",
                 [old.id],
                 f"{old.kind} {old.id!r} was weakened from {show(old.formula)} to"
-                f" {show(new.formula)} and the original is not in the store; spill the original"
-                " first",
+                f" {show(new.formula)} and the original is not in the store; {advice}",
                 weaker,
             )
 
@@ -181,7 +187,7 @@ def _orphaned(ctx: RewriteContext, view: WindowView, rid: str) -> bool:
     return rid not in view and not ctx.store.has_id(rid)
 
 
-def _cf004(ctx: RewriteContext) -> None:
+def _cf004(ctx: RewriteContext, merges: _Merges) -> None:
     for stub_or_item in ctx.after.items:
         it = ctx.after.resolve(stub_or_item.id)
         if it is None or it.kind != "commitment":
@@ -198,11 +204,19 @@ def _cf004(ctx: RewriteContext) -> None:
             was = old is not None and old.kind == "commitment" and _orphaned(ctx, ctx.before, rid)
             if was:
                 continue  # orphaned at an earlier event: reported there, not again
+            merged = [m.id for m in merges.merges if rid in m.covers and merges.valid(m)]
+            if rid not in it.rationale and any(m in it.rationale for m in merged):
+                continue  # re-pointed to a valid merge that carries it: the reason is kept
+            advice = (
+                f"cite the merge {merged[0]!r} that covers it instead"
+                if merged
+                else "keep it, or spill it and leave a stub"
+            )
             ctx.report(
                 "CF004",
                 [it.id, rid],
                 f"commitment {it.id!r} cites rationale {rid!r}, which is no longer in the window"
-                " or the store; keep it, or spill it and leave a stub",
+                f" or the store; {advice}",
             )
 
 
@@ -221,19 +235,41 @@ def _cf005(ctx: RewriteContext) -> None:
         return
     # the premises: the window before, the store and the background (excluded items and
     # superseded observations are no part of them)
-    content = ctx.content(ctx.before) + ctx.store_content()
-    premises = ctx.session.premises([f for _, f in content], [it.id for it, _ in content])
+    window = ctx.content(ctx.before)
+    seed: set[str] = set()
+    for _, f in window:
+        seed |= atoms(f)
+    for it in goals:
+        seed |= atoms(it.formula)
+    # of the store, only what the window or a goal reaches through shared atoms: the rest
+    # shares no atom with any question asked here (it is consistent on its own)
+    stored = ctx.store_knowledge()
+    state = stored.content.consistent()
+    if not state.holds:
+        near = [(it.id, f) for it, f in ctx.store_content()]
+    else:
+        near = stored.content_near(seed)
+    premises = ctx.session.premises(
+        [*(f for _, f in window), *(f for _, f in near)],
+        [*(it.id for it, _ in window), *(label for label, _ in near)],
+    )
     for it in goals:
         goal = it.formula
         res = premises.entails(goal)
         if res.unknown:
             ctx.unknown(f"content of {it.id!r}", res)
         elif res.fails:
+            earlier = ctx.before.resolve(it.id)
+            if earlier is not None and earlier.kind == it.kind:
+                # a changed item: removing it would drop it (CF001); its earlier version holds
+                advice = f"restore its earlier version ({show(earlier.formula)})"
+            else:
+                advice = "remove it, or restore what supports it"
             ctx.report(
                 "CF005",
                 [it.id],
-                f"{it.id!r} asserts {show(goal)}, which the window before, the store and the"
-                " background do not entail; remove it or restore what supports it",
+                f"{it.kind} {it.id!r} asserts {show(goal)}, which the window before, the store"
+                f" and the background do not entail; {advice}",
                 res,
             )
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from verifier.formula import FALSE, TRUE, Atom, Const, Formula, Not, atoms, conj
+from verifier.formula import FALSE, TRUE, Atom, Const, Formula, Not, atoms, conj, extend_model
 from verifier.graph import why
 from verifier.rules.context import RewriteContext, cite, show
 from verifier.solver import Result, UnionFind, Verdict
@@ -71,12 +71,20 @@ def _cp001(ctx: RewriteContext, appended: tuple[Item, ...]) -> dict[str, list[st
                 where = f"the rewrite at pass {answer.cut_pass} cut its last path to a primitive"
             else:
                 where = "no primitive ever backed it"
+            if used.kind == "observation":
+                advice = "restore it (a stub is enough), or cite a new observation instead"
+            else:
+                # a failed result stays failed (WR004): no advice to tag it unwitnessed
+                untag = "" if used.modality == "failed" else ", or tag it 'unwitnessed'"
+                advice = (
+                    "restore the observation it rested on (a stub is enough), or re-derive it"
+                    f" from a new observation{untag}"
+                )
             ctx.report(
                 "CP001",
                 [used_id, it.id],
-                f"{it.id!r} uses {used_id!r}, which says {used.modality!r} but has no path to a"
-                f" retained primitive: {where}; re-derive it from a new observation or tag it"
-                " 'unwitnessed'",
+                f"{it.id!r} uses {used.kind} {used_id!r}, which says {used.modality!r} but has no"
+                f" path to a retained primitive: {where}; {advice}",
             )
             named.setdefault(it.id, []).append(used_id)
     return named
@@ -85,14 +93,24 @@ def _cp001(ctx: RewriteContext, appended: tuple[Item, ...]) -> dict[str, list[st
 # -- CP003 and CP004: what an append asserts against what the session holds -----------------
 
 
-def _knowledge(ctx: RewriteContext) -> list[Item]:
-    """The window's commitments (stubs resolved), then every commitment version stored."""
+def _window_commitments(ctx: RewriteContext) -> list[Item]:
+    """The window's commitments (stubs resolved), excluded ids out, one per version."""
     out: dict[str, Item] = {}
     excluded = ctx.excluded
     for it in ctx.before.items:
         real = ctx.before.resolve(it.id)
         if real is not None and real.kind == "commitment" and real.id not in excluded:
             out.setdefault(real.key, real)
+    return list(out.values())
+
+
+def _knowledge(ctx: RewriteContext) -> list[Item]:
+    """The window's commitments (stubs resolved), then every commitment version stored.
+
+    Read in full only when an append contradicts the knowledge (to name who).
+    """
+    out: dict[str, Item] = {k.key: k for k in _window_commitments(ctx)}
+    excluded = ctx.excluded
     for real in ctx.store.items():
         if real.kind == "commitment" and real.id not in excluded:
             out.setdefault(real.key, real)
@@ -161,8 +179,27 @@ def _consistency(ctx: RewriteContext, appended: tuple[Item, ...]) -> None:
     """
     session = ctx.session
     history = ctx.history
-    knowledge = _knowledge(ctx)
-    known = session.premises([k.formula for k in knowledge], [k.id for k in knowledge])
+    # the knowledge: the window's commitments, then the store's (an index kept across events)
+    stored = ctx.store_knowledge()
+    in_window = _window_commitments(ctx)
+    has_knowledge = bool(in_window) or len(stored) > 0
+    if stored.commitments.consistent().holds:
+        # of the store, only what the window's commitments or this append reach through
+        # shared atoms: the rest shares no atom with any question asked here
+        seed: set[str] = set()
+        for k in in_window:
+            seed |= atoms(k.formula)
+        for it in appended:
+            real = ctx.after.resolve(it.id) if it.kind == "stub" else it
+            if real is not None:
+                seed |= atoms(real.formula)
+        near = stored.commitments_near(seed)
+    else:
+        near = [(k.id, k.formula) for k in _knowledge(ctx)[len(in_window) :]]
+    known = session.premises(
+        [*(k.formula for k in in_window), *(f for _, f in near)],
+        [*(k.id for k in in_window), *(label for label, _ in near)],
+    )
     k_state = known.consistent()
     # the window's content, with this append's supersessions applied
     gone: set[str] = set(history.superseded)
@@ -173,6 +210,10 @@ def _consistency(ctx: RewriteContext, appended: tuple[Item, ...]) -> None:
     w_state = content.consistent()
     asked = False
     prefix: list[tuple[Item, Formula]] = []
+    # models of the premises and of the append's standing items so far: an item that one
+    # extends to satisfies it is consistent with them, with no solver call
+    k_model = known.model() if k_state.holds else None
+    w_model = content.model() if w_state.holds else None
     for it in appended:
         real = ctx.after.resolve(it.id) if it.kind == "stub" else it
         if real is None:
@@ -196,7 +237,7 @@ def _consistency(ctx: RewriteContext, appended: tuple[Item, ...]) -> None:
             asked = True
             # nothing is reported against premises that are themselves unsatisfiable: every
             # question would hold vacuously
-            if not k_state.holds and knowledge:
+            if not k_state.holds and has_knowledge:
                 why_k = known.vacuous() if k_state.fails else k_state
                 ctx.unknown("the knowledge CP003 reads", why_k)
             if not w_state.holds:
@@ -216,15 +257,17 @@ def _consistency(ctx: RewriteContext, appended: tuple[Item, ...]) -> None:
             ctx.newly_excluded.append(it.id)
             continue
         together = conj([*(g for _, g in prefix), f])
-        if k_state.holds and knowledge:
+        if k_state.holds and has_knowledge and not _extends(k_model, f):
+            k_model = None  # the solver is asked from here on in this append
             res = known.entails(Not(together))
             if res.unknown:
                 ctx.unknown(f"re-adoption by {it.id!r}", res)
                 continue
-            if res.holds and _readoption(ctx, it, f, prefix, knowledge):
+            if res.holds and _readoption(ctx, it, f, prefix, _knowledge(ctx)):
                 prefix = [(p, g) for p, g in prefix if p.id not in ctx.newly_excluded]
                 continue
-        if w_state.holds:
+        if w_state.holds and not _extends(w_model, f):
+            w_model = None
             res = content.entails(Not(together))
             if res.unknown:
                 ctx.unknown(f"consistency of {it.id!r}", res)
@@ -234,6 +277,16 @@ def _consistency(ctx: RewriteContext, appended: tuple[Item, ...]) -> None:
                 content = session.premises([g for _, g in window], [w.id for w, _ in window])
                 continue
         prefix.append((it, f))
+
+
+def _extends(model: dict[str, bool] | None, f: Formula) -> bool:
+    """Can the model be extended over the atoms of f it does not assign to satisfy f?
+
+    On success the model is extended in place. It assigns the atoms of the
+    background, the premises and the items it was extended to, so the new
+    values change nothing it already satisfies.
+    """
+    return model is not None and extend_model(model, f)
 
 
 def _readoption(
@@ -362,9 +415,25 @@ def check_cycles(ctx: RewriteContext, touched: Iterable[Item]) -> None:
         if any((v := _version(ctx, n)) is not None and v.kind == "observation" for n in below):
             continue
         ctx.history.cycles.add(key)
-        ctx.report(
-            "CP002",
-            sorted(comp),
-            f"{cite(sorted(comp))} justify each other in a cycle with no observation under it;"
-            " ground one of them in a primitive",
-        )
+        if len(comp) == 1:
+            (only,) = comp
+            self_cited = _version(ctx, only)
+            fields = [
+                name
+                for name, ids in (
+                    ("rationale", self_cited.rationale if self_cited else ()),
+                    ("witness", self_cited.witnesses if self_cited else ()),
+                    ("derived_from", self_cited.derived_from if self_cited else ()),
+                )
+                if only in ids
+            ]
+            message = (
+                f"{only!r} cites itself ({', '.join(fields) or 'justification'}), so nothing"
+                " outside it backs it; drop the self-citation and cite what it rests on"
+            )
+        else:
+            message = (
+                f"{cite(sorted(comp))} justify each other in a cycle with no observation under"
+                " it; ground one of them in a primitive"
+            )
+        ctx.report("CP002", sorted(comp), message)

@@ -6,16 +6,17 @@ dicts and sets; only changed items and witness questions go to the solver.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterable, Mapping, Set
 from dataclasses import dataclass, field
 from typing import Any
 
-from verifier.findings import Finding
+from verifier.findings import Finding, Refutes, group_by_cause
 from verifier.formula import TRUE, Formula, render
 from verifier.graph import JustificationGraph
 from verifier.io import item_from_json
-from verifier.solver import Result, Session
+from verifier.solver import PremiseIndex, Result, Session, falsifies, relevant_background
 from verifier.store import Store
 from verifier.window import Item
 
@@ -23,6 +24,82 @@ __all__ = ["History", "RewriteContext", "WindowView"]
 
 MODE_SUPPORT = "support"
 MODE_COUNT = "count"
+
+
+class StoreKnowledge:
+    """What the rules read of the store, as premise indexes that live as long as an audit.
+
+    ``commitments``: the commitment versions CP003 reads; ``content``: what the
+    store asserts, CF005's premises. Both are kept up to date with each spill
+    (entries are only ever added), each exclusion (never lifted) and each
+    superseded observation (never restored as a premise): an event costs the same
+    with a thousand stored entries or fifty thousand.
+    """
+
+    def __init__(self, session: Session, store: Store) -> None:
+        self.session = session
+        self.store = store
+        self.commitments = PremiseIndex(session)
+        self.content = PremiseIndex(session)
+        self._seen = 0
+        self._excluded: set[str] = set()
+        self._superseded: set[str] = set()
+        self._keys: dict[str, list[str]] = {}
+        """id -> keys of its stored versions (in either index)."""
+        self._order: dict[str, int] = {}
+        """content key -> its place in spill order."""
+        self._commitment_keys: set[str] = set()
+
+    def __len__(self) -> int:
+        """Stored commitment versions whose id is not excluded (TRUE formulas counted)."""
+        return len(self._commitment_keys)
+
+    def sync(self, excluded: Set[str], superseded: Set[str]) -> StoreKnowledge:
+        """Take in what was spilled, excluded and superseded since the last call."""
+        if len(excluded) != len(self._excluded):  # exclusions only grow
+            for item_id in excluded - self._excluded:
+                self._excluded.add(item_id)
+                for key in self._keys.pop(item_id, ()):
+                    self._commitment_keys.discard(key)
+                    self.commitments.remove(key)
+                    self.content.remove(key)
+        if len(superseded) != len(self._superseded):
+            for key in superseded - self._superseded:
+                self._superseded.add(key)
+                self.content.remove(key)
+        fresh = self.store.entries_since(self._seen)
+        self._seen += len(fresh)
+        for real in fresh:
+            key = real.key
+            if real.id in self._excluded:
+                continue
+            keys = self._keys.setdefault(real.id, [])
+            if key in keys:
+                continue
+            keys.append(key)
+            f = real.formula
+            if real.kind == "commitment":
+                self._commitment_keys.add(key)
+                self.commitments.add(key, real.id, f)
+            if f != TRUE and key not in self._superseded:
+                self._order[key] = len(self._order)
+                self.content.add(key, real.id, f)
+        return self
+
+    def content_near(self, seed: Iterable[str]) -> list[tuple[str, Formula]]:
+        """The store's content linked to the seed atoms (the background links too), as
+        (id, formula) in spill order."""
+        return self._near(self.content, seed)
+
+    def commitments_near(self, seed: Iterable[str]) -> list[tuple[str, Formula]]:
+        """The store's commitments linked to the seed atoms, as (id, formula) in spill order."""
+        return self._near(self.commitments, seed)
+
+    def _near(self, index: PremiseIndex, seed: Iterable[str]) -> list[tuple[str, Formula]]:
+        keys: dict[str, None] = {}
+        index.reach(seed, keys)
+        order = self._order  # every key of either index has its place (TRUE is in neither)
+        return index.formulas_of(sorted(keys, key=order.__getitem__))
 
 
 @dataclass
@@ -49,6 +126,8 @@ class History:
     """source -> versions of every observation with it seen so far."""
     answered: dict[str, list[str]] = field(default_factory=dict)
     """call id -> ids of every result (an item with that ``call``) seen so far."""
+    store_knowledge: StoreKnowledge | None = field(default=None, repr=False, compare=False)
+    """The store's commitments as a premise index kept across events (not copied)."""
 
     def copy(self) -> History:
         return History(
@@ -195,16 +274,83 @@ class RewriteContext:
     _changed: list[Item] | None = None
     _touched: set[str] | None = None
     _checkable_cache: dict[tuple[str, str], bool | None] = field(default_factory=dict)
+    _refuted: dict[int, Result] = field(default_factory=dict)
+    """finding index -> the refuted entailment behind its counterexample."""
 
     # -- reporting ------------------------------------------------------------------------
     def report(
         self, code: str, items: Iterable[str], message: str, result: Result | None = None
     ) -> None:
         cex = None
+        refutes = None
         shown = result.shown_counterexample() if result is not None else None
-        if shown is not None:
+        if shown is not None and result is not None:
             cex = tuple(sorted(shown.items()))
-        self.findings.append(Finding(code, self.pass_no, tuple(items), message, self.line, cex))
+            if result.goal is not None:
+                self._refuted[len(self.findings)] = result
+                refutes = self._refutes(result, shown)
+        self.findings.append(
+            Finding(code, self.pass_no, tuple(items), message, self.line, cex, refutes)
+        )
+
+    def _refutes(self, result: Result, shown: Mapping[str, bool]) -> Refutes:
+        assert result.goal is not None
+        bg = relevant_background(self.session.background, shown)
+        return Refutes(
+            tuple(render(b) for b in bg),
+            tuple(render(p) for p in result.premises),
+            render(result.goal),
+        )
+
+    def finish(self) -> None:
+        """Group the findings of this event by cause, and show one counterexample for all
+        the findings on one item.
+
+        Of the findings on one item the most causal is the primary; the others get
+        ``related_to`` (:func:`verifier.findings.group_by_cause`).
+
+        The findings on an item (CF002, CF005 and WR005 on a changed claim, say)
+        each refute their own entailment. When one assignment of the union of
+        their atoms falsifies every one of them (checked in plain Python), each
+        shows that assignment, so the counterexamples agree; otherwise each keeps
+        its own.
+        """
+        self.findings[:] = group_by_cause(self.findings)
+        by_item: dict[str, list[int]] = {}
+        for i in self._refuted:
+            by_item.setdefault(self.findings[i].items[0], []).append(i)
+        background = self.session.background
+        for group in by_item.values():
+            if len(group) < 2:
+                continue
+            results = [self._refuted[i] for i in group]
+            union: set[str] = set()
+            for r in results:
+                union |= r.focus or set()
+            # the most constrained question first: its model is likeliest to fit the others
+            order = sorted(results, key=lambda r: -len(r.premises))
+            chosen = None
+            for cand in order:
+                trial: dict[str, bool] = {}
+                for r in (cand, *order):
+                    for name, value in (r.counterexample or {}).items():
+                        if name in union:
+                            trial.setdefault(name, value)
+                trial = {name: trial.get(name, False) for name in sorted(union)}
+                if all(
+                    r.goal is not None
+                    and falsifies(trial, relevant_background(background, trial), r.premises, r.goal)
+                    for r in results
+                ):
+                    chosen = trial
+                    break
+            if chosen is None:
+                continue
+            for i in group:
+                f = self.findings[i]
+                self.findings[i] = dataclasses.replace(
+                    f, counterexample=tuple(sorted(chosen.items()))
+                )
 
     def unknown(self, what: str, result: Result) -> None:
         self.undecided.append(f"{what}: {result.reason or 'unknown'}")
@@ -231,6 +377,13 @@ class RewriteContext:
     @property
     def excluded(self) -> set[str]:
         return self.history.excluded
+
+    def store_knowledge(self) -> StoreKnowledge:
+        """The store's commitments not excluded, as a premise index kept in the history."""
+        known = self.history.store_knowledge
+        if known is None or known.store is not self.store or known.session is not self.session:
+            known = self.history.store_knowledge = StoreKnowledge(self.session, self.store)
+        return known.sync(self.history.excluded, self.history.superseded)
 
     def content(self, view: WindowView) -> list[tuple[Item, Formula]]:
         """The window's content as a premise: excluded items and superseded observations out."""

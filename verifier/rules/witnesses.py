@@ -1,4 +1,4 @@
-"""Witness retention: WR001–WR008 (SPEC §4).
+"""Witness retention: WR001–WR008 (docs/rules.md).
 
 "The invariant is still checkable by the same means that established it."
 """
@@ -84,7 +84,7 @@ def _wr001_002(ctx: RewriteContext, changed_ids: set[str]) -> None:
             ctx.report(
                 "WR001",
                 [old.id, *gone],
-                f"{old.id!r} is load-bearing and lost witness {cite(gone)}"
+                f"{old.kind} {old.id!r} is load-bearing and lost witness {cite(gone)}"
                 " (count mode: no witness may leave); keep it or leave a stub",
             )
             continue
@@ -95,7 +95,7 @@ def _wr001_002(ctx: RewriteContext, changed_ids: set[str]) -> None:
             ctx.report(
                 "WR001",
                 [old.id, *gone],
-                f"{old.id!r} is {why}"
+                f"{old.kind} {old.id!r} is {why}"
                 " and its surviving witnesses no longer support it; keep its witnesses"
                 " (a stub is enough)",
             )
@@ -103,7 +103,7 @@ def _wr001_002(ctx: RewriteContext, changed_ids: set[str]) -> None:
             ctx.report(
                 "WR002",
                 [old.id],
-                f"{old.id!r} lost its witnesses but still says {new.modality!r}; tag it"
+                f"{old.kind} {old.id!r} lost its witnesses but still says {new.modality!r}; tag it"
                 " 'unwitnessed' or keep a witness stub",
             )
         elif old.modality in WITNESSED and old.id not in ctx.demoted:
@@ -129,8 +129,8 @@ def _wr003(ctx: RewriteContext) -> None:
             ctx.report(
                 "WR003",
                 [new.id],
-                f"{new.id!r} rose from {old.modality!r} to {new.modality!r} without a new"
-                " surviving witness that supports it; keep the old modality or cite the"
+                f"{new.kind} {new.id!r} rose from {old.modality!r} to {new.modality!r} without a"
+                " new surviving witness that supports it; keep the old modality or cite the"
                 " observation that establishes it",
             )
 
@@ -176,13 +176,19 @@ def check_item_witnesses(
     """
     if item.modality == "unwitnessed":
         return
+    # a failed result stays failed (WR004): it is never advised to tag it unwitnessed
+    earlier = ctx.before.resolve(item.id)
+    was_failed = earlier is not None and earlier.modality == "failed"
+    untag = "" if item.modality == "failed" or was_failed else ", or tag it 'unwitnessed'"
+    if earlier is not None and not earlier.same_version(item):
+        untag = f", or restore its earlier version ({show(earlier.formula)}){untag}"
     if not item.witnesses:
         if item.modality in WITNESSED:
             ctx.report(
                 "WR005",
                 [item.id],
-                f"{item.id!r} says {item.modality!r} but cites no witness; cite the observation"
-                " that establishes it, or tag it 'unwitnessed'",
+                f"{item.kind} {item.id!r} says {item.modality!r} but cites no witness; cite the"
+                f" observation that establishes it{untag}",
             )
         return
     goal = item.formula
@@ -194,8 +200,8 @@ def check_item_witnesses(
         ctx.report(
             "WR005",
             [item.id],
-            f"{item.id!r} ({show(goal)}) holds under the background alone: no witness could"
-            " ever refute it; state what was actually observed",
+            f"{item.kind} {item.id!r} ({show(goal)}) holds under the background alone: no"
+            " witness could ever refute it; state what was actually observed",
         )
         return
     witnesses = view.retained_witnesses(item, excluded=ctx.excluded)
@@ -218,8 +224,8 @@ def check_item_witnesses(
     ctx.report(
         "WR005",
         [item.id],
-        f"the retained witnesses of {item.id!r} do not entail {show(goal)}; cite observations"
-        " whose 'shows' establish it, or tag it 'unwitnessed'",
+        f"the retained witnesses of {item.kind} {item.id!r} do not entail {show(goal)}; cite"
+        f" observations whose 'shows' establish it{untag}",
         res,
     )
 

@@ -1,0 +1,582 @@
+"""Third-party compaction as policies (docs/frameworks.md).
+
+Each framework policy runs on fixed windows and its findings are pinned; a
+window goes through each framework's messages and back unchanged; a missing
+extra is exit 2 naming the pip command. Tests that run a framework are
+skipped, with the reason shown, when its extra is not installed (``make
+test-frameworks`` and CI install them); the missing-extra and report tests
+run everywhere, and so do the checks of the committed page: its links lead to
+the committed counterexamples, and each defect it says fuzzing shows replays
+through ``ctxproof audit`` with its rule.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from verifier import MemoryStore, check_rewrite, item_from_json, load_policy, run_policy, stub_for
+from verifier.cli import main
+from verifier.errors import InputError
+from verifier.policies import window_tokens
+from verifier.policies.thirdparty import ADAPTERS, Adapter
+from verifier.policies.thirdparty._common import assemble, slots_of
+from verifier.policies.thirdparty.report import Trial, render, run
+
+Obj = dict[str, Any]
+PKG = "verifier.policies.thirdparty"
+BACKGROUND = ("db.postgres -> !db.mysql",)
+
+EXTRAS = {
+    "langchain": ("policies-langchain", ("langchain_core", "langchain")),
+    "autogen": ("policies-autogen", ("autogen_core",)),
+    "pydantic_ai": ("policies-pydantic-ai", ("pydantic_ai", "pydantic_ai_harness")),
+}
+
+
+def framework(module: str) -> None:
+    """Skip the test, saying why, unless the extra of ``module`` is installed."""
+    extra, modules = EXTRAS[module]
+    for name in modules:
+        pytest.importorskip(
+            name,
+            reason=f"the extra {extra} is not installed (make test-frameworks installs it)",
+        )
+
+
+def obs(iid: str, call: str, source: str, atom: str, ok: bool) -> Obj:
+    return {
+        "id": iid,
+        "kind": "observation",
+        "call": call,
+        "source": source,
+        "shows": atom if ok else f"!{atom}",
+        "modality": "verified" if ok else "failed",
+        "exit_code": 0 if ok else 1,
+        "content": f"$ {source}\n{'ok' if ok else 'error: exit status 1'}",
+        "tokens": 10,
+    }
+
+
+def session_window() -> list[Obj]:
+    """A window as the simulated agent leaves it: 91 tokens, four tool runs (the first one
+    failed), a decision with its rationale, a failed and a load-bearing claim, two user turns."""
+    return [
+        {
+            "id": "u1",
+            "kind": "observation",
+            "source": "user",
+            "shows": "user.asks_0",
+            "modality": "verified",
+            "content": "fix the build",
+            "tokens": 4,
+        },
+        {"id": "why1", "kind": "prose", "text": "postgres has the row locks we need", "tokens": 6},
+        {
+            "id": "d1",
+            "kind": "commitment",
+            "type": "decision",
+            "formula": "db.postgres",
+            "rationale": ["why1"],
+            "tokens": 6,
+        },
+        {"id": "call1", "kind": "prose", "text": "run: make test", "tokens": 4},
+        obs("r1", "call1", "make test", "tests.pass", False),
+        {
+            "id": "k0",
+            "kind": "claim",
+            "formula": "!tests.pass",
+            "witnesses": ["r1"],
+            "modality": "failed",
+            "tokens": 5,
+        },
+        {"id": "call2", "kind": "prose", "text": "run: make migrate", "tokens": 4},
+        obs("r2", "call2", "make migrate", "db.migrated", True),
+        {
+            "id": "k1",
+            "kind": "claim",
+            "formula": "db.migrated",
+            "witnesses": ["r2"],
+            "modality": "verified",
+            "load_bearing": True,
+            "tokens": 5,
+        },
+        {"id": "call3", "kind": "prose", "text": "run: npm run build", "tokens": 4},
+        obs("r3", "call3", "npm run build", "build.ok", True),
+        {
+            "id": "u2",
+            "kind": "observation",
+            "source": "user",
+            "shows": "user.asks_1",
+            "modality": "verified",
+            "content": "now check the service",
+            "tokens": 4,
+        },
+        {
+            "id": "call4",
+            "kind": "prose",
+            "text": "run: curl -fsS localhost:8080/health",
+            "tokens": 4,
+        },
+        obs("r4", "call4", "curl -fsS localhost:8080/health", "svc.healthy", True),
+        {"id": "p1", "kind": "prose", "text": "notes on the plan", "tokens": 5},
+    ]
+
+
+def every_kind() -> list[Obj]:
+    """One item of every role a framework message can play, sizes left to the default."""
+    spilled = {"id": "old", "kind": "claim", "formula": "svc.healthy"}
+    return [
+        {"id": "sys", "kind": "observation", "source": "system", "content": "you are an agent"},
+        {"id": "u1", "kind": "observation", "source": "user", "content": "fix the build"},
+        {"id": "inv", "kind": "commitment", "type": "invariant", "formula": "build.ok"},
+        {"id": "c1", "kind": "prose", "text": "Bash: make test"},
+        {
+            "id": "c1:result",
+            "kind": "observation",
+            "call": "c1",
+            "source": "Bash: make test",
+            "content": "Exit code 2\nmake: *** [test] Error 2",
+            "exit_code": 2,
+            "modality": "failed",
+        },
+        {"id": "c2", "kind": "prose", "text": "Bash: ls"},
+        {"id": "c2:cleared", "kind": "prose", "text": "[cleared]", "call": "c2"},
+        {"id": "k1", "kind": "claim", "formula": "!tests.pass", "witnesses": ["c1:result"]},
+        {"id": "summary@1", "kind": "prose", "text": "Here is a summary of the conversation"},
+        {"id": "skipped@1", "kind": "prose", "text": "Skipped 4 messages."},
+        {**stub_for(spilled), "tokens": 8},
+        {"id": "p1", "kind": "prose", "text": "done"},
+    ]
+
+
+def findings(before: list[Obj], after: list[Obj]) -> set[tuple[str, tuple[str, ...]]]:
+    result = check_rewrite(
+        [item_from_json(o) for o in before],
+        [item_from_json(o) for o in after],
+        store=MemoryStore(),
+        background=BACKGROUND,
+    )
+    return {(f.code, f.items) for f in result.findings}
+
+
+def rewrite(name: str, window: list[Obj], budget: int) -> list[Obj]:
+    res = run_policy(load_policy(f"{PKG}.{name}"), window, budget, check_determinism=True)
+    assert res.ok, res.message
+    return [it.as_json() for it in res.window]
+
+
+# -- each policy on a fixed window, its findings pinned ------------------------------------------
+
+LOST = {("CF001", ("d1",)), ("CF001", ("k0",)), ("WR008", ("r1",))}
+"""What a policy that drops the oldest messages loses of session_window()."""
+
+PINNED: list[tuple[str, int, list[str], set[tuple[str, tuple[str, ...]]]]] = [
+    # the cut falls between call2 and its result: the result is kept alone
+    (
+        "langchain:trim_messages_policy",
+        53,
+        ["r2", "k1", "call3", "r3", "u2", "call4", "r4", "p1"],
+        LOST | {("TP001", ("r2", "call2"))},
+    ),
+    # the documented settings start on a user message: no orphan, and less kept
+    (
+        "langchain:trim_messages_human_policy",
+        53,
+        ["u2", "call4", "r4", "p1"],
+        LOST | {("CF001", ("k1",))},
+    ),
+    # the oldest of four results is blanked: the failure and its exit code are gone
+    (
+        "langchain:clear_tool_uses_policy",
+        60,
+        [
+            "u1",
+            "why1",
+            "d1",
+            "call1",
+            "call1:cleared",
+            "k0",
+            "call2",
+            "r2",
+            "k1",
+            "call3",
+            "r3",
+            "u2",
+            "call4",
+            "r4",
+            "p1",
+        ],
+        {("WR001", ("k0", "r1")), ("WR008", ("r1",))},
+    ),
+    (
+        "langchain:summarization_policy",
+        60,
+        ["summary@1", "u2", "call4", "r4", "p1"],
+        LOST | {("CF001", ("k1",))},
+    ),
+    # the same budget as trim_messages: the buffer drops the result left first
+    (
+        "autogen:buffered_policy",
+        53,
+        ["k1", "call3", "r3", "u2", "call4", "r4", "p1"],
+        LOST | {("WR001", ("k1", "r2"))},
+    ),
+    (
+        "autogen:head_and_tail_policy",
+        60,
+        ["u1", "why1", "skipped@1", "k1", "call3", "r3", "u2", "call4", "r4", "p1"],
+        LOST | {("WR001", ("k1", "r2"))},
+    ),
+    # the middle pops reach r1 and leave its call
+    (
+        "autogen:token_limited_policy",
+        47,
+        ["u1", "why1", "d1", "call1", "u2", "call4", "r4", "p1"],
+        {
+            ("CF001", ("k0",)),
+            ("CF001", ("k1",)),
+            ("TP002", ("call1", "r1")),
+            ("WR008", ("r1",)),
+        },
+    ),
+    (
+        "pydantic_ai:clear_tool_results_policy",
+        60,
+        [
+            "u1",
+            "why1",
+            "d1",
+            "call1",
+            "call1:cleared",
+            "k0",
+            "call2",
+            "r2",
+            "k1",
+            "call3",
+            "r3",
+            "u2",
+            "call4",
+            "r4",
+            "p1",
+        ],
+        {("WR001", ("k0", "r1")), ("WR008", ("r1",))},
+    ),
+    (
+        "pydantic_ai:sliding_window_policy",
+        60,
+        ["u1", "call3", "r3", "u2", "call4", "r4", "p1"],
+        LOST | {("CF001", ("k1",))},
+    ),
+]
+
+
+@pytest.mark.parametrize(("name", "budget", "kept", "expected"), PINNED, ids=[p[0] for p in PINNED])
+def test_each_policy_on_a_fixed_window(
+    name: str, budget: int, kept: list[str], expected: set[tuple[str, tuple[str, ...]]]
+) -> None:
+    framework(name.partition(":")[0])
+    before = session_window()
+    after = rewrite(name, before, budget)
+    assert [it["id"] for it in after] == kept
+    assert findings(before, after) == expected
+    by_id = {it["id"]: it for it in before}
+    for it in after:  # a kept item comes back exactly as it was given
+        if it["id"] in by_id:
+            assert it == by_id[it["id"]]
+
+
+def test_every_policy_is_pinned() -> None:
+    assert sorted(p[0] for p in PINNED) == sorted(a.name.removeprefix(PKG + ".") for a in ADAPTERS)
+
+
+def test_token_limited_middle_pop_orphans_a_result() -> None:
+    framework("autogen")
+    window: list[Obj] = [
+        {"id": "u1", "kind": "observation", "source": "user", "content": "go", "tokens": 10},
+        {"id": "p1", "kind": "prose", "text": "a", "tokens": 10},
+        {"id": "p2", "kind": "prose", "text": "b", "tokens": 10},
+        {"id": "call1", "kind": "prose", "text": "run: make test", "tokens": 10},
+        {**obs("r1", "call1", "make test", "tests.pass", True)},
+        {"id": "p3", "kind": "prose", "text": "c", "tokens": 10},
+        {"id": "p4", "kind": "prose", "text": "d", "tokens": 10},
+    ]
+    after = rewrite("autogen:token_limited_policy", window, 60)
+    assert [it["id"] for it in after] == ["u1", "p1", "p2", "r1", "p3", "p4"]
+    assert findings(window, after) == {("TP001", ("r1", "call1"))}
+
+
+def test_token_limited_middle_pop_orphans_a_call() -> None:
+    framework("autogen")
+    window: list[Obj] = [
+        {"id": "u1", "kind": "observation", "source": "user", "content": "go", "tokens": 10},
+        {"id": "p1", "kind": "prose", "text": "a", "tokens": 10},
+        {"id": "p2", "kind": "prose", "text": "b", "tokens": 10},
+        {"id": "call1", "kind": "prose", "text": "run: make test", "tokens": 10},
+        {**obs("r1", "call1", "make test", "tests.pass", True)},
+        {"id": "p3", "kind": "prose", "text": "c", "tokens": 10},
+        {"id": "p4", "kind": "prose", "text": "d", "tokens": 10},
+        {"id": "p5", "kind": "prose", "text": "e", "tokens": 10},
+    ]
+    # eight messages: the pop at len // 2 takes the result and leaves its call
+    after = rewrite("autogen:token_limited_policy", window, 70)
+    assert [it["id"] for it in after] == ["u1", "p1", "p2", "call1", "p3", "p4", "p5"]
+    assert findings(window, after) == {("TP002", ("call1", "r1"))}
+
+
+def test_cleared_results_are_placeholders_that_keep_the_pairing() -> None:
+    framework("langchain")
+    after = rewrite("langchain:clear_tool_uses_policy", session_window(), 60)
+    placeholder = next(it for it in after if it["id"] == "call1:cleared")
+    assert placeholder == {
+        "id": "call1:cleared",
+        "kind": "prose",
+        "text": "[cleared]",
+        "call": "call1",
+        "tokens": 3,
+    }
+    assert "r1" not in {it["id"] for it in after}
+
+
+def test_a_cleared_result_stays_cleared_on_the_next_pass() -> None:
+    framework("pydantic_ai")
+    first = rewrite("pydantic_ai:clear_tool_results_policy", session_window(), 60)
+    second = rewrite("pydantic_ai:clear_tool_results_policy", first, 60)
+    assert second == first  # no result left to clear beyond the three kept
+
+
+def test_the_summary_is_sized_a_quarter_of_what_it_folded() -> None:
+    framework("langchain")
+    before = session_window()
+    after = rewrite("langchain:summarization_policy", before, 60)
+    summary = after[0]
+    assert summary["id"] == "summary@1" and summary["kind"] == "prose"
+    assert summary["text"].startswith("Here is a summary of the conversation to date:")
+    kept = {it["id"] for it in after}
+    folded = window_tokens([it for it in before if it["id"] not in kept])
+    assert summary["tokens"] == -(-folded // 4)
+
+
+def test_pass_no_names_the_new_items() -> None:
+    framework("autogen")
+    res = run_policy(
+        load_policy(f"{PKG}.autogen:head_and_tail_policy"), session_window(), 60, pass_no=4
+    )
+    assert "skipped@4" in [it.id for it in res.window]
+
+
+# -- the round trip --------------------------------------------------------------------------
+
+
+def test_langchain_round_trip_carries_ids_in_langchain_fields() -> None:
+    framework("langchain")
+    from verifier.policies.thirdparty.langchain import from_messages, to_messages
+
+    window = every_kind()
+    slots = slots_of(window)
+    sent: list[Any] = to_messages(slots)
+    assert [m.id for m in sent] == [it["id"] for it in window]
+    call = sent[3]
+    assert [c["id"] for c in call.tool_calls] == ["c1"]
+    result = sent[4]
+    assert result.type == "tool" and result.tool_call_id == "c1"
+    assert result.status == "error" and result.artifact == {"exit_code": 2}
+    assert sent[0].type == "system" and sent[1].type == "human"
+    assert sent[2].additional_kwargs == {"ctxproof": [window[2]]}
+    back = assemble(window, from_messages(sent, sent), 1)
+    assert back == window
+    assert all(a is b for a, b in zip(back, window, strict=True))
+
+
+def test_autogen_round_trip_carries_call_ids() -> None:
+    framework("autogen")
+    from verifier.policies.thirdparty.autogen import from_messages, to_messages
+
+    window = every_kind()
+    slots = slots_of(window)
+    sent: list[Any] = to_messages(slots)
+    call, result = sent[3], sent[4]
+    assert [c.id for c in call.content] == ["c1"]
+    assert [r.call_id for r in result.content] == ["c1"]
+    assert result.content[0].is_error is True
+    assert type(sent[0]).__name__ == "SystemMessage"
+    back = assemble(window, from_messages(sent, sent, slots), 1)
+    assert all(a is b for a, b in zip(back, window, strict=True)) and len(back) == len(window)
+
+
+def test_pydantic_ai_round_trip_carries_ids_in_parts() -> None:
+    framework("pydantic_ai")
+    from verifier.policies.thirdparty.pydantic_ai import from_messages, to_messages
+
+    window = every_kind()
+    slots = slots_of(window)
+    sent: list[Any] = to_messages(slots)
+    text, call = sent[3].parts
+    assert (text.id, call.tool_call_id) == ("c1", "c1")
+    (ret,) = sent[4].parts
+    assert ret.tool_call_id == "c1"
+    assert ret.metadata == {"ctxproof_id": "c1:result", "exit_code": 2}
+    back = assemble(window, from_messages(sent, sent), 1)
+    assert all(a is b for a, b in zip(back, window, strict=True)) and len(back) == len(window)
+
+
+@pytest.mark.parametrize("adapter", ADAPTERS, ids=[a.name.rpartition(".")[2] for a in ADAPTERS])
+def test_a_window_that_fits_comes_back_unchanged(adapter: Adapter) -> None:
+    framework(adapter.name.removeprefix(PKG + ".").partition(":")[0])
+    for window in (every_kind(), session_window()):
+        res = run_policy(load_policy(adapter.name), window, window_tokens(window) + 1)
+        assert res.ok, res.message
+        assert [it.as_json() for it in res.window] == window
+
+
+# -- a missing extra -------------------------------------------------------------------------
+
+
+def block(monkeypatch: pytest.MonkeyPatch, modules: tuple[str, ...]) -> None:
+    """Make ``import`` of these modules fail, as when the extra is not installed."""
+    for name in modules:
+        monkeypatch.setitem(sys.modules, name, None)
+
+
+@pytest.mark.parametrize("adapter", ADAPTERS, ids=[a.name.rpartition(".")[2] for a in ADAPTERS])
+def test_a_missing_extra_is_exit_2_naming_the_pip_command(
+    adapter: Adapter, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    extra, modules = EXTRAS[adapter.name.removeprefix(PKG + ".").partition(":")[0]]
+    assert adapter.extra == extra
+    block(monkeypatch, modules)
+    out, err = io.StringIO(), io.StringIO()
+    code = main(["fuzz", adapter.name, "--out", str(tmp_path / "out")], stdout=out, stderr=err)
+    assert code == 2
+    assert f"pip install 'ctxproof[{extra}]'" in err.getvalue()
+    module, _, function = adapter.name.partition(":")
+    assert err.getvalue().startswith(f"ctxproof: {module}: '{function}' cannot run: it needs ")
+    assert "Traceback" not in err.getvalue()
+    assert out.getvalue() == ""
+
+
+def test_a_missing_extra_through_the_api(monkeypatch: pytest.MonkeyPatch) -> None:
+    block(monkeypatch, ("langchain_core", "langchain"))
+    with pytest.raises(InputError) as caught:
+        load_policy(f"{PKG}.langchain:summarization_policy")
+    assert caught.value.fix == "pip install 'ctxproof[policies-langchain]'"
+    # called directly, without load_policy: a PL001 finding that says the same
+    from verifier.policies.thirdparty.langchain import summarization_policy
+
+    res = run_policy(summarization_policy, session_window(), 50)
+    assert res.code == "PL001"
+    assert "pip install 'ctxproof[policies-langchain]'" in (res.message or "")
+
+
+def test_importing_the_adapters_imports_no_framework() -> None:
+    modules = [f"{PKG}.{name}" for name in EXTRAS] + [f"{PKG}.report"]
+    frameworks = sorted(m for _, names in EXTRAS.values() for m in names)
+    code = (
+        f"import sys, {', '.join(modules)}; print(sorted(m for m in sys.modules"
+        f" if m.split('.')[0] in {frameworks!r}))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    )
+    assert done.stdout.strip() == "[]"
+
+
+# -- the report page ---------------------------------------------------------------------------
+
+
+def trial(function: str, **counts: int) -> Trial:
+    adapter = next(a for a in ADAPTERS if a.name.endswith(":" + function))
+    slug = Trial(adapter).slug
+    return Trial(
+        adapter,
+        sessions=10,
+        rewrites=40,
+        tokens_before=1000,
+        tokens_after=250,
+        findings=tuple(sorted(counts.items())),
+        counterexamples=tuple(
+            (code, f"docs/frameworks/{slug}/cex-{code}.jsonl") for code in sorted(counts)
+        ),
+    )
+
+
+def test_the_page_links_counterexamples_and_says_whether_each_defect_shows() -> None:
+    trials = [
+        trial("trim_messages_policy", CF001=12, TP001=3),
+        trial("token_limited_policy", CF001=5),
+        trial("clear_tool_uses_policy", WR008=7),
+    ]
+    page = render(trials, sessions=10, passes=5, seed_value=3, page_dir=Path("docs"), versions=[])
+    assert "10 sessions of up to 5 rewrites each, seed 3" in page
+    assert (
+        "[TP001 orphaned-tool-result](frameworks/langchain-trim_messages_policy/cex-TP001.jsonl): 3"
+        in page
+    )
+    assert "| 1,000 → 250 | 750 (75%) |" in page
+    rows = {line.split(" | ")[2]: line for line in page.splitlines() if line.startswith("| ")}
+    assert "**yes**" in rows["`trim_messages_policy`"]
+    # a defect the sessions did not show says so, and why
+    middle_pop = rows["`token_limited_policy`"]
+    assert "| no |" in middle_pop and "a pop must land on one half of a pair" in middle_pop
+    assert "**yes**" in rows["`clear_tool_uses_policy`"]
+    # a defect whose policy was not part of the run
+    assert "| not run |" in rows["`clear_tool_results_policy`"]
+
+
+def test_a_policy_whose_extra_is_missing_is_reported_not_run(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    block(monkeypatch, ("pydantic_ai", "pydantic_ai_harness"))
+    adapters = [a for a in ADAPTERS if a.extra == "policies-pydantic-ai"]
+    (tmp_path / "pydantic_ai-sliding_window_policy").mkdir()
+    (tmp_path / "pydantic_ai-sliding_window_policy" / "cex-OLD.jsonl").write_text("{}\n")
+    trials = run(tmp_path, sessions=2, passes=2, seed_value=0, adapters=adapters, progress=False)
+    assert [t.error is not None for t in trials] == [True, True]
+    assert not (tmp_path / "pydantic_ai-sliding_window_policy").exists()  # no stale files
+    page = render(trials, sessions=2, passes=2, seed_value=0, page_dir=tmp_path, versions=[])
+    assert "not run: " in page and "pip install 'ctxproof[policies-pydantic-ai]'" in page
+
+
+ROOT = Path(__file__).resolve().parents[2]
+PAGE = ROOT / "docs" / "frameworks.md"
+
+
+def test_the_committed_page_links_only_committed_counterexamples() -> None:
+    text = PAGE.read_text("utf-8")
+    links = set(re.findall(r"\]\((frameworks/[^)]+\.jsonl)\)", text))
+    assert links, "docs/frameworks.md links no counterexample"
+    for link in sorted(links):
+        assert (PAGE.parent / link).is_file(), link
+    on_disk = {p.relative_to(PAGE.parent).as_posix() for p in PAGE.parent.glob("frameworks/*/*")}
+    assert on_disk == links  # no stale counterexample left behind
+
+
+def test_the_committed_defect_counterexamples_replay_with_their_rule() -> None:
+    """Each known defect the page says fuzzing shows: its trace, audited, has that finding."""
+    text = PAGE.read_text("utf-8")
+    section = text[text.index("## Known defects") : text.index("## What each policy")]
+    shown = re.findall(r"\[(\w+\d+)\]\((frameworks/[^)]+\.jsonl)\)", section)
+    assert {code for code, _ in shown} >= {"TP001", "TP002", "WR008"}
+    for code, link in shown:
+        out, err = io.StringIO(), io.StringIO()
+        assert main(["audit", str(PAGE.parent / link)], stdout=out, stderr=err) == 1, link
+        assert f": {code} " in out.getvalue(), (link, out.getvalue())
+
+
+def test_the_same_seed_gives_the_same_page(tmp_path: Path) -> None:
+    framework("autogen")
+    adapters = [a for a in ADAPTERS if a.name.endswith(":token_limited_policy")]
+    pages = []
+    for run_dir in (tmp_path / "a", tmp_path / "b"):
+        trials = run(run_dir, sessions=3, passes=3, seed_value=0, adapters=adapters, progress=False)
+        page = render(trials, sessions=3, passes=3, seed_value=0, page_dir=run_dir, versions=[])
+        files = {p.relative_to(run_dir).as_posix(): p.read_text() for p in run_dir.rglob("*.jsonl")}
+        pages.append((page, files))
+    assert pages[0][1] and "WR008 negative-evidence-evicted" in pages[0][0]
+    assert pages[0] == pages[1]
