@@ -241,6 +241,30 @@ def test_bad_input_is_exit_2_with_the_message_of_jobs_1(
     assert on_ray[2].startswith(f"ctxproof: {names[4]}")  # the first bad one, in input order
 
 
+def test_report_repair_keep_going_and_summary_as_with_jobs_1(
+    cluster: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bad = sorted((ROOT / "tests" / "corpus").glob("bad_*.jsonl"))[:2]
+    names = [str(p.relative_to(ROOT)) for p in [*CORPUS[:6], *bad, *CORPUS[6:12]]]
+    monkeypatch.chdir(ROOT)
+    outs = []
+    for name, extra in (("local", ["--jobs", "1"]), ("ray", ["--ray"])):
+        folder = tmp_path / name
+        code, out, err = run(
+            "audit", *names, "--format", "json", "--keep-going", "--summary",
+            "--report", str(folder / "report"), "--repair", str(folder / "repair"), *extra,
+        )  # fmt: skip
+        files = {
+            str(p.relative_to(folder)): p.read_bytes().replace(str(folder).encode(), b"DIR")
+            for p in sorted(folder.rglob("*"))
+            if p.is_file()
+        }
+        outs.append((code, out.replace(str(folder), "DIR"), err, files))
+    assert outs[0][0] == 2  # the bad files, reported and gone past
+    assert any(k.startswith("repair/") for k in outs[0][3])  # the corpus has refused rewrites
+    assert outs[1] == outs[0]
+
+
 def test_the_solver_budget_reaches_the_workers(cluster: Any) -> None:
     names = [str(p) for p in CORPUS[:30]]
     local = run("audit", *names, "--format", "json", "--rlimit", "1")
