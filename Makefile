@@ -45,12 +45,22 @@ test-frameworks: $(FW_STAMP)
 	$(FW_BIN)/mypy verifier/policies/thirdparty tests/unit/test_thirdparty.py
 	$(FW_BIN)/pytest -q tests/unit/test_thirdparty.py
 
+# The benchmarks (pytest-benchmark; `make test` does not collect benchmarks/): each run
+# saves its JSON under benchmarks/results/, and benchmarks/report.py writes RESULTS.md from
+# every saved run. BENCH_ARGS adds options: --bench-large (100k and 300k-item checks),
+# --bench-late-pass N, --bench-all-models, --bench-prove-large.
+BENCH_ARGS ?=
+BENCH_PYTEST := $(BIN)/pytest -q --benchmark-only --benchmark-columns=median,iqr,min,rounds
+
 bench: $(STAMP) bench-prove
-	$(BIN)/python benchmarks/bench_check.py --write
-	$(BIN)/python benchmarks/bench_audit.py --write
+	$(BENCH_PYTEST) benchmarks --ignore=benchmarks/test_bench_prove.py \
+	  --benchmark-json=benchmarks/results/bench.json $(BENCH_ARGS)
+	$(BIN)/python -m benchmarks.report > benchmarks/RESULTS.md
 
 bench-prove: $(STAMP)
-	$(BIN)/python benchmarks/bench_prove.py --write
+	$(BENCH_PYTEST) benchmarks/test_bench_prove.py \
+	  --benchmark-json=benchmarks/results/prove.json $(BENCH_ARGS)
+	$(BIN)/python -m benchmarks.report > benchmarks/RESULTS.md
 
 clean:
 	rm -rf $(VENV) $(FW_VENV) build *.egg-info
