@@ -13,6 +13,7 @@ True
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -345,3 +346,23 @@ def render(node: Formula) -> str:
 def _wrap(node: Formula) -> str:
     text = render(node)
     return text if isinstance(node, Atom | Const | Not) else f"({text})"
+
+
+def extend_model(model: dict[str, bool], node: Formula, max_free: int = 8) -> bool:
+    """Extend the model over the atoms of node it does not assign so that node holds.
+
+    At most ``2**max_free`` assignments of the new atoms are tried, true first.
+    On success the model is extended in place and True is returned; values it
+    already held never change, so whatever it satisfied it still satisfies.
+    """
+    names = atoms(node)
+    free = sorted(a for a in names if a not in model)
+    if len(free) > max_free:
+        return False
+    trial = {a: model[a] for a in names if a in model}
+    for values in itertools.product((True, False), repeat=len(free)):
+        trial.update(zip(free, values, strict=True))
+        if evaluate(node, trial):
+            model.update(zip(free, values, strict=True))
+            return True
+    return False

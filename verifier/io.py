@@ -30,6 +30,7 @@ from verifier.window import (
     Spill,
     Trace,
     Window,
+    built_item,
     canonical_json,
     content_ref,
 )
@@ -370,7 +371,9 @@ def _item_from_json(obj: dict[str, Any], ctx: _Ctx, raw: str | None) -> Item:
                 item=iid,
             )
         fields["stub_ref"] = ref
-    return Item(**fields)
+    if raw is None:
+        return Item(**fields)  # not plain JSON: Item's own check words it
+    return built_item(**fields)
 
 
 def ref_of(item: Item | Mapping[str, Any]) -> str:

@@ -33,7 +33,7 @@ import z3
 from verifier import crosscheck
 from verifier.encoding import Encoder
 from verifier.errors import InputError, InternalError
-from verifier.formula import TRUE, And, Atom, Formula, Not, Or, atoms, evaluate
+from verifier.formula import TRUE, And, Atom, Formula, Not, Or, atoms, evaluate, extend_model
 
 __all__ = [
     "DEFAULT_RLIMIT",
@@ -708,6 +708,23 @@ class PremiseSet:
         return self._global
 
 
+GREEDY_MIN = 256
+"""From this many formulas on, a model is first sought in Python before the solver is asked."""
+
+def _greedy_model(formulas: Sequence[Formula]) -> dict[str, bool] | None:
+    """A model of every formula found without the solver, or None.
+
+    The formulas are taken in order; each fixes the atoms no earlier one fixed
+    (:func:`verifier.formula.extend_model`). None when some formula is false
+    whatever its new atoms say: then the solver decides.
+    """
+    model: dict[str, bool] = {}
+    for f in formulas:
+        if not extend_model(model, f):
+            return None
+    return model
+
+
 def _consistent(session: Session, formulas: Sequence[Formula]) -> Result:
     """HOLDS (with a model) when background ∧ formulas is satisfiable.
 
@@ -731,6 +748,10 @@ def _consistent(session: Session, formulas: Sequence[Formula]) -> Result:
     hard += [Atom(n) if v else Not(Atom(n)) for n, v in polarity.items() if n in hard_atoms]
     if not hard:
         return Result(Verdict.HOLDS, counterexample=model)
+    if len(hard) >= GREEDY_MIN:
+        found = _greedy_model([*session.background, *hard])
+        if found is not None:
+            return Result(Verdict.HOLDS, counterexample={**model, **found})
     sat = session.satisfiable(hard)
     if not sat.holds:
         return sat

@@ -6,10 +6,9 @@ what an append uses and contradicts, given everything the session kept.
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Iterable
 
-from verifier.formula import FALSE, TRUE, Atom, Const, Formula, Not, atoms, conj, evaluate
+from verifier.formula import FALSE, TRUE, Atom, Const, Formula, Not, atoms, conj, extend_model
 from verifier.graph import why
 from verifier.rules.context import RewriteContext, cite, show
 from verifier.solver import Result, UnionFind, Verdict
@@ -281,29 +280,13 @@ def _consistency(ctx: RewriteContext, appended: tuple[Item, ...]) -> None:
 
 
 def _extends(model: dict[str, bool] | None, f: Formula) -> bool:
-    """Can the model be extended, over the atoms of f it does not assign, to satisfy f?
+    """Can the model be extended over the atoms of f it does not assign to satisfy f?
 
-    On success the model is extended in place: it then satisfies f too. Atoms it
-    assigns are those of the background and the premises, and of the items it was
-    extended to, so the new values touch nothing it already satisfies.
+    On success the model is extended in place. It assigns the atoms of the
+    background, the premises and the items it was extended to, so the new
+    values change nothing it already satisfies.
     """
-    if model is None:
-        return False
-    names = atoms(f)
-    free = sorted(a for a in names if a not in model)
-    if len(free) > _FREE_ATOMS:
-        return False
-    trial = {a: model[a] for a in names if a in model}
-    for values in itertools.product((True, False), repeat=len(free)):
-        trial.update(zip(free, values, strict=True))
-        if evaluate(f, trial):
-            model.update(zip(free, values, strict=True))
-            return True
-    return False
-
-
-_FREE_ATOMS = 8
-"""Assignments tried for a formula's new atoms: at most 2**8."""
+    return model is not None and extend_model(model, f)
 
 
 def _readoption(
