@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import platform
+import subprocess
 from importlib import metadata
 from typing import Any
 
@@ -29,7 +30,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--bench-late-pass",
         type=int,
-        default=1000,
+        default=3000,
         help="the late pass whose cost the audit benchmark compares with pass 100",
     )
     group.addoption(
@@ -54,6 +55,20 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         if metafunc.config.getoption("--bench-large"):
             sizes += [100_000, 300_000]
         metafunc.parametrize("window_size", sizes, ids=[f"{n // 1000}k" for n in sizes])
+
+
+def pytest_benchmark_update_commit_info(config: pytest.Config, commit_info: dict[str, Any]) -> None:
+    """Dirty means the code measured differs from the commit: the results a run writes
+    (benchmarks/results/, RESULTS.md) do not count."""
+    try:
+        out = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no", "--", ".",
+             ":!benchmarks/results", ":!benchmarks/RESULTS.md"],
+            capture_output=True, text=True, check=True, cwd=config.rootpath,
+        ).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return
+    commit_info["dirty"] = bool(out.strip())
 
 
 def _version(package: str) -> str:

@@ -71,7 +71,7 @@ def _note_audit(b: Obj) -> str:
 def _note_fuzz(b: Obj) -> str:
     e = b["extra_info"]
     rate = e["rewrites"] / b["stats"]["median"]
-    found = "" if e["role"] == "floor" else f"; {e.get('findings', '?')} findings"
+    found = "" if e["role"] == "floor" else f"; {e.get('findings', '?')} findings a round"
     return (
         f"**{rate:,.0f} rewrites/s** ({e['rewrites']} rewrites of {e['sessions']} sessions,"
         f" {e['policy_calls']} policy calls on {e['window_items']:.0f} items on average){found}"

@@ -11,7 +11,7 @@ The trace is parsed once, then fed event by event to one
 justification graph. The audit is brought to pass 100 outside the clock, and
 each timed round is the next 5 passes (a pass: its spill, its rewrite and the
 append after it); then the same audit is brought to the late pass
-(``--bench-late-pass``, 1,000 by default) and timed the same way. The early
+(``--bench-late-pass``, 3,000 by default) and timed the same way. The early
 passes are the floor: the ratio says how much a pass costs more late in the
 session than early.
 """
@@ -30,7 +30,7 @@ from verifier.window import Append, Event, Rewrite
 
 WINDOW = 1_000
 EARLY = 100
-ROUNDS = 10
+ROUNDS = 20
 PASSES_PER_ROUND = 5
 
 
