@@ -8,8 +8,9 @@ floor, measured beside the two other encodings it can use: numbers as
 bit-vectors, and counterexamples shrunk by z3's Optimize. A round is one whole
 proof: encoding, every z3 check, each counterexample shrunk, replayed through
 the spec's interpreter and audited. The problems are BMC N = 8, K = 2 and
-induction N = 16; with ``--bench-prove-large`` (``make bench-prove``) also
-BMC N = 16, K = 8 and induction N = 64. Every encoding must give the same
+induction N = 16; with ``--bench-prove-large``
+(``make bench-prove BENCH_ARGS=--bench-prove-large``) also BMC N = 16, K = 8
+and induction N = 64. Every encoding must give the same
 answer (a test, not a timing).
 """
 
