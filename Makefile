@@ -8,7 +8,7 @@ FW_BIN := $(FW_VENV)/bin
 FW_STAMP := $(FW_VENV)/.installed
 FW_EXTRAS := dev,policies-langchain,policies-autogen,policies-pydantic-ai
 
-.PHONY: demo test test-slow bench bench-prove frameworks test-frameworks screenshot clean
+.PHONY: demo test test-slow bench bench-check-large bench-prove frameworks test-frameworks screenshot clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -55,6 +55,12 @@ BENCH_PYTEST := $(BIN)/pytest -q --benchmark-only --benchmark-columns=median,iqr
 bench: $(STAMP) bench-prove
 	$(BENCH_PYTEST) benchmarks --ignore=benchmarks/test_bench_prove.py \
 	  --benchmark-json=benchmarks/results/bench.json $(BENCH_ARGS)
+	$(BIN)/python -m benchmarks.report > benchmarks/RESULTS.md
+
+# check at 100k and 300k items alone (a few minutes), saved beside the other runs
+bench-check-large: $(STAMP)
+	$(BENCH_PYTEST) benchmarks/test_bench_check.py --bench-large -k "100k or 300k" \
+	  --benchmark-json=benchmarks/results/check-large.json $(BENCH_ARGS)
 	$(BIN)/python -m benchmarks.report > benchmarks/RESULTS.md
 
 bench-prove: $(STAMP)

@@ -24,6 +24,7 @@ Obj = dict[str, Any]
 ROOT = Path(__file__).resolve().parent.parent
 RUNS = {
     "bench.json": "`make bench`",
+    "check-large.json": "`make bench-check-large`: check at 100k and 300k items",
     "prove.json": "`make bench-prove`",
 }
 
