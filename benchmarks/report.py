@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import json
+import shlex
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -115,7 +116,7 @@ def machine(run: Obj, name: str) -> list[str]:
     start = ", ".join(f"{x:.2f}" for x in m.get("loadavg_start", []))
     end = ", ".join(f"{x:.2f}" for x in m.get("loadavg_end", []))
     dirty = " (with uncommitted changes)" if c.get("dirty") else ""
-    args = " ".join(m.get("args", []))
+    args = shlex.join(m.get("args", []))
     return [
         f"- date: {run['datetime'][:16].replace('T', ' ')} UTC; commit {c.get('id', '?')[:12]}"
         f"{dirty}",
