@@ -8,7 +8,8 @@ FW_BIN := $(FW_VENV)/bin
 FW_STAMP := $(FW_VENV)/.installed
 FW_EXTRAS := dev,policies-langchain,policies-autogen,policies-pydantic-ai
 
-.PHONY: demo test test-slow bench bench-prove bench-distributed frameworks test-frameworks screenshot clean
+.PHONY: demo test test-slow bench bench-check-large bench-prove bench-distributed frameworks \
+  test-frameworks screenshot clean
 
 # The ray extra's tests (a local cluster) run with the suite; where Ray has no wheel
 # (an unsupported platform) they are skipped, with the reason shown by pytest -rs.
@@ -49,16 +50,34 @@ test-frameworks: $(FW_STAMP)
 	$(FW_BIN)/mypy verifier/policies/thirdparty tests/unit/test_thirdparty.py
 	$(FW_BIN)/pytest -q tests/unit/test_thirdparty.py
 
+# The benchmarks (pytest-benchmark; `make test` does not collect benchmarks/): each run
+# saves its JSON under benchmarks/results/, and benchmarks/report.py writes RESULTS.md from
+# every saved run. BENCH_ARGS adds options: --bench-large (100k and 300k-item checks),
+# --bench-late-pass N, --bench-all-models, --bench-prove-large.
+BENCH_ARGS ?=
+BENCH_PYTEST := $(BIN)/pytest -q --benchmark-only --benchmark-columns=median,iqr,min,rounds
+
 bench: $(STAMP) bench-prove
-	$(BIN)/python benchmarks/bench_check.py --write
-	$(BIN)/python benchmarks/bench_audit.py --write
+	$(BENCH_PYTEST) benchmarks --ignore=benchmarks/test_bench_prove.py \
+	  --benchmark-json=benchmarks/results/bench.json $(BENCH_ARGS)
+	$(BIN)/python -m benchmarks.report > benchmarks/RESULTS.md
+
+# check at 100k and 300k items alone (a few minutes), saved beside the other runs
+bench-check-large: $(STAMP)
+	$(BENCH_PYTEST) benchmarks/test_bench_check.py --bench-large -k "100k or 300k" \
+	  --benchmark-json=benchmarks/results/check-large.json $(BENCH_ARGS)
+	$(BIN)/python -m benchmarks.report > benchmarks/RESULTS.md
 
 bench-prove: $(STAMP)
-	$(BIN)/python benchmarks/bench_prove.py --write
+	$(BENCH_PYTEST) benchmarks/test_bench_prove.py \
+	  --benchmark-json=benchmarks/results/prove.json $(BENCH_ARGS)
+	$(BIN)/python -m benchmarks.report > benchmarks/RESULTS.md
 
-# --ray against --jobs (needs the ray extra; starts local Ray clusters)
+# --ray against --jobs (needs the ray extra; starts local Ray clusters): whole commands
+# timed from outside, so not on pytest-benchmark; its page is included in RESULTS.md
 bench-distributed: $(STAMP)
 	$(BIN)/python benchmarks/bench_distributed.py --write
+	$(BIN)/python -m benchmarks.report > benchmarks/RESULTS.md
 
 clean:
 	rm -rf $(VENV) $(FW_VENV) build *.egg-info

@@ -22,22 +22,27 @@ Usage (from the repository root; needs the ``ray`` extra)::
    be equal.
 
 The overhead of Ray per trace is (Ray's wall time − ``--jobs 2``'s) / traces,
-both on two worker processes. With ``--write`` the results replace the
-``bench_distributed`` section of ``benchmarks/RESULTS.md``.
+both on two worker processes. With ``--write`` the results go to
+``benchmarks/results/distributed.md``, which ``benchmarks/report.py`` puts in
+``benchmarks/RESULTS.md``.
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
+import hashlib
 import json
 import logging
 import os
+import platform
 import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -45,15 +50,69 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from bench_audit import (  # noqa: E402
-    build_steady_trace,
-    busy_seconds,
-    ctxproof_cmd,
-    source_fingerprint,
-)
-from bench_check import RESULTS, SEED, fmt_s, machine_info, write_section  # noqa: E402
+from benchmarks.workloads import SEED, build_steady_trace  # noqa: E402
 
-SECTION = "bench_distributed"
+PAGE = ROOT / "benchmarks" / "results" / "distributed.md"
+"""This benchmark's page; ``benchmarks/report.py`` puts it in RESULTS.md."""
+
+
+def fmt_s(x: float | None) -> str:
+    if x is None:
+        return "—"
+    return f"{x * 1000:.1f} ms" if x < 1 else f"{x:.2f} s"
+
+
+def ctxproof_cmd() -> list[str]:
+    script = Path(sys.executable).parent / "ctxproof"
+    return [str(script)] if script.exists() else [sys.executable, "-m", "verifier"]
+
+
+def busy_seconds() -> float | None:
+    """CPU seconds all processes of this machine have used (from /proc/stat), steal included."""
+    try:
+        head = Path("/proc/stat").read_text(encoding="ascii").split("\n", 1)[0].split()
+    except OSError:
+        return None
+    if not head or head[0] != "cpu" or len(head) < 9:
+        return None
+    user, nice, system, _idle, _iowait, irq, softirq, steal = (int(x) for x in head[1:9])
+    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+
+
+def source_fingerprint(root: Path) -> str:
+    """sha256 prefix of every file of a verifier/ folder (relative names and contents)."""
+    h = hashlib.sha256()
+    for path in sorted(root.rglob("*")):
+        if path.is_file() and "__pycache__" not in path.parts:
+            h.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()[:16]
+
+
+def machine_info(fingerprint: str) -> list[str]:
+    cpu = platform.processor() or "unknown CPU"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+
+    def ver(pkg: str) -> str:
+        try:
+            return metadata.version(pkg)
+        except metadata.PackageNotFoundError:
+            return "not installed"
+
+    now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    return [
+        f"- date: {now}",
+        f"- machine: {platform.system()} {platform.release()} {platform.machine()}, {cpu}",
+        f"- nproc: {os.cpu_count()}",
+        f"- Python: {platform.python_version()} ({platform.python_implementation()})",
+        f"- z3-solver: {ver('z3-solver')}; networkx: {ver('networkx')}",
+        f"- verifier measured (sha256 prefix of its files): {fingerprint}",
+    ]
 ITEMS = 20
 PASSES = 5
 POLICY = "spill_first"
@@ -107,7 +166,7 @@ def fuzz_result(run: Run) -> Any:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
-    ap.add_argument("--write", action="store_true", help=f"write benchmarks/{RESULTS.name}")
+    ap.add_argument("--write", action="store_true", help=f"write {PAGE.relative_to(ROOT)}")
     ap.add_argument("--quick", action="store_true", help="100 traces, 50 sessions (a smoke run)")
     ap.add_argument("--rounds", type=int, default=1, help="runs of each, medians shown")
     args = ap.parse_args()
@@ -246,7 +305,7 @@ def main() -> int:
         "Reproduce: `.venv/bin/python benchmarks/bench_distributed.py --write` (`--quick` for"
         " a smoke run).",
         "",
-        f"{n_traces:,} seeded traces (the generator of `bench_audit.py`: {ITEMS} items,"
+        f"{n_traces:,} seeded traces (the generator of `workloads.py`: {ITEMS} items,"
         f" {PASSES} passes, {size / n_traces / 1024:.0f} KiB each) audited by `ctxproof audit"
         f" --format json`, {args.rounds} run(s) each (the median shown; of an even number of"
         " runs, the faster of the middle two), wall time of the"
@@ -282,8 +341,8 @@ def main() -> int:
     text = "\n".join(lines)
     print(text)
     if args.write:
-        write_section(RESULTS, SECTION, text)
-        print(f"wrote the {SECTION} section of {RESULTS}")
+        PAGE.write_text(text + "\n", encoding="utf-8")
+        print(f"wrote {PAGE.relative_to(ROOT)} (make bench-distributed puts it in RESULTS.md)")
     return 0 if identical and fuzz_same else 1
 
 

@@ -10,7 +10,7 @@ Numbers (tokens, budget, score, age, running totals) go through an
 :class:`Arith`: bounded integers (:class:`IntArith`, linear integer
 arithmetic) or bit-vectors wide enough that no sum overflows
 (:class:`BitVecArith`). Both decide the same bounded questions;
-``benchmarks/bench_prove.py`` measures which is faster.
+``benchmarks/test_bench_prove.py`` measures which is faster.
 """
 
 from __future__ import annotations

@@ -1,0 +1,98 @@
+"""Options of the benchmarks, and what the saved JSON records of the machine.
+
+The benchmarks run with pytest-benchmark (``make bench``); ``make test`` does
+not collect this folder. Every comparison is between two benchmarks of one
+group measured in the same run: the one whose ``extra_info["role"]`` is
+``"floor"`` and the others of its group. ``benchmarks/report.py`` turns the
+saved JSON into ``RESULTS.md``.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import subprocess
+from importlib import metadata
+from typing import Any
+
+import pytest
+
+LOAD_AT_START: list[float] = []
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("ctxproof benchmarks")
+    group.addoption(
+        "--bench-large",
+        action="store_true",
+        help="check windows of 100k and 300k items too (slow)",
+    )
+    group.addoption(
+        "--bench-late-pass",
+        type=int,
+        default=3000,
+        help="the late pass whose cost the audit benchmark compares with pass 100",
+    )
+    group.addoption(
+        "--bench-all-models",
+        action="store_true",
+        help="fuzz throughput of every policy model (default: three of them)",
+    )
+    group.addoption(
+        "--bench-prove-large",
+        action="store_true",
+        help="prove BMC N = 16, K = 8 and induction N = 64 too",
+    )
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    LOAD_AT_START[:] = list(os.getloadavg())
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "window_size" in metafunc.fixturenames:
+        sizes = [1_000, 10_000]
+        if metafunc.config.getoption("--bench-large"):
+            sizes += [100_000, 300_000]
+        metafunc.parametrize("window_size", sizes, ids=[f"{n // 1000}k" for n in sizes])
+
+
+def pytest_benchmark_update_commit_info(config: pytest.Config, commit_info: dict[str, Any]) -> None:
+    """Dirty means the code measured differs from the commit: the results a run writes
+    (benchmarks/results/, RESULTS.md) do not count."""
+    try:
+        out = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no", "--", ".",
+             ":!benchmarks/results", ":!benchmarks/RESULTS.md"],
+            capture_output=True, text=True, check=True, cwd=config.rootpath,
+        ).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return
+    commit_info["dirty"] = bool(out.strip())
+
+
+def _version(package: str) -> str:
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def pytest_benchmark_update_machine_info(
+    config: pytest.Config, machine_info: dict[str, Any]
+) -> None:
+    """What the report shows of the machine: cores, versions, load."""
+    import z3
+
+    machine_info.pop("node", None)  # the host name says nothing about speed
+    machine_info["nproc"] = os.cpu_count()
+    machine_info["cores_usable"] = len(os.sched_getaffinity(0))
+    machine_info["python"] = f"{platform.python_implementation()} {platform.python_version()}"
+    machine_info["z3"] = z3.get_version_string()
+    machine_info["packages"] = {
+        name: _version(name)
+        for name in ("z3-solver", "networkx", "lark", "pytest-benchmark", "ctxproof")
+    }
+    machine_info["args"] = list(config.invocation_params.args)
+    machine_info["loadavg_start"] = LOAD_AT_START
+    machine_info["loadavg_end"] = list(os.getloadavg())

@@ -1,0 +1,221 @@
+"""Write ``benchmarks/RESULTS.md`` from the JSON that pytest-benchmark saved.
+
+Usage (from the repository root; ``make bench`` and ``make bench-prove`` run it)::
+
+    .venv/bin/python -m benchmarks.report [benchmarks/results] > benchmarks/RESULTS.md
+
+Every ``*.json`` of the folder is one run: its machine, then for each
+benchmark module its description (the module's docstring) and a table per
+group. In a group, the benchmark whose ``extra_info["role"]`` is ``floor`` is
+the baseline and every other row gives its median over the floor's median.
+Every number comes from the saved JSON.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import shlex
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+Obj = dict[str, Any]
+ROOT = Path(__file__).resolve().parent.parent
+RUNS = {
+    "bench.json": "`make bench`",
+    "check-large.json": "`make bench-check-large`: check at 100k and 300k items",
+    "prove.json": "`make bench-prove`",
+}
+
+
+def fmt_s(x: float) -> str:
+    if x >= 1:
+        return f"{x:.2f} s"
+    if x >= 1e-3:
+        return f"{x * 1e3:.1f} ms"
+    return f"{x * 1e6:.0f} µs"
+
+
+def ratio(b: Obj, floor: Obj | None) -> str:
+    if floor is None or b is floor:
+        return "floor" if b is floor else "—"
+    return f"**{b['stats']['median'] / floor['stats']['median']:.2f}×**"
+
+
+def _note_check(b: Obj) -> str:
+    e = b["extra_info"]
+    if e["role"] == "floor":
+        return f"{e['changed']:,} items changed; {e['before_bytes'] / 1e6:.1f} MB before"
+    return f"verdict {e.get('verdict', '?')}, {e.get('findings', '?')} findings"
+
+
+def _note_append(b: Obj) -> str:
+    e = b["extra_info"]
+    return (
+        f"{e['store_entries']:,} stored entries, window of {e['window']} items;"
+        f" {e.get('findings', '?')} findings"
+    )
+
+
+def _note_audit(b: Obj) -> str:
+    e = b["extra_info"]
+    per_pass = b["stats"]["median"] / e["passes_per_round"]
+    return (
+        f"{fmt_s(per_pass)} per pass; passes {e['from_pass'] + 1:,}–"
+        f"{e['from_pass'] + e['passes_per_round'] * b['stats']['rounds']:,};"
+        f" window {e['window']:,} items, store {e['store_entries']:,} entries, graph"
+        f" {e['graph_nodes']:,} nodes; verdicts {', '.join(e.get('verdicts', []))}"
+    )
+
+
+def _note_fuzz(b: Obj) -> str:
+    e = b["extra_info"]
+    rate = e["rewrites"] / b["stats"]["median"]
+    found = "" if e["role"] == "floor" else f"; {e.get('findings', '?')} findings a round"
+    return (
+        f"**{rate:,.0f} rewrites/s** ({e['rewrites']} rewrites of {e['sessions']} sessions,"
+        f" {e['policy_calls']} policy calls on {e['window_items']:.0f} items on average){found}"
+    )
+
+
+def _note_prove(b: Obj) -> str:
+    e = b["extra_info"]
+    what = "proved" if e["result"] == "proved" else ", ".join(e["codes"]) or e["result"]
+    return f"{e['encoding']}: {what}; {e.get('z3_checks') or 0:.0f} z3 checks"
+
+
+NOTES: dict[str, Callable[[Obj], str]] = {
+    "test_bench_check": _note_check,
+    "test_bench_append": _note_append,
+    "test_bench_audit": _note_audit,
+    "test_bench_fuzz": _note_fuzz,
+    "test_bench_prove": _note_prove,
+}
+
+
+def module_of(b: Obj) -> str:
+    return str(b["fullname"]).split("::", 1)[0]
+
+
+def docstring(module: str) -> str:
+    path = ROOT / module
+    try:
+        doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8")))
+    except OSError:
+        doc = None
+    return doc or ""
+
+
+def machine(run: Obj, name: str) -> list[str]:
+    m, c = run["machine_info"], run["commit_info"]
+    cpu = m.get("cpu", {})
+    brand = cpu.get("brand_raw") or m.get("processor") or "unknown CPU"
+    pkgs = "; ".join(f"{k} {v}" for k, v in m.get("packages", {}).items())
+    start = ", ".join(f"{x:.2f}" for x in m.get("loadavg_start", []))
+    end = ", ".join(f"{x:.2f}" for x in m.get("loadavg_end", []))
+    dirty = " (with uncommitted changes)" if c.get("dirty") else ""
+    args = shlex.join(m.get("args", []))
+    return [
+        f"- date: {run['datetime'][:16].replace('T', ' ')} UTC; commit {c.get('id', '?')[:12]}"
+        f"{dirty}",
+        f"- command: `pytest {args}`" if args else f"- run: {name}",
+        f"- machine: {m['system']} {m['release']} {m['machine']}, {brand}",
+        f"- nproc: {m.get('nproc')} (usable by the run: {m.get('cores_usable')})",
+        f"- Python: {m.get('python')}; z3: {m.get('z3')}",
+        f"- packages: {pkgs}",
+        f"- load average (1, 5, 15 min): {start} at the start, {end} at the end"
+        " (other jobs share this machine)",
+    ]
+
+
+def group_table(benches: Sequence[Obj], note: Callable[[Obj], str] | None) -> list[str]:
+    floors = [b for b in benches if b["extra_info"].get("role") == "floor"]
+    floor = floors[0] if floors else None
+    rows = [
+        "| benchmark | role | median | IQR | min | rounds | × floor | |",
+        "|---|---|---:|---:|---:|---:|---:|---|",
+    ]
+    order = sorted(benches, key=lambda b: b is not floor)
+    for b in order:
+        s = b["stats"]
+        text = note(b) if note is not None else ""
+        rows.append(
+            f"| `{b['name']}` | {b['extra_info'].get('role', '')} | {fmt_s(s['median'])}"
+            f" | {fmt_s(s['iqr'])} | {fmt_s(s['min'])} | {s['rounds']} | {ratio(b, floor)}"
+            f" | {text} |"
+        )
+    return rows
+
+
+def ratios(run: Obj) -> list[str]:
+    out: list[str] = []
+    for group, benches in groups(run["benchmarks"]).items():
+        floor = next((b for b in benches if b["extra_info"].get("role") == "floor"), None)
+        if floor is None:
+            continue
+        for b in benches:
+            if b is floor:
+                continue
+            r = b["stats"]["median"] / floor["stats"]["median"]
+            out.append(f"- {group}: `{b['name']}` {r:.2f}× `{floor['name']}`")
+    return out
+
+
+def groups(benches: Sequence[Obj]) -> dict[str, list[Obj]]:
+    out: dict[str, list[Obj]] = {}
+    for b in benches:
+        out.setdefault(str(b["group"]), []).append(b)
+    return out
+
+
+def render_run(path: Path) -> list[str]:
+    run: Obj = json.loads(path.read_text(encoding="utf-8"))
+    name = RUNS.get(path.name, path.name)
+    shown = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
+    parts = [f"## {name}", "", f"Saved as `{shown}`.", ""]
+    parts += machine(run, name)
+    modules: dict[str, list[Obj]] = {}
+    for b in run["benchmarks"]:
+        modules.setdefault(module_of(b), []).append(b)
+    prove_only = set(modules) == {"benchmarks/test_bench_prove.py"}
+    summary = ratios(run)
+    if summary and not prove_only:
+        parts += ["", "Ratios (medians, each against the floor of its group):", "", *summary]
+    for module, benches in modules.items():
+        stem = Path(module).stem
+        parts += ["", f"### `{module}`", "", docstring(module)]
+        for group, members in groups(benches).items():
+            parts += ["", f"**{group}**", "", *group_table(members, NOTES.get(stem))]
+    return parts
+
+
+def render(folder: Path) -> str:
+    runs = sorted(folder.glob("*.json"), key=lambda p: (p.name not in RUNS, p.name))
+    medians = [
+        "Measured with pytest-benchmark: each benchmark runs a fixed number of rounds",
+        "(one call each, built before the clock starts) and the tables give the median,",
+        "the interquartile range and the fastest round. A group compares its benchmarks",
+        "with its floor, measured in the same run; benchmarks of a group run one after",
+        "the other, not interleaved. The raw data of every round is in the JSON files",
+        "beside this page. Written by `benchmarks/report.py` from those files.",
+    ]
+    parts = ["# Benchmark results", "", *medians]
+    for path in runs:
+        parts += ["", *render_run(path)]
+    for page in sorted(folder.glob("*.md")):
+        # measurements of whole commands, timed from outside (bench_distributed.py)
+        parts += ["", page.read_text(encoding="utf-8").rstrip("\n")]
+    return "\n".join(parts) + "\n"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    folder = Path(args[0]) if args else ROOT / "benchmarks" / "results"
+    sys.stdout.write(render(folder.resolve()))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
