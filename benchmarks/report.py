@@ -27,6 +27,7 @@ RUNS = {
     "bench.json": "`make bench`",
     "check-large.json": "`make bench-check-large`: check at 100k and 300k items",
     "prove.json": "`make bench-prove`",
+    "prove-large.json": "the target problems of `--bench-prove-large` for spill-first",
 }
 
 
