@@ -172,3 +172,24 @@ def test_an_exclusion_takes_every_stored_version_of_its_id_out_of_the_premises(
         full = _run(events, [])
     assert _observable(kept) == _observable(full)
     assert [f.code for f in kept.findings] == ["CP003", "CF005"]
+
+
+@settings(
+    max_examples=200,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(sessions(), st.sampled_from([[], ["a -> b"], ["c | d", "!e"]]))
+def test_models_extended_in_python_answer_like_the_solver(
+    monkeypatch: pytest.MonkeyPatch, events: list[tuple[str, list[Obj]]], background: list[str]
+) -> None:
+    """CP003/CP004 skip the solver when a model of the premises and the append's earlier
+    items extends to the new item; asking the solver every time gives the same findings."""
+    from verifier.rules import composition
+
+    note(repr(events))
+    kept = _run(events, background)
+    with monkeypatch.context() as m:
+        m.setattr(composition, "_extends", lambda model, f: False)
+        asked = _run(events, background)
+    assert _observable(kept) == _observable(asked)
