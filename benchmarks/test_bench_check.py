@@ -42,7 +42,11 @@ def workload(n: int) -> tuple[str, str, str, int]:
 
 
 def cold_caches() -> None:
-    """Empty the function caches of the verifier's modules (the grammar's excepted)."""
+    """Empty the function caches of the verifier's modules (the grammar's excepted) and
+    the reader's cache of items already validated."""
+    import verifier.io
+
+    verifier.io._VALID.clear()
     for name, module in list(sys.modules.items()):
         if not name.startswith("verifier.") or name == "verifier.grammar":
             continue

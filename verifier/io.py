@@ -33,6 +33,8 @@ from verifier.window import (
     built_item,
     canonical_json,
     content_ref,
+    key_of_object,
+    remember_key,
 )
 
 __all__ = [
@@ -373,6 +375,7 @@ def _item_from_json(obj: dict[str, Any], ctx: _Ctx, raw: str | None) -> Item:
         fields["stub_ref"] = ref
     if raw is None:
         return Item(**fields)  # not plain JSON: Item's own check words it
+    remember_key(raw, key_of_object(obj, raw))
     return built_item(**fields)
 
 

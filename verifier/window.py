@@ -61,10 +61,27 @@ UNREAD_FIELDS = frozenset({"text", "score", "tokens"})
 
 @lru_cache(maxsize=1 << 17)
 def _key_of_raw(raw: str) -> str:
-    obj = json.loads(raw)
+    hit = _KNOWN_KEYS.get(raw)
+    if hit is not None:
+        return hit
+    return key_of_object(json.loads(raw), raw)
+
+
+def key_of_object(obj: Mapping[str, Any], raw: str) -> str:
+    """The key of the item whose canonical JSON ``raw`` was made from ``obj``."""
     if not UNREAD_FIELDS.intersection(obj):
         return raw
     return canonical_json({k: v for k, v in obj.items() if k not in UNREAD_FIELDS})
+
+
+_KNOWN_KEYS: dict[str, str] = {}
+"""Keys the reader computed from the object it had parsed anyway (no second parse)."""
+
+
+def remember_key(raw: str, key: str) -> None:
+    if len(_KNOWN_KEYS) >= 1 << 17:
+        _KNOWN_KEYS.clear()
+    _KNOWN_KEYS[raw] = key
 
 
 @lru_cache(maxsize=1 << 16)

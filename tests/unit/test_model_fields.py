@@ -6,6 +6,8 @@ import json
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from verifier import item_from_json, ref_of, stub_for
 from verifier.errors import InputError
@@ -81,3 +83,23 @@ def test_stub_for_takes_a_dict_or_an_item() -> None:
     assert as_item.kind == "stub" and as_item.stub_ref == ref_of(obj)
     with pytest.raises(InputError):
         stub_for({"kind": "prose"})
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.data())
+def test_a_key_the_reader_remembers_is_the_key_of_its_raw(data: st.DataObject) -> None:
+    """The reader computes each item's key from the object it parsed; a key computed
+    afresh from the item's canonical JSON is the same."""
+    from verifier import window as window_module
+    from verifier.strategies import item_dicts
+
+    obj = data.draw(item_dicts("i1"))
+    obj["text"] = data.draw(st.text(max_size=8))
+    if data.draw(st.booleans()):
+        obj["tokens"] = data.draw(st.integers(0, 50))
+    item = item_from_json(obj)
+    remembered = item.key
+    window_module._KNOWN_KEYS.clear()
+    window_module._key_of_raw.cache_clear()
+    assert item.key == remembered
+    assert "text" not in json.loads(remembered) and "tokens" not in json.loads(remembered)
