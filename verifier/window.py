@@ -59,12 +59,12 @@ UNREAD_FIELDS = frozenset({"text", "score", "tokens"})
 """Fields no rule reads: a rewrite that changes only these changes nothing."""
 
 
-@lru_cache(maxsize=1 << 17)
 def _key_of_raw(raw: str) -> str:
     hit = _KNOWN_KEYS.get(raw)
-    if hit is not None:
-        return hit
-    return key_of_object(json.loads(raw), raw)
+    if hit is None:
+        hit = key_of_object(json.loads(raw), raw)
+        remember_key(raw, hit)
+    return hit
 
 
 def key_of_object(obj: Mapping[str, Any], raw: str) -> str:
@@ -75,7 +75,8 @@ def key_of_object(obj: Mapping[str, Any], raw: str) -> str:
 
 
 _KNOWN_KEYS: dict[str, str] = {}
-"""Keys the reader computed from the object it had parsed anyway (no second parse)."""
+"""Keys by raw: the reader's, computed from the object it had parsed anyway (no second
+parse), and any other computed once from the raw."""
 
 
 def remember_key(raw: str, key: str) -> None:

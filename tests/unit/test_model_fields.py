@@ -100,6 +100,5 @@ def test_a_key_the_reader_remembers_is_the_key_of_its_raw(data: st.DataObject) -
     item = item_from_json(obj)
     remembered = item.key
     window_module._KNOWN_KEYS.clear()
-    window_module._key_of_raw.cache_clear()
     assert item.key == remembered
     assert "text" not in json.loads(remembered) and "tokens" not in json.loads(remembered)
