@@ -183,7 +183,7 @@ def _consistency(ctx: RewriteContext, appended: tuple[Item, ...]) -> None:
     stored = ctx.store_knowledge()
     in_window = _window_commitments(ctx)
     has_knowledge = bool(in_window) or len(stored) > 0
-    if stored.commitments.consistent().holds:
+    if stored.commitments_consistent():
         # of the store, only what the window's commitments or this append reach through
         # shared atoms: the rest shares no atom with any question asked here
         seed: set[str] = set()

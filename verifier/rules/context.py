@@ -86,6 +86,12 @@ class StoreKnowledge:
                 self.content.add(key, real.id, f)
         return self
 
+    def commitments_consistent(self) -> bool:
+        """Are the stored commitments satisfiable together? The content holds every one of
+        them and CF005 needs its answer too: it is asked first, the commitments only when
+        the content is not satisfiable (one read of the store where there were two)."""
+        return self.content.consistent().holds or self.commitments.consistent().holds
+
     def content_near(self, seed: Iterable[str]) -> list[tuple[str, Formula]]:
         """The store's content linked to the seed atoms (the background links too), as
         (id, formula) in spill order."""
