@@ -244,11 +244,10 @@ def _cf005(ctx: RewriteContext) -> None:
     # of the store, only what the window or a goal reaches through shared atoms: the rest
     # shares no atom with any question asked here (it is consistent on its own)
     stored = ctx.store_knowledge()
-    state = stored.content.consistent()
-    if not state.holds:
-        near = [(it.id, f) for it, f in ctx.store_content()]
-    else:
+    if stored.content.consistent().holds:
         near = stored.content_near(seed)
+    else:
+        near = stored.content.labeled()  # all of it: the vacuity reason names a core
     premises = ctx.session.premises(
         [*(f for _, f in window), *(f for _, f in near)],
         [*(it.id for it, _ in window), *(label for label, _ in near)],

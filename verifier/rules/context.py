@@ -401,18 +401,6 @@ class RewriteContext:
             return True
         return any(v.key == item.key for v in self.store.versions(item.id))
 
-    def store_content(self) -> list[tuple[Item, Formula]]:
-        """What the store asserts, entry by entry, as a premise."""
-        out: list[tuple[Item, Formula]] = []
-        for it in self.store.items():
-            if it.id in self.history.excluded or it.key in self.history.superseded:
-                continue
-            f = it.formula
-            if f != TRUE:
-                out.append((it, f))
-        return out
-
-
     def touched(self) -> set[str]:
         """Ids that are new, changed or removed in this rewrite."""
         if self._touched is None:
