@@ -24,10 +24,17 @@ class Encoder:
     """
 
     def __init__(self, ctx: Any | None = None) -> None:
-        self.ctx = ctx if ctx is not None else z3.Context()
+        self._ctx = ctx
         self._atoms: dict[str, Any] = {}
         self._cache: dict[Formula, Any] = {}
         self._fresh = 0
+
+    @property
+    def ctx(self) -> Any:
+        """The z3 context, made when first needed (a check the shortcuts settle makes none)."""
+        if self._ctx is None:
+            self._ctx = z3.Context()
+        return self._ctx
 
     def atom(self, name: str) -> Any:
         var = self._atoms.get(name)

@@ -36,6 +36,7 @@ __all__ = [
     "atoms",
     "conj",
     "evaluate",
+    "evaluate_partial",
     "parse",
     "render",
 ]
@@ -237,7 +238,7 @@ def parse(text: str) -> Formula:
             f"formula is {len(text)} characters long, more than the bound of {MAX_LENGTH}",
             fix="split it into several items",
         )
-    if _max_paren_depth(text) > MAX_DEPTH:
+    if "(" in text and _max_paren_depth(text) > MAX_DEPTH:
         raise FormulaError(
             f"formula nests parentheses deeper than {MAX_DEPTH} levels",
             fix="flatten it or split it into several items",
@@ -257,6 +258,7 @@ def parse_with_grammar(text: str) -> Formula:
     return parse_lalr(text)
 
 
+@lru_cache(maxsize=1 << 17)
 def atom_formula(name: str) -> Formula:
     """The default formula of an item: the atom named by its id, whatever its characters."""
     return Atom(name)
@@ -317,6 +319,45 @@ def evaluate(node: Formula, assignment: Mapping[str, bool]) -> bool:
     if isinstance(node, Implies):
         return (not evaluate(node.left, assignment)) or evaluate(node.right, assignment)
     return evaluate(node.left, assignment) == evaluate(node.right, assignment)
+
+
+def evaluate_partial(node: Formula, known: Mapping[str, bool]) -> bool | None:
+    """Truth value of a formula under a partial assignment (Kleene's three values).
+
+    Atoms missing from ``known`` are unknown: the answer is True or False when
+    every completion of the assignment gives that value, else None.
+
+    >>> evaluate_partial(parse("a -> (b -> c)"), {"c": True})
+    True
+    >>> evaluate_partial(parse("a & b"), {"a": True}) is None
+    True
+    """
+    if isinstance(node, Atom):
+        return known.get(node.name)
+    if isinstance(node, Const):
+        return node.value
+    if isinstance(node, Not):
+        inner = evaluate_partial(node.arg, known)
+        return None if inner is None else not inner
+    if isinstance(node, And | Or):
+        stop = isinstance(node, Or)  # the value that settles the whole: true for |, false for &
+        out: bool | None = not stop
+        for a in node.args:
+            value = evaluate_partial(a, known)
+            if value is stop:
+                return stop
+            if value is None:
+                out = None
+        return out
+    left = evaluate_partial(node.left, known)
+    right = evaluate_partial(node.right, known)
+    if isinstance(node, Implies):
+        if left is False or right is True:
+            return True
+        return False if left is True and right is False else None
+    if left is None or right is None:
+        return None
+    return left == right
 
 
 def _render_atom(name: str) -> str:

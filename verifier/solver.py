@@ -24,7 +24,7 @@ from __future__ import annotations
 import enum
 import math
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,7 +33,18 @@ import z3
 from verifier import crosscheck
 from verifier.encoding import Encoder
 from verifier.errors import InputError, InternalError
-from verifier.formula import TRUE, And, Atom, Formula, Not, Or, atoms, evaluate, extend_model
+from verifier.formula import (
+    TRUE,
+    And,
+    Atom,
+    Formula,
+    Not,
+    Or,
+    atoms,
+    evaluate,
+    evaluate_partial,
+    extend_model,
+)
 
 __all__ = [
     "DEFAULT_RLIMIT",
@@ -44,6 +55,7 @@ __all__ = [
     "UnionFind",
     "Verdict",
     "falsifies",
+    "greedy_model",
     "relevant_background",
     "solver_budget",
 ]
@@ -91,6 +103,10 @@ BIG_SLICE = 256
 
 SEED = 0
 
+TAUTOLOGY_ATOMS = 8
+"""Goals over this many atoms or fewer that the background does not mention are checked
+for validity by their truth table, without the solver."""
+
 
 class Verdict(enum.Enum):
     HOLDS = "holds"
@@ -103,7 +119,7 @@ class Result:
     """The answer to one question: does it hold, and if not, why not."""
 
     verdict: Verdict
-    counterexample: dict[str, bool] | None = None
+    counterexample: Mapping[str, bool] | None = None
     reason: str | None = None
     focus: frozenset[str] | None = None
     """The atoms of the question: those of the goal and of every premise and background
@@ -132,7 +148,7 @@ class Result:
         the question's atoms under which the relevant background and the premises hold and
         the goal does not (atoms the model left open are false)."""
         if self.counterexample is None or self.focus is None:
-            return self.counterexample
+            return None if self.counterexample is None else dict(self.counterexample)
         return {k: bool(self.counterexample.get(k, False)) for k in sorted(self.focus)}
 
 
@@ -157,6 +173,39 @@ def falsifies(
         and all(evaluate(p, assignment) for p in premises)
         and not evaluate(goal, assignment)
     )
+
+
+class Overlay(Mapping[str, bool]):
+    """Values over a shared base assignment, read-only: a counterexample that differs
+    from a premise set's model in a few atoms holds those few, not a copy of the model
+    (which may assign hundreds of thousands of atoms)."""
+
+    __slots__ = ("_base", "_top")
+
+    def __init__(self, top: dict[str, bool], base: Mapping[str, bool]) -> None:
+        self._top = top
+        self._base = base
+
+    def __getitem__(self, name: str) -> bool:
+        top = self._top
+        return top[name] if name in top else self._base[name]
+
+    def get(self, name: str, default: Any = None) -> Any:
+        top = self._top
+        return top[name] if name in top else self._base.get(name, default)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._top or name in self._base
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self._top
+        yield from (name for name in self._base if name not in self._top)
+
+    def __len__(self) -> int:
+        return len(self._top) + sum(1 for name in self._base if name not in self._top)
+
+    def __bool__(self) -> bool:
+        return bool(self._top) or bool(self._base)
 
 
 HOLDS = Result(Verdict.HOLDS)
@@ -250,15 +299,23 @@ class Session:
         self.queries = 0
         self._bg_atoms = [atoms(b) for b in self.background]
         self.bg_atom_set: frozenset[str] = frozenset().union(*self._bg_atoms)
-        self._solver = self.new_solver(())
+        self._main: Any = None
         self._bg_model: Result | None = None
+        self._bg_python_model: dict[str, bool] | None = None
         self._consistency: dict[frozenset[Formula], Result] = {}
         if self.background:
             self._reject_unsatisfiable_background()
 
+    @property
+    def _solver(self) -> Any:
+        """The solver holding the background, made at the first question it is asked."""
+        if self._main is None:
+            self._main = self.new_solver(())
+        return self._main
+
     def _reject_unsatisfiable_background(self) -> None:
         """An unsatisfiable background is bad input: every entailment would be vacuous."""
-        if not self.satisfiable(()).fails:
+        if greedy_model(self.background) is not None or not self.satisfiable(()).fails:
             return
         core = self.background_core()
         raise InputError(
@@ -366,7 +423,7 @@ class Session:
         return Result(Verdict.FAILS, counterexample=cex)
 
     def _recheck(
-        self, cex: dict[str, bool], premises: Iterable[Formula], goal: Formula | None
+        self, cex: Mapping[str, bool], premises: Iterable[Formula], goal: Formula | None
     ) -> None:
         """Evaluate a counterexample again without the solver."""
         ok = all(evaluate(b, cex) for b in self.background) and all(
@@ -453,18 +510,37 @@ class Session:
         return hit
 
     def valid(self, goal: Formula) -> Result:
-        """Does the background alone entail goal?"""
-        lit = _literal(goal)
-        if lit is not None and lit[0] not in self.bg_atom_set:
-            # a literal over an atom the background never mentions is false in some
-            # model of the background, if the background has one
-            if self._bg_model is None:
-                self._bg_model = self.satisfiable(())
-            if self._bg_model.holds:
-                name, value = lit
-                cex = {**(self._bg_model.counterexample or {}), name: not value}
-                return Result(Verdict.FAILS, counterexample=cex)
+        """Does the background alone entail goal?
+
+        A goal over atoms the background never mentions (at most
+        ``TAUTOLOGY_ATOMS`` of them) is valid exactly when it is a tautology: its
+        truth table is read in Python; a falsifying row with a model of the
+        background is the counterexample.
+        """
+        names = atoms(goal)
+        if len(names) <= TAUTOLOGY_ATOMS and names.isdisjoint(self.bg_atom_set):
+            # the background is satisfiable (a session refuses one that is not) and shares
+            # no atom with the goal: any of its models, with a falsifying row, refutes it
+            falsifier: dict[str, bool] = {}
+            if not extend_model(falsifier, Not(goal), TAUTOLOGY_ATOMS):
+                return HOLDS  # no row falsifies it: a tautology
+            model = self._background_model()
+            if model is not None:
+                return Result(Verdict.FAILS, counterexample={**model, **falsifier})
         return self._ask((), goal)
+
+    def _background_model(self) -> dict[str, bool] | None:
+        """A model of the background: found in Python where it can be, else the solver's."""
+        if self._bg_python_model is None:
+            found = greedy_model(self.background)
+            if found is None:
+                if self._bg_model is None:
+                    self._bg_model = self.satisfiable(())
+                if not self._bg_model.holds:
+                    return None
+                found = dict(self._bg_model.counterexample or {})
+            self._bg_python_model = found
+        return self._bg_python_model
 
     def satisfiable(self, formulas: Iterable[Formula]) -> Result:
         """HOLDS (with a model as counterexample) when background ∧ formulas has a model."""
@@ -508,25 +584,51 @@ class PremiseSet:
             seen.add(f)
             self.formulas.append(f)
             self.labels.append(name)
-        uf = self._uf = UnionFind()
-        atom_lists = [sorted(atoms(f)) for f in self.formulas]
-        for names in atom_lists:
-            uf.union_all(names)
-        for bg in session._bg_atoms:
-            uf.union_all(sorted(bg))
-        self._groups: dict[str, list[Formula]] = {}
-        self._constants: list[Formula] = []
-        for f, names in zip(self.formulas, atom_lists, strict=True):
-            if names:
-                self._groups.setdefault(uf.find(names[0]), []).append(f)
-            else:
-                self._constants.append(f)
         self._members = seen
         self._component_atoms: dict[str, list[str]] | None = None
         self._global: Result | None = None
         self._vacuous: Result | None = None
         self._checked_model: dict[str, bool] | None = None
         self._big_solvers: dict[frozenset[str], Any] = {}
+        self._unit_values: dict[str, bool] | None = None
+        self._components: tuple[UnionFind, dict[str, list[Formula]], list[Formula]] | None = None
+
+    def _parts(self) -> tuple[UnionFind, dict[str, list[Formula]], list[Formula]]:
+        """The components: a union-find over the atoms (the background's formulas link
+        atoms too), the premises by component root, and the premises with no atom.
+
+        Built when a question first needs them: goals the shortcuts settle never do.
+        """
+        if self._components is None:
+            uf = UnionFind()
+            atom_lists = [
+                [f.name] if type(f) is Atom else sorted(atoms(f)) for f in self.formulas
+            ]
+            for names in atom_lists:
+                uf.union_all(names)
+            for bg in self.session._bg_atoms:
+                uf.union_all(sorted(bg))
+            groups: dict[str, list[Formula]] = {}
+            constants: list[Formula] = []
+            for f, names in zip(self.formulas, atom_lists, strict=True):
+                if names:
+                    groups.setdefault(uf.find(names[0]), []).append(f)
+                else:
+                    constants.append(f)
+            self._components = (uf, groups, constants)
+        return self._components
+
+    @property
+    def _uf(self) -> UnionFind:
+        return self._parts()[0]
+
+    @property
+    def _groups(self) -> dict[str, list[Formula]]:
+        return self._parts()[1]
+
+    @property
+    def _constants(self) -> list[Formula]:
+        return self._parts()[2]
 
     def _roots(self, goal: Formula) -> set[str]:
         uf = self._uf
@@ -552,6 +654,21 @@ class PremiseSet:
             out.update(self._component_atoms.get(r, ()))
         return frozenset(out)
 
+    def _units(self) -> dict[str, bool]:
+        """The literals the premises assert (alone or in conjunctions of literals): every
+        model of the premises gives these atoms these values."""
+        if self._unit_values is None:
+            units: dict[str, bool] = {}
+            for f in self.formulas:
+                lit = _literal(f)
+                if lit is not None:
+                    units.setdefault(*lit)
+                elif isinstance(f, And):
+                    for name, value in _literals_of(f).items():
+                        units.setdefault(name, value)
+            self._unit_values = units
+        return self._unit_values
+
     def _obviously_entailed(self, goal: Formula) -> bool:
         """A sound syntactic shortcut: the goal is a premise, or built from premises."""
         if goal == TRUE or goal in self._members:
@@ -573,7 +690,7 @@ class PremiseSet:
             return every
         if every.fails:
             return self.vacuous()
-        if self._obviously_entailed(goal):
+        if self._obviously_entailed(goal) or evaluate_partial(goal, self._units()) is True:
             return HOLDS
         refuted = self._refuted_by_model(goal)
         if refuted is not None:
@@ -629,14 +746,16 @@ class PremiseSet:
         model = self._model()
         if model is None:
             return None
-        known = self._uf.parent
-        trial = model
-        free = [a for a in atoms(goal) if a not in known]
+        # the model assigns every atom of the premises and the background: the goal's
+        # other atoms are free
+        trial: Mapping[str, bool] = model
+        free = [a for a in atoms(goal) if a not in model]
         if free:
-            trial = dict(model)
             wanted = _literals_of(goal.arg) if isinstance(goal, Not) else None
-            for name in free:
-                trial[name] = wanted.get(name, False) if wanted is not None else False
+            values = {
+                name: wanted.get(name, False) if wanted is not None else False for name in free
+            }
+            trial = Overlay(values, model)  # the model is shared, never copied
         if evaluate(goal, trial):
             return None
         roots = self._roots(goal)
@@ -669,17 +788,22 @@ class PremiseSet:
         assert every.holds and every.counterexample is not None
         # components share no atom: the goal's values from the first model (which also
         # satisfies every background formula), the other components' from the global one
-        cex = dict(first.counterexample)
         uf = self._uf
-        for name, value in every.counterexample.items():
-            if name in uf.parent and uf.find(name) not in roots:
-                cex[name] = value
-        self.session._recheck(cex, self.formulas, goal)
+        other = every.counterexample
+        own = {
+            name: value
+            for name, value in first.counterexample.items()
+            if name not in other or name not in uf.parent or uf.find(name) in roots
+        }
+        cex = Overlay(own, other)  # the global model is shared, never copied
+        # the other components' values are the global model's, checked when it was found
+        inside = self._slice(roots)
+        self.session._recheck(cex, inside, goal)
         return Result(
             Verdict.FAILS,
             counterexample=cex,
             focus=self._focus(goal, roots),
-            premises=tuple(self._slice(roots)),
+            premises=tuple(inside),
             goal=goal,
         )
 
@@ -711,7 +835,7 @@ class PremiseSet:
 GREEDY_MIN = 256
 """From this many formulas on, a model is first sought in Python before the solver is asked."""
 
-def _greedy_model(formulas: Sequence[Formula]) -> dict[str, bool] | None:
+def greedy_model(formulas: Sequence[Formula]) -> dict[str, bool] | None:
     """A model of every formula found without the solver, or None.
 
     The formulas are taken in order; each fixes the atoms no earlier one fixed
@@ -725,22 +849,33 @@ def _greedy_model(formulas: Sequence[Formula]) -> dict[str, bool] | None:
     return model
 
 
+def _conjuncts(f: Formula) -> int:
+    """How many literals a (nested) conjunction holds, repeats counted."""
+    return sum(_conjuncts(a) for a in f.args) if isinstance(f, And) else 1
+
+
 def _consistent(session: Session, formulas: Sequence[Formula]) -> Result:
     """HOLDS (with a model) when background ∧ formulas is satisfiable.
 
-    Literals over atoms the background does not mention are settled in Python.
+    Literals, and conjunctions of literals, over atoms the background does not
+    mention are settled in Python.
     """
     bg_atoms = session.bg_atom_set
     polarity: dict[str, bool] = {}
     hard: list[Formula] = []
     for f in formulas:
+        if type(f) is Atom and f.name not in bg_atoms:
+            if not polarity.setdefault(f.name, True):
+                return Result(Verdict.FAILS)
+            continue
         lit = _literal(f)
-        if lit is None or lit[0] in bg_atoms:
+        lits = dict((lit,)) if lit is not None else _literals_of(f) if isinstance(f, And) else {}
+        if not lits or not bg_atoms.isdisjoint(lits) or len(lits) < _conjuncts(f):
             hard.append(f)
             continue
-        name, value = lit
-        if polarity.setdefault(name, value) is not value:
-            return Result(Verdict.FAILS)
+        for name, value in lits.items():
+            if polarity.setdefault(name, value) is not value:
+                return Result(Verdict.FAILS)
     hard_atoms: set[str] = set()
     for h in hard:
         hard_atoms |= atoms(h)
@@ -749,7 +884,7 @@ def _consistent(session: Session, formulas: Sequence[Formula]) -> Result:
     if not hard:
         return Result(Verdict.HOLDS, counterexample=model)
     if len(hard) >= GREEDY_MIN:
-        found = _greedy_model([*session.background, *hard])
+        found = greedy_model([*session.background, *hard])
         if found is not None:
             return Result(Verdict.HOLDS, counterexample={**model, **found})
     sat = session.satisfiable(hard)

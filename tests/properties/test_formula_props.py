@@ -380,11 +380,11 @@ def test_unsatisfiable_background_is_refused() -> None:
 def test_a_greedy_model_satisfies_every_formula_and_only_a_satisfiable_set_gets_one(
     data: st.DataObject,
 ) -> None:
-    from verifier.solver import _greedy_model
+    from verifier.solver import greedy_model
 
     names = data.draw(vocabularies)
     fs = data.draw(st.lists(formulas(names, 2), min_size=1, max_size=6), label="formulas")
-    found = _greedy_model(fs)
+    found = greedy_model(fs)
     if found is not None:
         assert all(evaluate(f, found) for f in fs)
         assert all(a in found for f in fs for a in atoms(f))  # nothing left to a default

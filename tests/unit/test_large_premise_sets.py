@@ -39,7 +39,7 @@ def test_the_python_model_changes_no_verdict_and_no_finding(
 ) -> None:
     before, after = _windows(seed)
     found: list[bool] = []
-    greedy = solver._greedy_model
+    greedy = solver.greedy_model
 
     def counted(formulas: list[object]) -> object:
         model = greedy(formulas)  # type: ignore[arg-type]
@@ -47,7 +47,7 @@ def test_the_python_model_changes_no_verdict_and_no_finding(
         return model
 
     with monkeypatch.context() as m:
-        m.setattr(solver, "_greedy_model", counted)
+        m.setattr(solver, "greedy_model", counted)
         fast = check_rewrite(before, after, with_repair=False)
     assert any(found)  # the Python model was used
     with monkeypatch.context() as m:

@@ -7,7 +7,7 @@ findings there.
 
 from __future__ import annotations
 
-from verifier.formula import atoms
+from verifier.formula import Atom, atoms
 from verifier.rules.context import RewriteContext, WindowView, cite, preserved, show
 from verifier.solver import Result
 from verifier.window import Item
@@ -238,7 +238,10 @@ def _cf005(ctx: RewriteContext) -> None:
     window = ctx.content(ctx.before)
     seed: set[str] = set()
     for _, f in window:
-        seed |= atoms(f)
+        if type(f) is Atom:
+            seed.add(f.name)
+        else:
+            seed |= atoms(f)
     for it in goals:
         seed |= atoms(it.formula)
     # of the store, only what the window or a goal reaches through shared atoms: the rest

@@ -214,7 +214,9 @@ class WindowView:
             if it.id in excluded:
                 continue
             real = self.resolve(it.id)
-            if real is None or real.key in superseded:
+            if real is None or (
+                superseded and real.kind == "observation" and real.key in superseded
+            ):
                 continue
             f = real.formula
             if f != TRUE:
@@ -339,8 +341,10 @@ class RewriteContext:
             for cand in order:
                 trial: dict[str, bool] = {}
                 for r in (cand, *order):
-                    for name, value in (r.counterexample or {}).items():
-                        if name in union:
+                    cex = r.counterexample if r.counterexample is not None else {}
+                    for name in union:
+                        value = cex.get(name)
+                        if value is not None:
                             trial.setdefault(name, value)
                 trial = {name: trial.get(name, False) for name in sorted(union)}
                 if all(
@@ -370,8 +374,10 @@ class RewriteContext:
         """
         if self._changed is None:
             out = []
+            earlier = self.before.by_id
             for it in self.after.items:
-                if not it.same_version(self.before.get(it.id)):
+                old = earlier.get(it.id)
+                if old is not it and not it.same_version(old):
                     out.append(it)
             self._changed = out
         return self._changed
