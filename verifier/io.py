@@ -14,7 +14,7 @@ import reprlib
 import stat
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from verifier.errors import FormulaError, InputError
 from verifier.formula import parse
@@ -33,8 +33,6 @@ from verifier.window import (
     built_item,
     canonical_json,
     content_ref,
-    key_of_object,
-    remember_key,
 )
 
 __all__ = [
@@ -104,6 +102,9 @@ class _Ctx:
         return InputError(message, file=self.file, line=self.line, item=item, fix=fix)
 
 
+_T = TypeVar("_T")
+
+
 def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
@@ -159,17 +160,37 @@ def _loads(text: str, ctx: _Ctx) -> Any:
         if "is not valid JSON" in text_exc:
             raise ctx.error(text_exc, fix="write numbers as finite JSON numbers") from None
         raise ctx.error(f"malformed JSON: {exc}", fix="write one valid JSON value") from None
-    if _too_deep(obj):
-        raise ctx.error(f"JSON nests deeper than {MAX_JSON_DEPTH} levels", fix="flatten the input")
     if "\\u" in text:
         try:
             json.dumps(obj, ensure_ascii=False).encode("utf-8")
         except UnicodeEncodeError:
-            raise ctx.error(
+            raise _too_deep_error(obj, ctx) or ctx.error(
                 "a string holds a lone surrogate escape (such as \\ud800), which is not Unicode",
                 fix="escape characters outside the BMP as a surrogate pair, or write them as is",
             ) from None
     return obj
+
+
+def _too_deep_error(obj: Any, ctx: _Ctx) -> InputError | None:
+    if _too_deep(obj):
+        return ctx.error(f"JSON nests deeper than {MAX_JSON_DEPTH} levels", fix="flatten the input")
+    return None
+
+
+def _validated(obj: Any, ctx: _Ctx, build: Callable[[Any, _Ctx], _T]) -> _T:
+    """``build(obj, ctx)``; when it refuses obj and obj nests too deep, that is the error.
+
+    Every field the reader accepts holds flat values (strings, numbers, lists of
+    strings), so accepted input never nests deep: the nesting is measured only
+    on the way to an error, not on every read.
+    """
+    try:
+        return build(obj, ctx)
+    except InputError:
+        deep = _too_deep_error(obj, ctx)
+        if deep is not None:
+            raise deep from None
+        raise
 
 
 def _decode(data: bytes, file: str) -> str:
@@ -184,6 +205,9 @@ def _decode(data: bytes, file: str) -> str:
 
 
 def _str_list(value: Any, name: str, ctx: _Ctx, item: str | None) -> tuple[str, ...]:
+    """A list of ids (a field left out is read as ``()``: the empty list)."""
+    if value == () or value == []:
+        return ()
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise ctx.error(f"{name!r} must be a list of ids", item=item, fix=f'write "{name}": [...]')
     if len(set(value)) != len(value):
@@ -260,8 +284,8 @@ def _item_from_json(obj: dict[str, Any], ctx: _Ctx, raw: str | None) -> Item:
         raise ctx.error(
             f"unknown kind {_shown(kind)}", item=iid, fix=f"use one of {', '.join(KINDS)}"
         )
-    unknown = sorted(set(obj) - _FIELDS[kind])
-    if unknown:
+    if not _FIELDS[kind].issuperset(obj):
+        unknown = sorted(set(obj) - _FIELDS[kind])
         raise ctx.error(
             f"unknown field {_shown(unknown[0])} for a {kind}",
             item=iid,
@@ -313,15 +337,15 @@ def _item_from_json(obj: dict[str, Any], ctx: _Ctx, raw: str | None) -> Item:
                 fix=f"use one of {', '.join(TYPES)}",
             )
         fields["type"] = ctype
-        fields["rationale"] = _str_list(obj.get("rationale", []), "rationale", ctx, iid)
+        fields["rationale"] = _str_list(obj.get("rationale", ()), "rationale", ctx, iid)
     if kind in ("commitment", "claim"):
-        fields["covers"] = _str_list(obj.get("covers", []), "covers", ctx, iid)
+        fields["covers"] = _str_list(obj.get("covers", ()), "covers", ctx, iid)
         if "formula" in obj:
             fields["formula_text"] = _formula_field(obj["formula"], "formula", ctx, iid)
-        fields["witnesses"] = _str_list(obj.get("witnesses", []), "witnesses", ctx, iid)
+        fields["witnesses"] = _str_list(obj.get("witnesses", ()), "witnesses", ctx, iid)
         fields["load_bearing_field"] = load_bearing
     if kind == "claim":
-        fields["derived_from"] = _str_list(obj.get("derived_from", []), "derived_from", ctx, iid)
+        fields["derived_from"] = _str_list(obj.get("derived_from", ()), "derived_from", ctx, iid)
     if kind == "observation":
         if "shows" in obj:
             fields["shows_text"] = _formula_field(obj["shows"], "shows", ctx, iid)
@@ -375,8 +399,7 @@ def _item_from_json(obj: dict[str, Any], ctx: _Ctx, raw: str | None) -> Item:
         fields["stub_ref"] = ref
     if raw is None:
         return Item(**fields)  # not plain JSON: Item's own check words it
-    remember_key(raw, key_of_object(obj, raw))
-    return built_item(**fields)
+    return built_item(fields)
 
 
 def ref_of(item: Item | Mapping[str, Any]) -> str:
@@ -443,7 +466,10 @@ def check_background(texts: Iterable[str], file: str, line: int | None = 1) -> N
     formulas = [parse(t) for t in texts]
     if not formulas:
         return
-    from verifier.solver import Session
+    from verifier.solver import Session, greedy_model
+
+    if greedy_model(formulas) is not None:
+        return  # a model found in Python: satisfiable, no solver needed
 
     try:
         Session(formulas)
@@ -536,7 +562,7 @@ def parse_trace_text(
             )
         if not line.strip():
             continue
-        ev = _event(_loads(line, ctx), ctx)
+        ev = _validated(_loads(line, ctx), ctx, _event)
         if isinstance(ev, Header):
             if header is not None or events:
                 raise ctx.error("a header may only be the first event", fix="move or drop it")
@@ -707,7 +733,11 @@ def parse_window_text(data: bytes | str, name: str = "<window>") -> Window:
     """Parse and validate a window file (``ctxproof-window/1``)."""
     text = data if isinstance(data, str) else _decode(data, name)
     ctx = _Ctx(name, 1)
-    obj = _loads(text, ctx)
+    return _validated(_loads(text, ctx), ctx, lambda obj, c: _window(obj, c, text))
+
+
+def _window(obj: Any, ctx: _Ctx, text: str) -> Window:
+    name = ctx.file
     if not isinstance(obj, dict):
         raise ctx.error("a window file must be a JSON object")
     _check_fields(obj, {"format", "background", "items"}, ctx, "a window file")
@@ -722,9 +752,8 @@ def parse_window_text(data: bytes | str, name: str = "<window>") -> Window:
         raise ctx.error("'items' must be a list", fix='write "items": [...]')
     items: list[Item] = []
     seen: set[str] = set()
+    item_ctx = _Ctx(name, None)  # the line is looked up only for a message
     for raw in raw_items:
-        iid = raw.get("id") if isinstance(raw, dict) else None
-        item_ctx = _Ctx(name, None)  # the line is looked up only for a message
         try:
             it = item_from_json(raw, item_ctx)
             if it.id in seen:
@@ -734,6 +763,7 @@ def parse_window_text(data: bytes | str, name: str = "<window>") -> Window:
                     fix="ids are unique within a window",
                 )
         except InputError as exc:
+            iid = raw.get("id") if isinstance(raw, dict) else None
             line = _id_lines(text).get(iid) if isinstance(iid, str) else None
             raise exc.located(line=line or 1) from None
         seen.add(it.id)

@@ -10,11 +10,11 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import MISSING, dataclass, field, fields
 from functools import lru_cache
 from typing import Any, Literal
 
-from verifier.formula import TRUE, Atom, Formula, parse
+from verifier.formula import TRUE, Formula, atom_formula, parse
 
 __all__ = [
     "KINDS",
@@ -39,9 +39,12 @@ MODALITIES: tuple[str, ...] = ("verified", "failed", "unverified", "unwitnessed"
 WITNESSED = frozenset({"verified", "failed"})
 
 
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
 def canonical_json(obj: Mapping[str, Any]) -> str:
     """The canonical JSON text of an object: sorted keys, no spaces, UTF-8 as is."""
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return _CANONICAL.encode(obj)
 
 
 def content_ref(text: str | bytes) -> str:
@@ -59,30 +62,14 @@ UNREAD_FIELDS = frozenset({"text", "score", "tokens"})
 """Fields no rule reads: a rewrite that changes only these changes nothing."""
 
 
+@lru_cache(maxsize=1 << 17)
 def _key_of_raw(raw: str) -> str:
-    hit = _KNOWN_KEYS.get(raw)
-    if hit is None:
-        hit = key_of_object(json.loads(raw), raw)
-        remember_key(raw, hit)
-    return hit
-
-
-def key_of_object(obj: Mapping[str, Any], raw: str) -> str:
-    """The key of the item whose canonical JSON ``raw`` was made from ``obj``."""
+    """The key of the item whose canonical JSON is raw (computed when first asked: only
+    items whose raw differs between two versions ever need it)."""
+    obj = json.loads(raw)
     if not UNREAD_FIELDS.intersection(obj):
         return raw
     return canonical_json({k: v for k, v in obj.items() if k not in UNREAD_FIELDS})
-
-
-_KNOWN_KEYS: dict[str, str] = {}
-"""Keys by raw: the reader's, computed from the object it had parsed anyway (no second
-parse), and any other computed once from the raw."""
-
-
-def remember_key(raw: str, key: str) -> None:
-    if len(_KNOWN_KEYS) >= 1 << 17:
-        _KNOWN_KEYS.clear()
-    _KNOWN_KEYS[raw] = key
 
 
 @lru_cache(maxsize=1 << 16)
@@ -101,21 +88,6 @@ def _raw_problem(raw: Any, item_id: Any, kind: Any) -> str | None:
     if canonical_json(obj) != raw:
         return "'raw' is not canonical JSON (sorted keys, no spaces, UTF-8 as is)"
     return None
-
-
-_built_raw: str | None = None
-"""The raw of the item :func:`built_item` is constructing (its check is already done)."""
-
-
-def built_item(**fields: Any) -> Item:
-    """An Item whose ``raw`` the caller made with :func:`canonical_json` from the very
-    object its fields were validated from (the reader in :mod:`verifier.io`)."""
-    global _built_raw
-    _built_raw = fields["raw"]
-    try:
-        return Item(**fields)
-    finally:
-        _built_raw = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,8 +126,6 @@ class Item:
     stub_ref: str | None = None
 
     def __post_init__(self) -> None:
-        if self.raw is _built_raw:
-            return  # built by the validating reader from this very canonical JSON
         problem = _raw_problem(self.raw, self.id, self.kind)
         if problem is not None:
             raise ValueError(
@@ -190,7 +160,7 @@ class Item:
         """
         if self.kind in ("commitment", "claim"):
             if self.formula_text is None:
-                return Atom(self.id)
+                return atom_formula(self.id)
             return parse(self.formula_text)
         if self.kind == "observation" and self.shows_text is not None:
             return parse(self.shows_text)
@@ -228,6 +198,39 @@ class Item:
         if self.tokens is not None:
             return self.tokens
         return max(1, len(self.raw) // 4)
+
+
+def _slot_filler() -> Any:
+    """A function setting every field of a new Item through its slot, one statement a
+    field (as dataclasses writes ``__init__``); fields left out take their defaults."""
+    scope: dict[str, Any] = {"new": object.__new__, "Item": Item}
+    lines = ["def fill(values):", "    item = new(Item)", "    get = values.get"]
+    for f in fields(Item):
+        scope[f"set_{f.name}"] = Item.__dict__[f.name].__set__
+        if f.default is MISSING:
+            lines.append(f"    set_{f.name}(item, values[{f.name!r}])")
+        else:
+            scope[f"default_{f.name}"] = f.default
+            lines.append(f"    set_{f.name}(item, get({f.name!r}, default_{f.name}))")
+    lines.append("    return item")
+    exec("\n".join(lines), scope)  # our own field names: nothing from input
+    return scope["fill"]
+
+
+_fill = _slot_filler()
+
+
+def built_item(values: dict[str, Any]) -> Item:
+    """An Item whose ``raw`` the caller made with :func:`canonical_json` from the very
+    object its fields were validated from (the reader in :mod:`verifier.io`).
+
+    The fields are set through their slots: ``__init__`` and its check of
+    ``raw`` are skipped (that check would parse the raw the caller just made).
+    Fields missing from ``values`` take their defaults; ``id``, ``kind`` and
+    ``raw`` must be there.
+    """
+    item: Item = _fill(values)
+    return item
 
 
 @dataclass(frozen=True, slots=True)
