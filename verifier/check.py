@@ -179,6 +179,76 @@ def _preserved(before: WindowView, after: WindowView) -> tuple[str, ...]:
 _REVERT = {"CF002", "CF005", "CF007", "WR003", "WR004", "WR005", "WR006", "WR007"}
 
 
+class WindowEdit:
+    """A window under repair: each put and removal costs O(1), the order is settled once.
+
+    It behaves as the list of items it starts from would: :meth:`put` replaces
+    the item with that id where it stands; an id the window does not hold goes
+    right after the nearest item before it (in the order of the window before)
+    that the window holds at that moment, first when there is none, last when
+    the window before did not have it. :meth:`remove` takes an id out.
+    """
+
+    def __init__(self, window: Sequence[Item], before_ids: Sequence[str]) -> None:
+        self._before_ids = before_ids
+        self._before_index = {iid: i for i, iid in enumerate(before_ids)}
+        self._slot: dict[str, int] = {}  # id -> the place it holds now
+        self._items: dict[int, Item] = {}  # place -> item (a place removed holds none)
+        self._followers: dict[int | None, list[int]] = {}  # place -> places put after it
+        self._end: list[int] = []
+        self._made = 0
+        self._base = [self._place(it) for it in window]
+
+    def _place(self, item: Item) -> int:
+        """A new place holding item (places are numbered in the order they were made)."""
+        self._made += 1
+        self._slot[item.id] = self._made
+        self._items[self._made] = item
+        return self._made
+
+    def __contains__(self, item_id: object) -> bool:
+        return item_id in self._slot
+
+    def get(self, item_id: str) -> Item | None:
+        place = self._slot.get(item_id)
+        return None if place is None else self._items[place]
+
+    def put(self, item: Item) -> None:
+        place = self._slot.get(item.id)
+        if place is not None:
+            self._items[place] = item
+            return
+        place = self._place(item)
+        i = self._before_index.get(item.id)
+        if i is None:
+            self._end.append(place)
+            return
+        anchor: int | None = None
+        for j in range(i - 1, -1, -1):
+            anchor = self._slot.get(self._before_ids[j])
+            if anchor is not None:
+                break
+        self._followers.setdefault(anchor, []).append(place)
+
+    def remove(self, item_id: str) -> None:
+        place = self._slot.pop(item_id, None)
+        if place is not None:
+            del self._items[place]
+
+    def items(self) -> list[Item]:
+        """The window in order: each place followed by what was put after it, the latest
+        put first (a removed item's followers stay where it stood)."""
+        out: list[Item] = []
+        stack = [*reversed(self._end), *reversed(self._base), *self._followers.get(None, ())]
+        while stack:
+            place = stack.pop()
+            item = self._items.get(place)
+            if item is not None:
+                out.append(item)
+            stack.extend(self._followers.get(place, ()))
+        return out
+
+
 def _plan(
     ctx: RewriteContext,
     window: list[Item],
@@ -195,31 +265,9 @@ def _plan(
     """
     taken = len(actions)
     before = ctx.before
-    pos = {it.id: i for i, it in enumerate(window)}
-
-    def put(item: Item) -> None:
-        if item.id in pos:
-            window[pos[item.id]] = item
-        else:
-            # keep the before order: insert after the nearest earlier neighbour
-            order = [it.id for it in before.items]
-            idx = len(window)
-            if item.id in order:
-                for prev in reversed(order[: order.index(item.id)]):
-                    if prev in pos:
-                        idx = pos[prev] + 1
-                        break
-                else:
-                    idx = 0
-            window.insert(idx, item)
-            pos.clear()
-            pos.update({it.id: i for i, it in enumerate(window)})
-
-    def remove(item_id: str) -> None:
-        if item_id in pos:
-            del window[pos[item_id]]
-            pos.clear()
-            pos.update({it.id: i for i, it in enumerate(window)})
+    edit = WindowEdit(window, [it.id for it in before.items])
+    put, remove = edit.put, edit.remove
+    done = set(actions)
 
     def spill_with_evidence(item: Item) -> None:
         spill.setdefault(item.ref, item)
@@ -229,7 +277,8 @@ def _plan(
                 spill.setdefault(ev.ref, ev)
 
     def act(text: str) -> None:
-        if text not in actions:
+        if text not in done:
+            done.add(text)
             actions.append(text)
 
     for f in ctx.findings:
@@ -285,7 +334,7 @@ def _plan(
             if mend_only and call_before is not None:
                 put(call_before)
                 act(f"restore call {call_id!r} of result {result_id!r}")
-            elif not mend_only and call_before is None and result_id in pos:
+            elif not mend_only and call_before is None and result_id in edit:
                 remove(result_id)
                 act(f"remove orphaned result {result_id!r}")
         elif f.code == "TP002":
@@ -295,11 +344,11 @@ def _plan(
                 for partner in partners:
                     put(partner)
                 act(f"restore the result(s) of call {call_id!r}")
-            elif not mend_only and not partners and call_id in pos:
+            elif not mend_only and not partners and call_id in edit:
                 remove(call_id)
                 act(f"remove orphaned call {call_id!r}")
         elif f.code == "WR002" and not mend_only:
-            cur = window[pos[head]] if head in pos else None
+            cur = edit.get(head)
             if cur is not None and cur.kind != "stub":
                 put(demote(cur))
                 act(f"demote {head!r} to unwitnessed")
@@ -315,6 +364,7 @@ def _plan(
                 else:
                     remove(iid)
                     act(f"remove new item {iid!r}")
+    window[:] = edit.items()
     return len(actions) - taken
 
 
