@@ -15,6 +15,9 @@ Both run in this process after the imports. Before each round of the check,
 every function cache of the verifier is emptied (the parsed formulas, the
 item keys): each round checks the texts as a first run of ``ctxproof check``
 would, the lark grammar and the imports excepted.
+
+The peak resident memory of one such check, in a process of its own
+(:mod:`benchmarks.peak`), is recorded beside the timings.
 """
 
 from __future__ import annotations
@@ -23,8 +26,10 @@ import functools
 import json
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
+from benchmarks.peak import peak_of
 from benchmarks.workloads import SEED, build_windows, identity_diff, window_text
 from verifier.check import RewriteResult, check_rewrite
 from verifier.io import item_from_json, parse_window_text
@@ -43,10 +48,11 @@ def workload(n: int) -> tuple[str, str, str, int]:
 
 def cold_caches() -> None:
     """Empty the function caches of the verifier's modules (the grammar's excepted) and
-    the reader's cache of items already validated."""
+    the reader's caches of items already validated and read."""
     import verifier.io
 
     verifier.io._VALID.clear()
+    verifier.io._READ.clear()
     for name, module in list(sys.modules.items()):
         if not name.startswith("verifier.") or name == "verifier.grammar":
             continue
@@ -77,7 +83,7 @@ def test_floor(benchmark: Any, window_size: int) -> None:
     assert removed or changed or added
 
 
-def test_check(benchmark: Any, window_size: int) -> None:
+def test_check(benchmark: Any, window_size: int, tmp_path: Path) -> None:
     before_text, after_text, spill_json, _ = workload(window_size)
     spilled = [item_from_json(o) for o in json.loads(spill_json)]
     _describe(benchmark, window_size, "check")
@@ -99,3 +105,9 @@ def test_check(benchmark: Any, window_size: int) -> None:
     benchmark.extra_info["verdict"] = result.verdict
     benchmark.extra_info["findings"] = len(result.findings)
     assert result.verdict == "accept", [f.to_json() for f in result.findings[:5]]
+    files = {"before.json": before_text, "after.json": after_text, "spilled.json": spill_json}
+    for name, text in files.items():
+        (tmp_path / name).write_text(text, "utf-8")
+    peak = peak_of(*(tmp_path / name for name in files))
+    assert peak["verdict"] == "accept"
+    benchmark.extra_info.update(peak_mib=peak["peak_mib"], imports_mib=peak["imports_mib"])
