@@ -25,7 +25,8 @@ Obj = dict[str, Any]
 ROOT = Path(__file__).resolve().parent.parent
 RUNS = {
     "bench.json": "`make bench`",
-    "check-large.json": "`make bench-check-large`: check at 100k and 300k items",
+    "check-large.json": "`make bench-check-large`: check at 100k and 300k items, and with"
+    " a quarter of 100k items broken",
     "prove.json": "`make bench-prove`",
     "prove-large.json": "the target problems of `--bench-prove-large` for spill-first",
 }
@@ -45,11 +46,27 @@ def ratio(b: Obj, floor: Obj | None) -> str:
     return f"**{b['stats']['median'] / floor['stats']['median']:.2f}×**"
 
 
+def _peak(e: Obj) -> str:
+    if "peak_mib" not in e:
+        return ""
+    return f"; peak memory {e['peak_mib']:.0f} MiB ({e['imports_mib']:.0f} after the imports)"
+
+
 def _note_check(b: Obj) -> str:
     e = b["extra_info"]
     if e["role"] == "floor":
         return f"{e['changed']:,} items changed; {e['before_bytes'] / 1e6:.1f} MB before"
-    return f"verdict {e.get('verdict', '?')}, {e.get('findings', '?')} findings"
+    return f"verdict {e.get('verdict', '?')}, {e.get('findings', '?')} findings{_peak(e)}"
+
+
+def _note_check_faults(b: Obj) -> str:
+    e = b["extra_info"]
+    if e["role"] == "floor":
+        return f"{e['faults']:,} items {e['mode']}; {e['before_bytes'] / 1e6:.1f} MB before"
+    return (
+        f"verdict {e.get('verdict', '?')}, {e.get('findings', 0):,} findings; repair"
+        f" {e.get('repair_verdict', '?')} in {e.get('repair_actions', 0):,} actions{_peak(e)}"
+    )
 
 
 def _note_append(b: Obj) -> str:
@@ -89,6 +106,7 @@ def _note_prove(b: Obj) -> str:
 
 NOTES: dict[str, Callable[[Obj], str]] = {
     "test_bench_check": _note_check,
+    "test_bench_check_faults": _note_check_faults,
     "test_bench_append": _note_append,
     "test_bench_audit": _note_audit,
     "test_bench_fuzz": _note_fuzz,

@@ -429,3 +429,38 @@ def store_entries(n: int, seed: int) -> list[Obj]:
         if obj["kind"] != "prose":
             out.append(obj)
     return out
+
+
+FAULT_FRACTION = 0.25
+
+
+def build_faulty_windows(n: int, seed: int, mode: str) -> tuple[Obj, Obj, dict[str, int]]:
+    """The before window of :func:`build_windows` and an after window in which a quarter
+    of the items change in a way the check refuses, or are dropped.
+
+    ``mode`` ``"changed"``: commitments and claims get a formula over a fresh atom
+    (CF002 and CF005 on each), observations a fresh ``shows``, prose new text;
+    ``"dropped"``: the items are left out (CF001 on the commitments, findings on what
+    cited them). Returns (before, after, census of what was done).
+    """
+    if mode not in ("changed", "dropped"):
+        raise ValueError(f"unknown mode {mode!r}")
+    before, _, _, _ = build_windows(n, seed)
+    rng = random.Random(seed * 7 + n)
+    after: list[Obj] = []
+    census: dict[str, int] = {}
+    for obj in before["items"]:
+        if rng.random() >= FAULT_FRACTION:
+            after.append(obj)
+            continue
+        census[obj["kind"]] = census.get(obj["kind"], 0) + 1
+        if mode == "dropped":
+            continue
+        if obj["kind"] in ("commitment", "claim"):
+            obj = dict(obj, formula=f"fresh.{obj['id']}")
+        elif obj["kind"] == "observation":
+            obj = dict(obj, shows=f"fresh.{obj['id']}")
+        else:
+            obj = dict(obj, text=f"{obj['text']} (rewritten)")
+        after.append(obj)
+    return before, dict(before, items=after), census
