@@ -16,8 +16,9 @@ every function cache of the verifier is emptied (the parsed formulas, the
 item keys): each round checks the texts as a first run of ``ctxproof check``
 would, the lark grammar and the imports excepted.
 
-The peak resident memory of one such check, in a process of its own
-(:mod:`benchmarks.peak`), is recorded beside the timings.
+The peak resident memory of one ``ctxproof check`` of the same texts (the
+originals in a SQLite store), in a process of its own (:mod:`benchmarks.peak`),
+is recorded beside the timings.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from benchmarks.peak import peak_of
+from benchmarks.peak import peak_of, store_file
 from benchmarks.workloads import SEED, build_windows, identity_diff, window_text
 from verifier.check import RewriteResult, check_rewrite
 from verifier.io import item_from_json, parse_window_text
@@ -52,7 +53,7 @@ def cold_caches() -> None:
     import verifier.io
 
     verifier.io._VALID.clear()
-    verifier.io._READ.clear()
+    verifier.io._READ[0] = {}
     for name, module in list(sys.modules.items()):
         if not name.startswith("verifier.") or name == "verifier.grammar":
             continue
@@ -105,9 +106,9 @@ def test_check(benchmark: Any, window_size: int, tmp_path: Path) -> None:
     benchmark.extra_info["verdict"] = result.verdict
     benchmark.extra_info["findings"] = len(result.findings)
     assert result.verdict == "accept", [f.to_json() for f in result.findings[:5]]
-    files = {"before.json": before_text, "after.json": after_text, "spilled.json": spill_json}
-    for name, text in files.items():
-        (tmp_path / name).write_text(text, "utf-8")
-    peak = peak_of(*(tmp_path / name for name in files))
-    assert peak["verdict"] == "accept"
+    (tmp_path / "before.json").write_text(before_text, "utf-8")
+    (tmp_path / "after.json").write_text(after_text, "utf-8")
+    store = store_file(tmp_path / "store.sqlite", json.loads(spill_json))
+    peak = peak_of(tmp_path / "before.json", tmp_path / "after.json", store)
+    assert peak["exit_code"] == 0, peak
     benchmark.extra_info.update(peak_mib=peak["peak_mib"], imports_mib=peak["imports_mib"])

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from verifier.errors import FormulaError, InputError
-from verifier.formula import parse
+from verifier.formula import Formula, parse
 from verifier.window import (
     KINDS,
     MODALITIES,
@@ -40,8 +40,11 @@ from verifier.window import (
 __all__ = [
     "MAX_JSON_DEPTH",
     "MAX_LINE_BYTES",
+    "SNIFF_BYTES",
     "TRACE_FORMAT",
     "WINDOW_FORMAT",
+    "collector_paused",
+    "decode_input",
     "item_from_json",
     "load_trace",
     "load_window",
@@ -138,7 +141,10 @@ def _finite(text: str) -> float:
     return value
 
 
-def _loads(text: str, ctx: _Ctx) -> Any:
+def _loads(text: str, ctx: _Ctx, *, flat_when_valid: bool = False) -> Any:
+    """Parse one JSON text; bad JSON, and JSON nesting deeper than MAX_JSON_DEPTH, are
+    bad input. With ``flat_when_valid`` the caller validates the value with
+    :func:`_validated`, which measures the nesting only on the way to an error."""
     try:
         obj = json.loads(
             text,
@@ -162,6 +168,10 @@ def _loads(text: str, ctx: _Ctx) -> Any:
         if "is not valid JSON" in text_exc:
             raise ctx.error(text_exc, fix="write numbers as finite JSON numbers") from None
         raise ctx.error(f"malformed JSON: {exc}", fix="write one valid JSON value") from None
+    if not flat_when_valid:
+        deep = _too_deep_error(obj, ctx)
+        if deep is not None:
+            raise deep
     if "\\u" in text:
         try:
             json.dumps(obj, ensure_ascii=False).encode("utf-8")
@@ -195,7 +205,9 @@ def _validated(obj: Any, ctx: _Ctx, build: Callable[[Any, _Ctx], _T]) -> _T:
         raise
 
 
-def _decode(data: bytes, file: str) -> str:
+def decode_input(data: bytes, file: str) -> str:
+    """The text of an input file's bytes (UTF-8, a byte order mark allowed); bytes that
+    are not UTF-8 are bad input, located by line."""
     try:
         text = data.decode("utf-8")
         return text[1:] if text.startswith("\ufeff") else text  # a byte order mark is allowed
@@ -217,18 +229,17 @@ def _str_list(value: Any, name: str, ctx: _Ctx, item: str | None) -> tuple[str, 
     return tuple(value)
 
 
-def _formula_field(value: Any, name: str, ctx: _Ctx, item: str) -> str:
+def _formula_field(value: Any, name: str, ctx: _Ctx, item: str) -> Formula:
     if not isinstance(value, str):
         raise ctx.error(f"{name!r} must be a formula string", item=item)
     try:
-        parse(value)
+        return parse(value)
     except FormulaError as exc:
         raise ctx.error(
             exc.message if name == "formula" else f"{name}: {exc.message}",
             item=item,
             fix=exc.fix or "fix the formula",
         ) from None
-    return value
 
 
 _VALID: dict[str, Item] = {}
@@ -257,28 +268,62 @@ def item_from_json(obj: Any, ctx: _Ctx | None = None) -> Item:
     return item
 
 
-_READ: dict[str, tuple[dict[str, Any], Item]] = {}
-"""The last item the window reader built for each id, with the object it was read from.
+_READ: list[dict[str, tuple[frozenset[str], Item]]] = [{}]
+"""The items of the last window read, by id, each with the keys of its object.
 
-Those objects are the reader's own (parsed by it, never handed out), so nothing
-changes them: an item object equal to one of them (:func:`_same_json`) is the
-same item, found without writing its canonical JSON."""
+An item object of the next window with those keys and the same values as the
+item's fields (:func:`_same_json`) is that item, found without writing its
+canonical JSON. One window is kept, whatever its size: a check reads the
+window before, then the one after."""
+
+_SHAPES: dict[frozenset[str], frozenset[str]] = {}
+"""The key sets of item objects, kept once each (a window holds a handful of them)."""
+
+_FIELD_OF = {
+    "id": "id",
+    "kind": "kind",
+    "text": "text",
+    "tokens": "tokens",
+    "score": "score",
+    "type": "type",
+    "formula": "formula_text",
+    "rationale": "rationale",
+    "witnesses": "witnesses",
+    "modality": "modality",
+    "load_bearing": "load_bearing_field",
+    "covers": "covers",
+    "derived_from": "derived_from",
+    "shows": "shows_text",
+    "digest": "digest",
+    "content": "content",
+    "source": "source",
+    "exit_code": "exit_code",
+    "at": "at",
+    "call": "call",
+    "ref": "stub_ref",
+}
+"""The Item field each JSON field of an item is read into, as it was written."""
 
 
-def _same_json(known: dict[str, Any], obj: dict[str, Any]) -> bool:
-    """Is obj the same JSON as known, the object of a valid item?
+def _same_json(item: Item, keys: frozenset[str], obj: dict[str, Any]) -> bool:
+    """Is obj the JSON the valid item was read from, an object with these keys?
 
-    Python's equality is not JSON's: ``1 == 1.0 == True`` and ``0.0 == -0.0``.
-    So the values must also be of one type each, and floats written alike. A
-    valid item's lists hold strings only, and only a string equals a string.
+    Each field of a valid item holds its JSON value as written (lists as tuples
+    of strings). Python's equality is not JSON's (``1 == 1.0 == True``,
+    ``0.0 == -0.0``), so values must also be of one type and floats written alike.
     """
-    if known != obj:
+    if obj.keys() != keys:
         return False
-    for key, value in known.items():
-        other = obj[key]
-        if type(value) is not type(other):
-            return False
-        if type(value) is float and repr(value) != repr(other):
+    for key, value in obj.items():
+        known = getattr(item, _FIELD_OF[key])
+        if type(value) is list:
+            if type(known) is not tuple or tuple(value) != known:
+                return False  # a tuple of strings equals only a list of strings
+        elif (
+            type(value) is not type(known)
+            or value != known
+            or (type(value) is float and repr(value) != repr(known))
+        ):
             return False
     return True
 
@@ -369,14 +414,16 @@ def _item_from_json(obj: dict[str, Any], ctx: _Ctx, raw: str | None) -> Item:
     if kind in ("commitment", "claim"):
         fields["covers"] = _str_list(obj.get("covers", ()), "covers", ctx, iid)
         if "formula" in obj:
-            fields["formula_text"] = _formula_field(obj["formula"], "formula", ctx, iid)
+            fields["_formula"] = _formula_field(obj["formula"], "formula", ctx, iid)
+            fields["formula_text"] = obj["formula"]
         fields["witnesses"] = _str_list(obj.get("witnesses", ()), "witnesses", ctx, iid)
         fields["load_bearing_field"] = load_bearing
     if kind == "claim":
         fields["derived_from"] = _str_list(obj.get("derived_from", ()), "derived_from", ctx, iid)
     if kind == "observation":
         if "shows" in obj:
-            fields["shows_text"] = _formula_field(obj["shows"], "shows", ctx, iid)
+            fields["_formula"] = _formula_field(obj["shows"], "shows", ctx, iid)
+            fields["shows_text"] = obj["shows"]
         content = obj.get("content")
         if content is not None and not isinstance(content, str):
             raise ctx.error("'content' must be a string", item=iid)
@@ -426,6 +473,7 @@ def _item_from_json(obj: dict[str, Any], ctx: _Ctx, raw: str | None) -> Item:
             )
         fields["stub_ref"] = ref
     if raw is None:
+        fields.pop("_formula", None)
         return Item(**fields)  # not plain JSON: Item's own check words it
     return built_item(fields)
 
@@ -579,8 +627,8 @@ def parse_trace_text(
     ``known_ids`` answers whether an external store holds an id; references to
     ids that appear nowhere in the trace or the store are bad input.
     """
-    text = data if isinstance(data, str) else _decode(data, name)
-    with _collector_paused():
+    text = data if isinstance(data, str) else decode_input(data, name)
+    with collector_paused():
         trace = _trace(text, name)
     _check_trace(trace, known_ids or (lambda _i: False))
     return trace
@@ -597,7 +645,7 @@ def _trace(text: str, name: str) -> Trace:
             )
         if not line.strip():
             continue
-        ev = _validated(_loads(line, ctx), ctx, _event)
+        ev = _validated(_loads(line, ctx, flat_when_valid=True), ctx, _event)
         if isinstance(ev, Header):
             if header is not None or events:
                 raise ctx.error("a header may only be the first event", fix="move or drop it")
@@ -764,19 +812,21 @@ def _id_lines(text: str) -> dict[str, int]:
 
 def parse_window_text(data: bytes | str, name: str = "<window>") -> Window:
     """Parse and validate a window file (``ctxproof-window/1``)."""
-    text = data if isinstance(data, str) else _decode(data, name)
+    text = data if isinstance(data, str) else decode_input(data, name)
     ctx = _Ctx(name, 1)
-    with _collector_paused():
-        return _validated(_loads(text, ctx), ctx, lambda obj, c: _window(obj, c, text))
+    with collector_paused():
+        obj = _loads(text, ctx, flat_when_valid=True)
+        return _validated(obj, ctx, lambda obj, c: _window(obj, c, text))
 
 
 @contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Pause Python's cycle collector while a file is read.
+def collector_paused() -> Iterator[None]:
+    """Pause Python's cycle collector while a file is read or a rewrite checked.
 
-    Reading builds tens of thousands of small objects, none of them in a cycle:
-    the collector's passes over them find nothing and cost about a tenth of the
-    read. It runs again afterwards as it did before.
+    Both build hundreds of thousands of small objects, none of them in a cycle:
+    the collector's passes find nothing and, as the heap grows, cost more and
+    more of the work (a tenth of a 10k-item read; a quarter of a 100k-item
+    check). It runs again afterwards if it ran before.
     """
     was_enabled = gc.isenabled()
     gc.disable()
@@ -804,18 +854,20 @@ def _window(obj: Any, ctx: _Ctx, text: str) -> Window:
     items: list[Item] = []
     seen: set[str] = set()
     item_ctx = _Ctx(name, None)  # the line is looked up only for a message
-    read = _READ
+    last_read = _READ[0]
+    read: dict[str, tuple[frozenset[str], Item]] = {}
+    shapes = _SHAPES
     for raw in raw_items:
         try:
             iid = raw.get("id") if isinstance(raw, dict) else None
-            last = read.get(iid) if isinstance(iid, str) else None
-            if last is not None and _same_json(last[0], raw):
+            last = last_read.get(iid) if isinstance(iid, str) else None
+            if last is not None and _same_json(last[1], last[0], raw):
                 it = last[1]
+                read[it.id] = last
             else:
                 it = item_from_json(raw, item_ctx)
-                if len(read) >= _VALID_MAX:
-                    read.clear()
-                read[it.id] = (raw, it)
+                keys = frozenset(raw)
+                read[it.id] = (shapes.setdefault(keys, keys), it)
             if it.id in seen:
                 raise item_ctx.error(
                     "id appears twice in the window",
@@ -828,10 +880,13 @@ def _window(obj: Any, ctx: _Ctx, text: str) -> Window:
             raise exc.located(line=line or 1) from None
         seen.add(it.id)
         items.append(it)
+    _READ[0] = read
     return Window(tuple(items), background)
 
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
+SNIFF_BYTES = 1 << 20
+"""How much of a file :func:`sniff_kind` reads."""
 
 
 def sniff_kind(data: bytes | str) -> str | None:
@@ -846,9 +901,9 @@ def sniff_kind(data: bytes | str) -> str | None:
     if isinstance(data, bytes):
         if data.startswith(_SQLITE_MAGIC):
             return "store"
-        text = data[: 1 << 20].decode("utf-8", errors="replace")
+        text = data[:SNIFF_BYTES].decode("utf-8", errors="replace")
     else:
-        text = data[: 1 << 20]
+        text = data[:SNIFF_BYTES]
     text = text.lstrip("\ufeff")
     try:
         whole = json.loads(text)
@@ -980,7 +1035,7 @@ def check_references(
         for rel, ref in it.citations:
             if ref not in defined and not known(ref):
                 if lines is None:
-                    lines = _id_lines(_decode(read_input(file), file))
+                    lines = _id_lines(decode_input(read_input(file), file))
                 raise InputError(
                     f"cites {rel} {_shown(ref)}, which neither window defines"
                     " and the store does not hold",

@@ -124,6 +124,8 @@ class Item:
     at: str | int | float | None = None
     call: str | None = None
     stub_ref: str | None = None
+    _formula: Formula | None = field(default=None, init=False, repr=False, compare=False)
+    """What :attr:`formula` returns, kept once known (the reader sets it as it validates)."""
 
     def __post_init__(self) -> None:
         problem = _raw_problem(self.raw, self.id, self.kind)
@@ -158,6 +160,13 @@ class Item:
 
         A stub asserts nothing by itself; the store resolves it.
         """
+        known = self._formula
+        if known is None:
+            known = self._read_formula()
+            object.__setattr__(self, "_formula", known)  # a cache, not a field anyone reads
+        return known
+
+    def _read_formula(self) -> Formula:
         if self.kind in ("commitment", "claim"):
             if self.formula_text is None:
                 return atom_formula(self.id)

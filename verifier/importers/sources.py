@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from verifier.errors import InputError
-from verifier.io import _Ctx, _decode, _loads, read_input
+from verifier.io import _Ctx, _loads, decode_input, read_input
 
 __all__ = ["Source", "is_jsonl", "load_sources", "read_json", "read_jsonl", "texts"]
 
@@ -31,7 +31,7 @@ class Source:
     @property
     def text(self) -> str:
         """The input as text (UTF-8; a byte order mark is dropped)."""
-        return _decode(self.data, self.name)
+        return decode_input(self.data, self.name)
 
 
 def load_sources(inputs: Sequence[Input]) -> list[Source]:
