@@ -15,7 +15,7 @@ from typing import Any
 
 from verifier.findings import REFUSING, Finding
 from verifier.formula import parse
-from verifier.io import item_from_json, stub_for
+from verifier.io import collector_paused, item_from_json, stub_for
 from verifier.rules.commitments import check_commitments
 from verifier.rules.composition import check_cycles
 from verifier.rules.context import (
@@ -137,7 +137,42 @@ def check_rewrite(
     Returns a :class:`RewriteResult` whose verdict is ``accept``,
     ``accept-demoted``, ``refuse`` or ``undecided``; a refusal carries the
     repair that would make the same rewrite acceptable.
+
+    Python's cycle collector is paused while the check runs (see
+    :func:`verifier.io.collector_paused`) and runs again afterwards.
     """
+    with collector_paused():
+        return _check_rewrite(
+            before,
+            after,
+            store=store,
+            background=background,
+            mode=mode,
+            claimed_preserved=claimed_preserved,
+            session=session,
+            history=history,
+            pass_no=pass_no,
+            line=line,
+            policy=policy,
+            with_repair=with_repair,
+        )
+
+
+def _check_rewrite(
+    before: WindowLike,
+    after: WindowLike,
+    *,
+    store: Store | None,
+    background: Iterable[str],
+    mode: str,
+    claimed_preserved: Sequence[str] | None,
+    session: Session | None,
+    history: History | None,
+    pass_no: int,
+    line: int | None,
+    policy: str | None,
+    with_repair: bool,
+) -> RewriteResult:
     bg = tuple(background)
     if isinstance(before, Window) and not bg:
         bg = before.background

@@ -32,8 +32,10 @@ from verifier.findings import Finding, cause_item
 from verifier.fsutil import atomic_write, atomic_write_all, make_folder, stage
 from verifier.importers import FORMATS as IMPORT_FORMATS
 from verifier.io import (
+    SNIFF_BYTES,
     check_background,
     check_references,
+    decode_input,
     parse_trace_text,
     parse_window_text,
     read_input,
@@ -548,10 +550,13 @@ def _wrong_kind(exc: InputError, path: str, data: bytes, command: str, wants: st
 
 def _load_window(path: str, command: str) -> Window:
     data = read_input(path)
+    head = data[:SNIFF_BYTES]  # all a message about a file of another kind reads
     try:
-        return parse_window_text(data, path)
+        text = decode_input(data, path)
+        del data  # not held beside its text while the window is read
+        return parse_window_text(text, path)
     except InputError as exc:
-        raise _wrong_kind(exc, path, data, command, "window") from None
+        raise _wrong_kind(exc, path, head, command, "window") from None
 
 
 def _load(
