@@ -28,6 +28,7 @@ from verifier.formula import (
     Or,
     atoms,
     evaluate,
+    evaluate_partial,
     parse,
     render,
 )
@@ -390,3 +391,26 @@ def test_a_greedy_model_satisfies_every_formula_and_only_a_satisfiable_set_gets_
         assert all(a in found for f in fs for a in atoms(f))  # nothing left to a default
     if not brute_satisfiable(fs):
         assert found is None
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_a_partial_evaluation_is_the_value_of_every_completion(data: st.DataObject) -> None:
+    """evaluate_partial says True or False only when every completion of the partial
+    assignment gives that value (None may still hide a tautology: ``a -> a``), and on a
+    total assignment it is evaluate."""
+    names = data.draw(vocabularies)
+    f = data.draw(formulas(names), label="formula")
+    known = {
+        n: v for n in names if (v := data.draw(st.sampled_from([True, False, None]))) is not None
+    }
+    free = sorted(atoms(f) - set(known))
+    values = {
+        evaluate(f, {**known, **dict(zip(free, row, strict=True))})
+        for row in itertools.product((False, True), repeat=len(free))
+    }
+    said = evaluate_partial(f, known)
+    if said is not None:
+        assert values == {said}, render(f)
+    if not free:
+        assert said == evaluate(f, known), render(f)
