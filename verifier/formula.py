@@ -258,7 +258,6 @@ def parse_with_grammar(text: str) -> Formula:
     return parse_lalr(text)
 
 
-@lru_cache(maxsize=1 << 17)
 def atom_formula(name: str) -> Formula:
     """The default formula of an item: the atom named by its id, whatever its characters."""
     return Atom(name)
@@ -324,8 +323,10 @@ def evaluate(node: Formula, assignment: Mapping[str, bool]) -> bool:
 def evaluate_partial(node: Formula, known: Mapping[str, bool]) -> bool | None:
     """Truth value of a formula under a partial assignment (Kleene's three values).
 
-    Atoms missing from ``known`` are unknown: the answer is True or False when
-    every completion of the assignment gives that value, else None.
+    Atoms missing from ``known`` are unknown. True or False means the known
+    atoms settle it: every completion of the assignment gives that value. None
+    means they do not settle it subformula by subformula, which may still hide a
+    tautology (``a -> a`` with ``a`` unknown).
 
     >>> evaluate_partial(parse("a -> (b -> c)"), {"c": True})
     True
