@@ -242,6 +242,13 @@ def _formula_field(value: Any, name: str, ctx: _Ctx, item: str) -> Formula:
         ) from None
 
 
+def _constants(names: tuple[str, ...]) -> dict[str, str]:
+    """Each name by itself: a valid value read is replaced by the one constant string."""
+    return {name: name for name in names}
+
+
+_KIND, _TYPE, _MODALITY = _constants(KINDS), _constants(TYPES), _constants(MODALITIES)
+
 _VALID: dict[str, Item] = {}
 """Items already validated, by their canonical JSON: an item seen again is not checked again."""
 _VALID_MAX = 1 << 16
@@ -353,6 +360,7 @@ def _item_from_json(obj: dict[str, Any], ctx: _Ctx, raw: str | None) -> Item:
             fix='give every item an "id"',
         )
     kind = obj.get("kind")
+    kind = _KIND.get(kind, kind) if isinstance(kind, str) else kind  # one str per kind
     if kind not in KINDS:
         raise ctx.error(
             f"unknown kind {_shown(kind)}", item=iid, fix=f"use one of {', '.join(KINDS)}"
@@ -378,6 +386,7 @@ def _item_from_json(obj: dict[str, Any], ctx: _Ctx, raw: str | None) -> Item:
     ):
         raise ctx.error("'score' must be an integer from 0 to 100", item=iid)
     modality = obj.get("modality", "unverified")
+    modality = _MODALITY.get(modality, modality) if isinstance(modality, str) else modality
     if modality not in MODALITIES:
         raise ctx.error(
             f"unknown modality {_shown(modality)}",
@@ -403,6 +412,7 @@ def _item_from_json(obj: dict[str, Any], ctx: _Ctx, raw: str | None) -> Item:
             raise ctx.error(
                 "commitment has no 'type'", item=iid, fix=f'add "type": one of {", ".join(TYPES)}'
             )
+        ctype = _TYPE.get(ctype, ctype) if isinstance(ctype, str) else ctype
         if ctype not in TYPES:
             raise ctx.error(
                 f"unknown commitment type {_shown(ctype)}",
@@ -815,6 +825,10 @@ def parse_window_text(data: bytes | str, name: str = "<window>") -> Window:
     text = data if isinstance(data, str) else decode_input(data, name)
     ctx = _Ctx(name, 1)
     with collector_paused():
+        if "\\u" not in text:
+            streamed = _streamed_window(text, ctx)
+            if streamed is not None:
+                return streamed
         obj = _loads(text, ctx, flat_when_valid=True)
         return _validated(obj, ctx, lambda obj, c: _window(obj, c, text))
 
@@ -837,8 +851,47 @@ def collector_paused() -> Iterator[None]:
             gc.enable()
 
 
+class _ItemReader:
+    """Builds a window's items one object at a time (reusing the last window's items)."""
+
+    def __init__(self, name: str, text: str) -> None:
+        self.text = text
+        self.ctx = _Ctx(name, None)  # the line is looked up only for a message
+        self.last_read = _READ[0]
+        self.read: dict[str, tuple[frozenset[str], Item]] = {}
+        self.items: list[Item] = []
+        self.seen: set[str] = set()
+
+    def take(self, raw: Any) -> None:
+        try:
+            iid = raw.get("id") if isinstance(raw, dict) else None
+            last = self.last_read.get(iid) if isinstance(iid, str) else None
+            if last is not None and _same_json(last[1], last[0], raw):
+                it = last[1]
+                self.read[it.id] = last
+            else:
+                it = item_from_json(raw, self.ctx)
+                keys = frozenset(raw)
+                self.read[it.id] = (_SHAPES.setdefault(keys, keys), it)
+            if it.id in self.seen:
+                raise self.ctx.error(
+                    "id appears twice in the window",
+                    item=it.id,
+                    fix="ids are unique within a window",
+                )
+        except InputError as exc:
+            iid = raw.get("id") if isinstance(raw, dict) else None
+            line = _id_lines(self.text).get(iid) if isinstance(iid, str) else None
+            raise exc.located(line=line or 1) from None
+        self.seen.add(it.id)
+        self.items.append(it)
+
+    def window(self, background: tuple[str, ...]) -> Window:
+        _READ[0] = self.read
+        return Window(tuple(self.items), background)
+
+
 def _window(obj: Any, ctx: _Ctx, text: str) -> Window:
-    name = ctx.file
     if not isinstance(obj, dict):
         raise ctx.error("a window file must be a JSON object")
     _check_fields(obj, {"format", "background", "items"}, ctx, "a window file")
@@ -851,37 +904,83 @@ def _window(obj: Any, ctx: _Ctx, text: str) -> Window:
     raw_items = obj.get("items")
     if not isinstance(raw_items, list):
         raise ctx.error("'items' must be a list", fix='write "items": [...]')
-    items: list[Item] = []
-    seen: set[str] = set()
-    item_ctx = _Ctx(name, None)  # the line is looked up only for a message
-    last_read = _READ[0]
-    read: dict[str, tuple[frozenset[str], Item]] = {}
-    shapes = _SHAPES
+    reader = _ItemReader(ctx.file, text)
     for raw in raw_items:
-        try:
-            iid = raw.get("id") if isinstance(raw, dict) else None
-            last = last_read.get(iid) if isinstance(iid, str) else None
-            if last is not None and _same_json(last[1], last[0], raw):
-                it = last[1]
-                read[it.id] = last
+        reader.take(raw)
+    return reader.window(background)
+
+
+_SPACE: Callable[[str, int], Any] = re.compile(r"[ \t\n\r]*").match  # always matches
+_SCAN_VALUE: Callable[[str, int], tuple[Any, int]] = vars(
+    json.JSONDecoder(
+        object_pairs_hook=_no_duplicates, parse_constant=_reject_constant, parse_float=_finite
+    )
+)["scan_once"]
+"""The scanner ``json.loads`` runs in :func:`_loads`: one JSON value from a position."""
+_SCAN_STRING: Callable[[str, int], tuple[str, int]] = vars(json.decoder)["scanstring"]
+_AFTER_ITEM: Callable[[str, int], Any] = re.compile(r"[ \t\n\r]*([,\]])[ \t\n\r]*").match
+"""What may follow an item in the list: a comma or the list's end, with white space."""
+
+
+def _streamed_window(text: str, ctx: _Ctx) -> Window | None:
+    """The window of a valid window file, read one item object at a time; None for
+    anything else (:func:`parse_window_text` then reads it whole, and words the error).
+
+    Reading the items one at a time never holds the parsed objects of the whole
+    file at once: at 100k items they are about 70 MB.
+    """
+    space, scan = _SPACE, _SCAN_VALUE
+    reader = _ItemReader(ctx.file, text)
+    members: dict[str, Any] = {}
+    try:
+        i = space(text, 0).end()
+        if text[i : i + 1] != "{":
+            return None
+        i = space(text, i + 1).end()
+        while True:
+            if text[i : i + 1] != '"':
+                return None
+            key, i = _SCAN_STRING(text, i + 1)
+            if key in members:
+                return None
+            i = space(text, i).end()
+            if text[i : i + 1] != ":":
+                return None
+            i = space(text, i + 1).end()
+            if key == "items" and text[i : i + 1] == "[":
+                members[key] = reader
+                i = space(text, i + 1).end()
+                if text[i : i + 1] == "]":
+                    i += 1
+                else:
+                    take, after = reader.take, _AFTER_ITEM
+                    while True:
+                        raw, i = scan(text, i)
+                        take(raw)
+                        mark = after(text, i)
+                        if mark is None:
+                            return None
+                        i = mark.end()
+                        if mark.group(1) == "]":
+                            break
             else:
-                it = item_from_json(raw, item_ctx)
-                keys = frozenset(raw)
-                read[it.id] = (shapes.setdefault(keys, keys), it)
-            if it.id in seen:
-                raise item_ctx.error(
-                    "id appears twice in the window",
-                    item=it.id,
-                    fix="ids are unique within a window",
-                )
-        except InputError as exc:
-            iid = raw.get("id") if isinstance(raw, dict) else None
-            line = _id_lines(text).get(iid) if isinstance(iid, str) else None
-            raise exc.located(line=line or 1) from None
-        seen.add(it.id)
-        items.append(it)
-    _READ[0] = read
-    return Window(tuple(items), background)
+                members[key], i = scan(text, i)
+            i = space(text, i).end()
+            mark = text[i : i + 1]
+            if mark == "}":
+                break
+            if mark != ",":
+                return None
+            i = space(text, i + 1).end()
+        if space(text, i + 1).end() != len(text) or members.get("items") is not reader:
+            return None
+        _check_fields(members, {"format", "background", "items"}, ctx, "a window file")
+        if members.get("format") != WINDOW_FORMAT:
+            return None
+        found: Window = reader.window(_background(members.get("background", []), ctx))
+        return found
+    except (StopIteration, ValueError, RecursionError, InputError):
+        return None
 
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"

@@ -17,7 +17,7 @@ from verifier.strategies import item_dicts
 from verifier.window import canonical_json
 
 # items the generated item may cite (so that it has lists of ids)
-CITED = [
+CITED: list[dict[str, Any]] = [
     {"id": "o0", "kind": "observation", "shows": "t.ok", "modality": "verified", "exit_code": 0},
     {"id": "c0", "kind": "commitment", "type": "decision"},
 ]
