@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import MISSING, dataclass, field, fields
 from functools import lru_cache
 from typing import Any, Literal
@@ -41,9 +41,38 @@ WITNESSED = frozenset({"verified", "failed"})
 
 _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
+_SAMPLE = {"b": [1, -2.5, 1e300, True, None, '\u00e9\n"\U0001f600'], "a": {"z": [], "y": {}}}
+
+
+def _one_shot_encoder() -> Callable[[Any, int], list[str]] | None:
+    """The C encoder ``_CANONICAL.encode`` builds at every call, built once; None where
+    the interpreter's has another signature or writes anything else for a sample."""
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:
+        return None
+    try:
+        # markers, default, string encoder, indent, separators, sort_keys, skipkeys, allow_nan
+        built: Any = make(
+            None, None, json.encoder.encode_basestring, None, ":", ",", True, False, True
+        )
+        if "".join(built(_SAMPLE, 0)) != _CANONICAL.encode(_SAMPLE):
+            return None
+    except Exception:  # another interpreter's encoder: use the public one
+        return None
+    encode: Callable[[Any, int], list[str]] = built
+    return encode
+
+
+_ONE_SHOT = _one_shot_encoder()
+
 
 def canonical_json(obj: Mapping[str, Any]) -> str:
     """The canonical JSON text of an object: sorted keys, no spaces, UTF-8 as is."""
+    if _ONE_SHOT is not None:
+        try:
+            return "".join(_ONE_SHOT(obj, 0))
+        except Exception:  # the public encoder raises what it would say
+            pass
     return _CANONICAL.encode(obj)
 
 
