@@ -37,6 +37,7 @@ __all__ = [
     "conj",
     "evaluate",
     "evaluate_partial",
+    "is_true",
     "parse",
     "render",
 ]
@@ -111,41 +112,34 @@ def _max_paren_depth(text: str) -> int:
     return best
 
 
-_WS = frozenset(" \t\f\r\n")
+_WS = " \t\f\r\n"
+"""The white space the grammar skips (not ``\\v``, nor any other Unicode space)."""
+_NAME = r"[A-Za-z_][A-Za-z0-9_.:@/]*"
 _NAME_START = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_")
-_NAME_REST = _NAME_START | frozenset("0123456789.:@/")
+_TOKEN = re.compile(rf"<->|->|[()!&|]|{_NAME}")
+_LEXES = re.compile(rf"(?:[{_WS}]*+(?:<->|->|[()!&|]|{_NAME}+))*+[{_WS}]*+")
+"""Text made only of tokens and white space: what the grammar's lexer accepts (every
+quantifier possessive: a name is read whole, so a failing match never backtracks)."""
+_BARE = re.compile(rf"(!?)({_NAME})")
+"""A formula that is one name, or one name negated (no white space)."""
 _KEYWORD_OPS = {"and": "&", "or": "|", "not": "!"}
+_CONSTANTS = {"true", "false"}
 _BINARY = {"&": (4, True), "|": (3, True), "->": (2, False), "<->": (1, True)}
 """operator -> (precedence, left-associative); ``!`` binds tighter than all."""
 
 
 def _tokens(text: str) -> list[str] | None:
-    """The formula's tokens as the grammar reads them, or None where it would not lex."""
-    out: list[str] = []
-    i, n = 0, len(text)
-    while i < n:
-        ch = text[i]
-        if ch in _WS:
-            i += 1
-        elif ch in "()!&|":
-            out.append(ch)
-            i += 1
-        elif ch == "-" and text.startswith("->", i):
-            out.append("->")
-            i += 2
-        elif ch == "<" and text.startswith("<->", i):
-            out.append("<->")
-            i += 3
-        elif ch in _NAME_START:
-            j = i + 1
-            while j < n and text[j] in _NAME_REST:
-                j += 1
-            word = text[i:j]
-            out.append(_KEYWORD_OPS.get(word, "$" + word))
-            i = j
-        else:
-            return None
-    return out
+    """The formula's tokens as the grammar reads them, or None where it would not lex.
+
+    Names come as ``$name``; the keywords ``and``, ``or`` and ``not`` as their operators.
+    """
+    if _LEXES.fullmatch(text) is None:
+        return None
+    ops = _KEYWORD_OPS
+    return [
+        ops.get(tok, "$" + tok) if tok[0] in _NAME_START else tok
+        for tok in _TOKEN.findall(text)
+    ]
 
 
 def _apply(op: str, operands: list[Formula]) -> bool:
@@ -177,6 +171,11 @@ def _fast_parse(text: str) -> Formula | None:
     """The AST the grammar would build, without the grammar: operator precedence over a
     stack. None for anything the grammar would reject (the grammar then words the error).
     Checked against the grammar on generated formulas (tests/properties)."""
+    bare = _BARE.fullmatch(text)
+    if bare is not None:
+        negated, name = bare.groups()
+        if name not in _KEYWORD_OPS and name not in _CONSTANTS:
+            return Not(Atom(name), 2) if negated else Atom(name)
     tokens = _tokens(text)
     if not tokens:
         return None
@@ -261,6 +260,12 @@ def parse_with_grammar(text: str) -> Formula:
 def atom_formula(name: str) -> Formula:
     """The default formula of an item: the atom named by its id, whatever its characters."""
     return Atom(name)
+
+
+def is_true(node: Formula) -> bool:
+    """Is node the constant true? (``node == TRUE`` without the generic comparison, which
+    costs four calls when node is of another class.)"""
+    return type(node) is Const and node.value is True
 
 
 def conj(parts: list[Formula] | tuple[Formula, ...]) -> Formula:

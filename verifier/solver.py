@@ -34,7 +34,6 @@ from verifier import crosscheck
 from verifier.encoding import Encoder
 from verifier.errors import InputError, InternalError
 from verifier.formula import (
-    TRUE,
     And,
     Atom,
     Formula,
@@ -44,6 +43,7 @@ from verifier.formula import (
     evaluate,
     evaluate_partial,
     extend_model,
+    is_true,
 )
 
 __all__ = [
@@ -97,6 +97,7 @@ def solver_budget() -> tuple[int, float | None]:
                 fix="set a per-query time limit such as 10, or unset it",
             )
     return rlimit, timeout
+
 
 BIG_SLICE = 256
 """A sliced query with more premises than this goes to the premise set's own solver."""
@@ -579,7 +580,7 @@ class PremiseSet:
         given = list(formulas)
         names = list(labels) if labels is not None else [f"premise {i}" for i in range(len(given))]
         for f, name in zip(given, names, strict=True):
-            if f in seen or f == TRUE:
+            if is_true(f) or f in seen:
                 continue
             seen.add(f)
             self.formulas.append(f)
@@ -601,9 +602,7 @@ class PremiseSet:
         """
         if self._components is None:
             uf = UnionFind()
-            atom_lists = [
-                [f.name] if type(f) is Atom else sorted(atoms(f)) for f in self.formulas
-            ]
+            atom_lists = [[f.name] if type(f) is Atom else sorted(atoms(f)) for f in self.formulas]
             for names in atom_lists:
                 uf.union_all(names)
             for bg in self.session._bg_atoms:
@@ -671,7 +670,7 @@ class PremiseSet:
 
     def _obviously_entailed(self, goal: Formula) -> bool:
         """A sound syntactic shortcut: the goal is a premise, or built from premises."""
-        if goal == TRUE or goal in self._members:
+        if is_true(goal) or goal in self._members:
             return True
         if isinstance(goal, Or):
             return any(self._obviously_entailed(a) for a in goal.args)
@@ -835,6 +834,7 @@ class PremiseSet:
 GREEDY_MIN = 256
 """From this many formulas on, a model is first sought in Python before the solver is asked."""
 
+
 def greedy_model(formulas: Sequence[Formula]) -> dict[str, bool] | None:
     """A model of every formula found without the solver, or None.
 
@@ -925,7 +925,7 @@ class PremiseIndex:
 
     def add(self, key: str, label: str, formula: Formula) -> None:
         """Add a premise under a key (a key already there is kept as it is)."""
-        if key in self._entries or formula == TRUE:
+        if key in self._entries or is_true(formula):
             return
         names = atoms(formula)
         self._entries[key] = (label, formula, names)
@@ -1055,9 +1055,7 @@ class CombinedPremises:
         if self._vacuous is None:
             everything = [p for idx in self.indexes for p in idx.labeled()]
             labels = [lab for lab, _ in everything]
-            self._vacuous = PremiseSet(
-                self.session, [f for _, f in everything], labels
-            ).vacuous()
+            self._vacuous = PremiseSet(self.session, [f for _, f in everything], labels).vacuous()
         return self._vacuous
 
     def entails(self, goal: Formula) -> Result:
@@ -1068,6 +1066,6 @@ class CombinedPremises:
         if state.fails:
             return self.vacuous()
         part = self._slice(atoms(goal))
-        return PremiseSet(
-            self.session, [f for _, f in part], [lab for lab, _ in part]
-        ).entails(goal)
+        return PremiseSet(self.session, [f for _, f in part], [lab for lab, _ in part]).entails(
+            goal
+        )

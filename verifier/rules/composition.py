@@ -8,7 +8,17 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from verifier.formula import FALSE, TRUE, Atom, Const, Formula, Not, atoms, conj, extend_model
+from verifier.formula import (
+    FALSE,
+    Atom,
+    Const,
+    Formula,
+    Not,
+    atoms,
+    conj,
+    extend_model,
+    is_true,
+)
 from verifier.graph import why
 from verifier.rules.context import RewriteContext, cite, show
 from verifier.solver import Result, UnionFind, Verdict
@@ -143,9 +153,7 @@ def _connected(
         uf.union_all(sorted(names))
     roots = {uf.find(a) for a in atoms(fixed)}
     return [
-        (c, f)
-        for c, f in candidates
-        if not atoms(f) or any(uf.find(a) in roots for a in atoms(f))
+        (c, f) for c, f in candidates if not atoms(f) or any(uf.find(a) in roots for a in atoms(f))
     ]
 
 
@@ -231,7 +239,7 @@ def _consistency(ctx: RewriteContext, appended: tuple[Item, ...]) -> None:
                 " evicted without a stub; restore that record instead of trying again",
             )
         f = real.formula
-        if f == TRUE:
+        if is_true(f):
             continue
         if not asked:
             asked = True

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from verifier.findings import Finding, Refutes, group_by_cause
-from verifier.formula import TRUE, Formula, render
+from verifier.formula import Formula, is_true, render
 from verifier.graph import JustificationGraph
 from verifier.io import item_from_json
 from verifier.solver import PremiseIndex, Result, Session, falsifies, relevant_background
@@ -81,7 +81,7 @@ class StoreKnowledge:
             if real.kind == "commitment":
                 self._commitment_keys.add(key)
                 self.commitments.add(key, real.id, f)
-            if f != TRUE and key not in self._superseded:
+            if not is_true(f) and key not in self._superseded:
                 self._order[key] = len(self._order)
                 self.content.add(key, real.id, f)
         return self
@@ -170,6 +170,7 @@ class WindowView:
         self.by_id: dict[str, Item] = {it.id: it for it in self.items}
         self.store = store
         self._resolved: dict[str, Item | None] = {}
+        """What each stub resolved to (an item that is not a stub resolves to itself)."""
 
     def __contains__(self, item_id: object) -> bool:
         return item_id in self.by_id
@@ -179,18 +180,14 @@ class WindowView:
 
     def resolve(self, item_id: str) -> Item | None:
         """The item for this id: itself, or what its stub resolves to (None if it does not)."""
+        it = self.by_id.get(item_id)
+        if it is None or it.kind != "stub":
+            return it
         if item_id in self._resolved:
             return self._resolved[item_id]
-        it = self.by_id.get(item_id)
-        out: Item | None
-        if it is None:
-            out = None
-        elif it.kind != "stub":
-            out = it
-        else:
-            assert it.stub_ref is not None
-            stored = self.store.get(it.stub_ref)
-            out = stored if stored is not None and stored.id == it.id else None
+        assert it.stub_ref is not None
+        stored = self.store.get(it.stub_ref)
+        out = stored if stored is not None and stored.id == it.id else None
         self._resolved[item_id] = out
         return out
 
@@ -219,7 +216,7 @@ class WindowView:
             ):
                 continue
             f = real.formula
-            if f != TRUE:
+            if not is_true(f):
                 out.append((real, f))
         return out
 
