@@ -52,8 +52,7 @@ def cold_caches() -> None:
     the reader's caches of items already validated and read."""
     import verifier.io
 
-    verifier.io._VALID.clear()
-    verifier.io._READ[0] = {}
+    verifier.io.forget_reads()
     for name, module in list(sys.modules.items()):
         if not name.startswith("verifier.") or name == "verifier.grammar":
             continue

@@ -36,6 +36,7 @@ from verifier.io import (
     check_background,
     check_references,
     decode_input,
+    forget_reads,
     parse_trace_text,
     parse_window_text,
     read_input,
@@ -266,6 +267,7 @@ def check(
     store = None if creating else _open_store(store_path)
     w_before = _load_window(before, "check")
     w_after = _load_window(after, "check")
+    forget_reads()  # the process reads no other window: the after window's text goes
 
     def known(item_id: str) -> bool:
         return store is not None and store.has_id(item_id)

@@ -13,6 +13,7 @@ import math
 import re
 import reprlib
 import stat
+from array import array
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -45,6 +46,7 @@ __all__ = [
     "WINDOW_FORMAT",
     "collector_paused",
     "decode_input",
+    "forget_reads",
     "item_from_json",
     "load_trace",
     "load_window",
@@ -282,6 +284,36 @@ An item object of the next window with those keys and the same values as the
 item's fields (:func:`_same_json`) is that item, found without writing its
 canonical JSON. One window is kept, whatever its size: a check reads the
 window before, then the one after."""
+
+
+
+class _Spans:
+    """Where each item of the last window read item by item stood in its text.
+
+    An item object of the next window whose text is the same characters as one
+    of these is that item: it is neither parsed nor compared field by field.
+    """
+
+    __slots__ = ("ends", "items", "starts", "text")
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.starts = array("q")
+        self.ends = array("q")
+        self.items: list[Item] = []
+
+
+_TEXT: list[_Spans | None] = [None]
+"""The spans of the last window read item by item (None after any other read)."""
+
+
+def forget_reads() -> None:
+    """Drop what the reader keeps of the windows read so far (their items and text):
+    the next read starts cold. ``ctxproof check`` calls it once both windows are read."""
+    _VALID.clear()
+    _READ[0] = {}
+    _TEXT[0] = None
+
 
 _SHAPES: dict[frozenset[str], frozenset[str]] = {}
 """The key sets of item objects, kept once each (a window holds a handful of them)."""
@@ -862,7 +894,7 @@ class _ItemReader:
         self.items: list[Item] = []
         self.seen: set[str] = set()
 
-    def take(self, raw: Any) -> None:
+    def take(self, raw: Any) -> Item:
         try:
             iid = raw.get("id") if isinstance(raw, dict) else None
             last = self.last_read.get(iid) if isinstance(iid, str) else None
@@ -873,21 +905,35 @@ class _ItemReader:
                 it = item_from_json(raw, self.ctx)
                 keys = frozenset(raw)
                 self.read[it.id] = (_SHAPES.setdefault(keys, keys), it)
-            if it.id in self.seen:
-                raise self.ctx.error(
-                    "id appears twice in the window",
-                    item=it.id,
-                    fix="ids are unique within a window",
-                )
         except InputError as exc:
             iid = raw.get("id") if isinstance(raw, dict) else None
-            line = _id_lines(self.text).get(iid) if isinstance(iid, str) else None
-            raise exc.located(line=line or 1) from None
+            raise self._located(exc, iid) from None
+        self._add(it)
+        return it
+
+    def take_known(self, entry: tuple[frozenset[str], Item]) -> Item:
+        """Take an item of the last window whose object text is the same characters."""
+        it = entry[1]
+        self.read[it.id] = entry
+        self._add(it)
+        return it
+
+    def _add(self, it: Item) -> None:
+        if it.id in self.seen:
+            exc = self.ctx.error(
+                "id appears twice in the window", item=it.id, fix="ids are unique within a window"
+            )
+            raise self._located(exc, it.id)
         self.seen.add(it.id)
         self.items.append(it)
 
-    def window(self, background: tuple[str, ...]) -> Window:
+    def _located(self, exc: InputError, iid: Any) -> InputError:
+        line = _id_lines(self.text).get(iid) if isinstance(iid, str) else None
+        return exc.located(line=line or 1)
+
+    def window(self, background: tuple[str, ...], spans: _Spans | None = None) -> Window:
         _READ[0] = self.read
+        _TEXT[0] = spans
         return Window(tuple(self.items), background)
 
 
@@ -922,6 +968,46 @@ _AFTER_ITEM: Callable[[str, int], Any] = re.compile(r"[ \t\n\r]*([,\]])[ \t\n\r]
 """What may follow an item in the list: a comma or the list's end, with white space."""
 
 
+class _SameText:
+    """Finds the last window's items in the next window's text, in the order they stood.
+
+    The item expected next is the one after the last found; an item object that
+    is the same characters as its object in the last window is that item.
+    """
+
+    def __init__(self, last: _Spans | None, reader: _ItemReader) -> None:
+        self.last = last
+        self.reader = reader
+        self.next = 0
+        self._position: dict[str, int] | None = None
+
+    def at(self, text: str, i: int) -> tuple[Item, int] | None:
+        """The last window's item whose object text starts at i, and where it ends."""
+        last, k = self.last, self.next
+        if last is None or k >= len(last.items):
+            return None
+        start, end = last.starts[k], last.ends[k]
+        if not text.startswith(last.text[start:end], i):
+            return None
+        item = last.items[k]
+        entry = self.reader.last_read.get(item.id)
+        if entry is None or entry[1] is not item:
+            return None
+        self.next = k + 1
+        return self.reader.take_known(entry), i + end - start
+
+    def resync(self, item: Item) -> None:
+        """After an item found otherwise: expect the one that followed it last time."""
+        last = self.last
+        if last is None:
+            return
+        if self._position is None:
+            self._position = {it.id: k for k, it in enumerate(last.items)}
+        k = self._position.get(item.id)
+        if k is not None:
+            self.next = k + 1
+
+
 def _streamed_window(text: str, ctx: _Ctx) -> Window | None:
     """The window of a valid window file, read one item object at a time; None for
     anything else (:func:`parse_window_text` then reads it whole, and words the error).
@@ -954,9 +1040,20 @@ def _streamed_window(text: str, ctx: _Ctx) -> Window | None:
                     i += 1
                 else:
                     take, after = reader.take, _AFTER_ITEM
+                    spans = _Spans(text)
+                    starts, ends, placed = spans.starts.append, spans.ends.append, spans.items
+                    same = _SameText(_TEXT[0], reader)
                     while True:
-                        raw, i = scan(text, i)
-                        take(raw)
+                        starts(i)
+                        known = same.at(text, i)
+                        if known is not None:
+                            it, i = known
+                        else:
+                            raw, i = scan(text, i)
+                            it = take(raw)
+                            same.resync(it)
+                        ends(i)
+                        placed.append(it)
                         mark = after(text, i)
                         if mark is None:
                             return None
@@ -977,7 +1074,8 @@ def _streamed_window(text: str, ctx: _Ctx) -> Window | None:
         _check_fields(members, {"format", "background", "items"}, ctx, "a window file")
         if members.get("format") != WINDOW_FORMAT:
             return None
-        found: Window = reader.window(_background(members.get("background", []), ctx))
+        background = _background(members.get("background", []), ctx)
+        found: Window = reader.window(background, spans if reader.items else None)
         return found
     except (StopIteration, ValueError, RecursionError, InputError):
         return None

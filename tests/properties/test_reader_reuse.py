@@ -49,11 +49,9 @@ def test_a_reread_object_reads_as_it_would_the_first_time(
     obj: dict[str, Any], field: str, first: Any, second: Any
 ) -> None:
     a, b = {**obj, field: first}, {**obj, field: second}
-    reader._VALID.clear()
-    reader._READ[0] = {}
+    reader.forget_reads()
     fresh = _read(_window(b))
-    reader._VALID.clear()
-    reader._READ[0] = {}
+    reader.forget_reads()
     _read(_window(a))  # read first: remembered when valid
     again = _read(_window(b))
     assert again == fresh
@@ -86,11 +84,9 @@ def test_a_reread_object_with_other_keys_reads_as_it_would_the_first_time(
     b = {k: v for k, v in {**obj, **extra}.items() if k != drop}
     if relist:
         b = {k: [*v, "zz"] if isinstance(v, list) else v for k, v in b.items()}
-    reader._VALID.clear()
-    reader._READ[0] = {}
+    reader.forget_reads()
     fresh = _read(_window(b))
-    reader._VALID.clear()
-    reader._READ[0] = {}
+    reader.forget_reads()
     _read(_window(obj))
     again = _read(_window(b))
     assert again == fresh

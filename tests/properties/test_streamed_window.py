@@ -1,6 +1,7 @@
 """The window reader's fast path (items read one object at a time) against reading the
 file whole: the same window for every valid file however it is laid out, and for
-anything else the same error, which the whole read words."""
+anything else the same error, which the whole read words. A window read after another
+(whose items it takes again where their text is the same) reads as it does first."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from hypothesis import strategies as st
 import verifier.io as reader
 from verifier.errors import InputError
 from verifier.strategies import background_texts, windows
+from verifier.window import canonical_json
 
 
 def _whole(text: str) -> object:
@@ -57,9 +59,9 @@ def window_files(draw: st.DrawFn) -> str:
 @settings(max_examples=300, deadline=None)
 @given(window_files())
 def test_a_valid_file_reads_as_it_does_whole(text: str) -> None:
-    reader._READ[0] = {}
+    reader.forget_reads()
     streamed = reader._streamed_window(text, reader._Ctx("w.json", 1))
-    reader._READ[0] = {}
+    reader.forget_reads()
     whole = _whole(text)
     assert streamed == whole
     assert streamed is not None
@@ -83,7 +85,59 @@ def test_any_file_reads_as_it_does_whole(text: str, how: str, at: int, piece: st
         text = text.replace('"format"', '"format": "x", "format"', 1)
     else:
         text = text + piece
-    reader._READ[0] = {}
+    reader.forget_reads()
     got = _read(text)
-    reader._READ[0] = {}
+    reader.forget_reads()
     assert got == _whole(text)
+
+
+def _dumps(window: dict[str, Any], indent: int | None, sep: tuple[str, str]) -> str:
+    if indent is None:
+        return json.dumps(window, separators=sep, ensure_ascii=False)
+    return json.dumps(window, indent=indent, ensure_ascii=False)
+
+
+@st.composite
+def window_pairs(draw: st.DrawFn) -> tuple[str, str]:
+    """A window file and a rewrite of it: items dropped, moved, changed, repeated or new,
+    most written as before (the same characters), the whole sometimes laid out anew."""
+    items = draw(windows(min_size=1))
+    after: list[dict[str, Any]] = []
+    for n, obj in enumerate(items):
+        what = draw(st.sampled_from(["keep", "keep", "keep", "drop", "change", "twice", "new"]))
+        if what == "drop":
+            continue
+        if what == "change":
+            obj = {**obj, "text": draw(st.text(max_size=3)), "tokens": n}
+        after.append(obj)
+        if what == "twice":
+            after.append(obj)  # an id twice: bad input, however it is read
+        if what == "new":
+            after.append({"id": f"new{n}", "kind": "prose", "text": "added"})
+    if draw(st.booleans()):
+        after = draw(st.permutations(after))
+    indent = draw(st.sampled_from([None, None, 0, 2]))
+    sep = draw(st.sampled_from([(",", ":"), (", ", ": ")]))
+    text_before = _dumps({"format": "ctxproof-window/1", "items": items}, indent, sep)
+    if draw(st.booleans()):  # laid out anew: no item is the same characters
+        indent = draw(st.sampled_from([None, 1]))
+        sep = (" , ", " : ")
+    text_after = _dumps({"format": "ctxproof-window/1", "items": after}, indent, sep)
+    return text_before, text_after
+
+
+@settings(max_examples=400, deadline=None)
+@given(window_pairs())
+def test_a_window_read_after_another_reads_as_it_does_first(pair: tuple[str, str]) -> None:
+    before, after = pair
+    reader.forget_reads()
+    first = _read(after)
+    whole = _whole(before)
+    reader.forget_reads()
+    assert _read(before) == whole  # the reader keeps this window's items and text
+    again = _read(after)
+    assert again == first
+    if not isinstance(again, str):
+        assert [it.raw for it in again.items] == [  # type: ignore[attr-defined]
+            canonical_json(obj) for obj in json.loads(after)["items"]
+        ]
