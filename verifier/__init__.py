@@ -9,6 +9,7 @@ The public API:
 * :func:`load_trace`, :func:`load_window`, :func:`parse_trace_text`,
   :func:`parse_window_text` — read files or JSON text; :func:`window_from_dicts`,
   :func:`trace_from_dicts`, :func:`item_from_json` — build from plain dicts;
+  :func:`forget_reads` — drop what the reader keeps of the last window it read;
 * :func:`ref_of`, :func:`stub_for` — the store key of an item, and its stub;
 * :func:`guard` — gate a rewrite in an agent loop: accept, repair (spilling first) or keep;
 * :class:`SqliteStore`, :class:`MemoryStore` — the durable store;
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
     from verifier.findings import RULES, Finding
     from verifier.fuzz import FuzzReport, fuzz
     from verifier.io import (
+        forget_reads,
         item_from_json,
         load_trace,
         load_window,
@@ -72,6 +74,7 @@ _WHERE: dict[str, str] = {
     "Finding": "verifier.findings",
     "FuzzReport": "verifier.fuzz",
     "fuzz": "verifier.fuzz",
+    "forget_reads": "verifier.io",
     "item_from_json": "verifier.io",
     "load_trace": "verifier.io",
     "load_window": "verifier.io",
@@ -119,6 +122,7 @@ __all__ = [
     "__version__",
     "audit_trace",
     "check_rewrite",
+    "forget_reads",
     "fuzz",
     "guard",
     "item_from_json",

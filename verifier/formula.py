@@ -402,6 +402,21 @@ def extend_model(model: dict[str, bool], node: Formula, max_free: int = 8) -> bo
     On success the model is extended in place and True is returned; values it
     already held never change, so whatever it satisfied it still satisfies.
     """
+    literal: tuple[str, bool] | None = None
+    if isinstance(node, Atom):
+        literal = (node.name, True)
+    elif isinstance(node, Not) and isinstance(node.arg, Atom):
+        literal = (node.arg.name, False)
+    if literal is not None:
+        # its atom takes its polarity, or already has a value: what the search below
+        # would do, without it
+        name, value = literal
+        if name in model:
+            return bool(model[name]) is value
+        if max_free < 1:
+            return False
+        model[name] = value
+        return True
     names = atoms(node)
     free = sorted(a for a in names if a not in model)
     if len(free) > max_free:

@@ -872,7 +872,10 @@ def collector_paused() -> Iterator[None]:
     Both build hundreds of thousands of small objects, none of them in a cycle:
     the collector's passes find nothing and, as the heap grows, cost more and
     more of the work (a tenth of a 10k-item read; a quarter of a 100k-item
-    check). It runs again afterwards if it ran before.
+    check). It runs again afterwards if it ran before, with every object the
+    process holds filed in its oldest generation (``gc.freeze()`` then
+    ``gc.unfreeze()``, which walk nothing): otherwise its first pass would walk
+    all the objects made in between at once.
     """
     was_enabled = gc.isenabled()
     gc.disable()
@@ -880,6 +883,8 @@ def collector_paused() -> Iterator[None]:
         yield
     finally:
         if was_enabled:
+            gc.freeze()
+            gc.unfreeze()
             gc.enable()
 
 

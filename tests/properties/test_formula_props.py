@@ -29,6 +29,7 @@ from verifier.formula import (
     atoms,
     evaluate,
     evaluate_partial,
+    extend_model,
     parse,
     render,
 )
@@ -414,3 +415,33 @@ def test_a_partial_evaluation_is_the_value_of_every_completion(data: st.DataObje
         assert values == {said}, render(f)
     if not free:
         assert said == evaluate(f, known), render(f)
+
+
+def _search_extend(model: dict[str, bool], node: Formula, max_free: int) -> bool:
+    """extend_model as specified: the new atoms' assignments tried in order, true first."""
+    free = sorted(atoms(node) - set(model))
+    if len(free) > max_free:
+        return False
+    for row in itertools.product((True, False), repeat=len(free)):
+        if evaluate(node, {**model, **dict(zip(free, row, strict=True))}):
+            model.update(zip(free, row, strict=True))
+            return True
+    return False
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_extend_model_tries_the_new_atoms_true_first(data: st.DataObject) -> None:
+    """Literals included (which it settles without a search): the same answer and the
+    same model as the search over the new atoms' assignments, true first."""
+    names = data.draw(vocabularies)
+    atom = Atom(data.draw(st.sampled_from(names)))
+    literals: list[Formula] = [atom, Not(atom)]
+    f: Formula = data.draw(st.sampled_from(literals) | formulas(names, 2), label="formula")
+    model = {
+        n: v for n in names if (v := data.draw(st.sampled_from([True, False, None]))) is not None
+    }
+    max_free = data.draw(st.integers(0, 3))
+    mine, reference = dict(model), dict(model)
+    assert extend_model(mine, f, max_free) == _search_extend(reference, f, max_free)
+    assert mine == reference
