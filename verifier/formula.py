@@ -305,7 +305,20 @@ def atoms(node: Formula) -> frozenset[str]:
 
 @lru_cache(maxsize=65_536)
 def _atoms_of(node: Formula) -> frozenset[str]:
-    return frozenset(n.name for n in walk(node) if isinstance(n, Atom))
+    found: set[str] = set()
+    stack = [node]
+    while stack:
+        cur = stack.pop()
+        if isinstance(cur, Atom):
+            found.add(cur.name)
+        elif isinstance(cur, Not):
+            stack.append(cur.arg)
+        elif isinstance(cur, And | Or):
+            stack.extend(cur.args)
+        elif isinstance(cur, Implies | Iff):
+            stack.append(cur.left)
+            stack.append(cur.right)
+    return frozenset(found)
 
 
 def evaluate(node: Formula, assignment: Mapping[str, bool]) -> bool:

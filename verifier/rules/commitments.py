@@ -70,8 +70,7 @@ class _Merges:
     def __init__(self, ctx: RewriteContext) -> None:
         self.ctx = ctx
         self.merges: list[Item] = []
-        for it in ctx.after.items:
-            real = ctx.after.resolve(it.id)
+        for _, real in ctx.after.resolved():
             if real is not None and real.kind in ("commitment", "claim") and real.covers:
                 self.merges.append(real)
         self._judged: dict[str, bool] = {}
@@ -123,9 +122,8 @@ def check_commitments(ctx: RewriteContext) -> None:
 
 
 def _cf001_to_003(ctx: RewriteContext, merges: _Merges) -> None:
-    for entry in ctx.before.items:
-        # a stub stands for the item the store holds: that is the version to compare
-        old = ctx.before.resolve(entry.id)
+    # a stub stands for the item the store holds: that is the version to compare
+    for entry, old in ctx.before.resolved():
         if old is None or not bound(ctx, old, ctx.before):
             continue
         if entry.id not in ctx.after and entry.kind == "stub":
@@ -188,8 +186,7 @@ def _orphaned(ctx: RewriteContext, view: WindowView, rid: str) -> bool:
 
 
 def _cf004(ctx: RewriteContext, merges: _Merges) -> None:
-    for stub_or_item in ctx.after.items:
-        it = ctx.after.resolve(stub_or_item.id)
+    for _, it in ctx.after.resolved():
         if it is None or it.kind != "commitment":
             continue
         old = ctx.before.resolve(it.id)

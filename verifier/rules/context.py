@@ -171,6 +171,7 @@ class WindowView:
         self.store = store
         self._resolved: dict[str, Item | None] = {}
         """What each stub resolved to (an item that is not a stub resolves to itself)."""
+        self._pairs: tuple[tuple[Item, Item | None], ...] | None = None
 
     def __contains__(self, item_id: object) -> bool:
         return item_id in self.by_id
@@ -191,6 +192,15 @@ class WindowView:
         self._resolved[item_id] = out
         return out
 
+    def resolved(self) -> tuple[tuple[Item, Item | None], ...]:
+        """Each item, in window order, with what it resolves to (:meth:`resolve`); made
+        once, for the many rules that read the whole window."""
+        if self._pairs is None:
+            self._pairs = tuple(
+                (it, it if it.kind != "stub" else self.resolve(it.id)) for it in self.items
+            )
+        return self._pairs
+
     def is_stub(self, item_id: str) -> bool:
         it = self.by_id.get(item_id)
         return it is not None and it.kind == "stub"
@@ -207,10 +217,9 @@ class WindowView:
         Items excluded by a finding and superseded observations are no part of it.
         """
         out: list[tuple[Item, Formula]] = []
-        for it in self.items:
+        for it, real in self.resolved():
             if it.id in excluded:
                 continue
-            real = self.resolve(it.id)
             if real is None or (
                 superseded and real.kind == "observation" and real.key in superseded
             ):

@@ -23,8 +23,8 @@ def _call_of(view: WindowView, item_id: str) -> str | None:
 def results_by_call(view: WindowView) -> dict[str, list[str]]:
     """call id -> ids of the results in the window (item or resolving stub), in window order."""
     out: dict[str, list[str]] = {}
-    for it in view.items:
-        call = _call_of(view, it.id)
+    for it, real in view.resolved():
+        call = real.call if real is not None else None
         if call is not None:
             out.setdefault(call, []).append(it.id)
     return out
@@ -35,8 +35,8 @@ def check_pairing(ctx: RewriteContext) -> None:
     before, after = ctx.before, ctx.after
     results_before = results_by_call(before)
     results_after = results_by_call(after)
-    for it in after.items:
-        call = _call_of(after, it.id)
+    for it, real in after.resolved():
+        call = real.call if real is not None else None
         if call is None or call in after:
             continue
         if it.id in before and _call_of(before, it.id) == call and call not in before:

@@ -54,8 +54,7 @@ def _surviving_ids(ctx: RewriteContext, view: WindowView, item: Item) -> list[st
 
 
 def _wr001_002(ctx: RewriteContext, changed_ids: set[str]) -> None:
-    for it in ctx.before.items:
-        old = ctx.before.resolve(it.id)
+    for it, old in ctx.before.resolved():
         new = ctx.after.resolve(it.id)
         if old is None or new is None or old.kind not in ("commitment", "claim"):
             continue
@@ -111,8 +110,7 @@ def _wr001_002(ctx: RewriteContext, changed_ids: set[str]) -> None:
 
 
 def _wr003(ctx: RewriteContext) -> None:
-    for it in ctx.after.items:
-        new = ctx.after.resolve(it.id)
+    for it, new in ctx.after.resolved():
         if new is None or new.modality not in WITNESSED:
             continue
         old = ctx.earlier_version(it.id)
@@ -136,8 +134,7 @@ def _wr003(ctx: RewriteContext) -> None:
 
 
 def _wr004(ctx: RewriteContext) -> None:
-    for it in ctx.before.items:
-        old = ctx.before.resolve(it.id)
+    for it, old in ctx.before.resolved():
         if old is None or old.modality != "failed":
             continue
         new = ctx.after.resolve(it.id)
@@ -256,8 +253,7 @@ def _wr006(ctx: RewriteContext, stub: Item) -> None:
 
 def _legit_observations(ctx: RewriteContext) -> set[str]:
     legit = set(ctx.history.appended_obs)
-    for it in ctx.before.items:
-        real = ctx.before.resolve(it.id)
+    for _, real in ctx.before.resolved():
         if real is not None and real.kind == "observation":
             legit.add(real.key)
     return legit
