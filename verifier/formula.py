@@ -18,7 +18,7 @@ import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Union
+from typing import Any, Union
 
 from verifier.errors import FormulaError
 
@@ -65,18 +65,39 @@ class Atom:
 class Not:
     arg: Formula
     depth: int = field(default=1, compare=False, repr=False)
+    _hash: int = field(default=0, init=False, compare=False, repr=False)
+
+    def __hash__(self) -> int:
+        return self._hash or _keep_hash(self, (self.arg,))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return type(self), (self.arg, self.depth)
 
 
 @dataclass(frozen=True, slots=True)
 class And:
     args: tuple[Formula, ...]
     depth: int = field(default=1, compare=False, repr=False)
+    _hash: int = field(default=0, init=False, compare=False, repr=False)
+
+    def __hash__(self) -> int:
+        return self._hash or _keep_hash(self, (self.args,))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return type(self), (self.args, self.depth)
 
 
 @dataclass(frozen=True, slots=True)
 class Or:
     args: tuple[Formula, ...]
     depth: int = field(default=1, compare=False, repr=False)
+    _hash: int = field(default=0, init=False, compare=False, repr=False)
+
+    def __hash__(self) -> int:
+        return self._hash or _keep_hash(self, (self.args,))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return type(self), (self.args, self.depth)
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +105,13 @@ class Implies:
     left: Formula
     right: Formula
     depth: int = field(default=1, compare=False, repr=False)
+    _hash: int = field(default=0, init=False, compare=False, repr=False)
+
+    def __hash__(self) -> int:
+        return self._hash or _keep_hash(self, (self.left, self.right))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return type(self), (self.left, self.right, self.depth)
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +119,25 @@ class Iff:
     left: Formula
     right: Formula
     depth: int = field(default=1, compare=False, repr=False)
+    _hash: int = field(default=0, init=False, compare=False, repr=False)
+
+    def __hash__(self) -> int:
+        return self._hash or _keep_hash(self, (self.left, self.right))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return type(self), (self.left, self.right, self.depth)
+
+
+def _keep_hash(node: Any, values: tuple[Any, ...]) -> int:
+    """The hash a frozen dataclass gives (that of its compared fields), kept in the node:
+    a compound formula's hash would walk the whole formula at every use.
+
+    The kept hash holds in this process only (strings hash differently in another):
+    a compound node pickles as its constructor's arguments, without it.
+    """
+    value = hash(values)
+    object.__setattr__(node, "_hash", value)
+    return value
 
 
 Formula = Union[Const, Atom, Not, And, Or, Implies, Iff]  # noqa: UP007 - a runtime alias

@@ -233,3 +233,42 @@ def test_unexpected_end_is_reported_at_the_end(text: str) -> None:
     with pytest.raises(FormulaError) as info:
         parse(text)
     assert f"column {len(text) + 1}:" in info.value.message
+
+
+def test_a_formula_hash_is_the_hash_of_its_fields_and_is_kept() -> None:
+    """A compound node keeps its hash (the dataclass's: that of its compared fields)."""
+    f = parse("(a & b) -> !c")
+    assert isinstance(f, Implies)
+    assert hash(f) == hash((f.left, f.right))
+    assert f._hash == hash(f)  # kept after the first use
+    assert hash(parse("(a & b) -> !c")) == hash(f) and parse("(a & b) -> !c") == f
+    assert hash(And((Atom("a"), Atom("b")), 5)) == hash(And((Atom("a"), Atom("b"))))
+
+
+def test_a_pickled_formula_hashes_afresh_in_another_process() -> None:
+    """Strings hash differently in another process: a kept hash must not travel."""
+    import pickle
+    import subprocess
+    import sys
+
+    f = parse("!(a | b) <-> (c -> d & e)")
+    assert isinstance(f, Iff)
+    hash(f)  # keep it
+    data = pickle.dumps([f, f.left, f.right])
+    code = (
+        "import pickle, sys\n"
+        "from verifier.formula import parse\n"
+        "f, left, right = pickle.loads(sys.stdin.buffer.read())\n"
+        "g = parse('!(a | b) <-> (c -> d & e)')\n"
+        "assert f == g and f in {g} and left in {g.left} and right in {g.right}\n"
+        "assert f.depth == g.depth\n"
+    )
+    for seed in ("1", "2"):
+        done = subprocess.run(
+            [sys.executable, "-c", code],
+            input=data,
+            env={"PYTHONHASHSEED": seed, "PATH": "/usr/bin:/bin"},
+            capture_output=True,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr.decode()
