@@ -10,10 +10,12 @@ Exit codes: 0 every rewrite accepted and no finding; 1 at least one finding;
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import dataclasses
 import json
 import os
+import re
 import sys
 import traceback
 from collections import Counter
@@ -320,18 +322,51 @@ def check(
     return code
 
 
+_STRING_AT_QUOTE = re.compile(r'"[^"]*(?=")')
+"""From a quote to the next one (left out, so the next match starts there)."""
+
+
+def _first_lines(text: str, needles: set[str]) -> dict[str, int]:
+    """The line of the first occurrence of each needle (a JSON string) in text.
+
+    One pass, whatever the number of needles: an occurrence of a needle with no
+    quote inside starts at a quote and ends at the next one, so every quote and
+    the text up to the next quote is looked up once. A needle with a quote inside
+    (an escaped one) is looked for on its own.
+    """
+    first: dict[str, int] = {}
+    plain = {n for n in needles if '"' not in n[1:-1]}
+    if plain:
+        left = len(plain)
+        for m in _STRING_AT_QUOTE.finditer(text):
+            candidate = m.group() + '"'
+            if candidate in plain and candidate not in first:
+                first[candidate] = m.start()
+                left -= 1
+                if not left:
+                    break
+    for needle in needles - plain:
+        pos = text.find(needle)
+        if pos >= 0:
+            first[needle] = pos
+    breaks = [m.start() for m in re.finditer("\n", text)]
+    return {needle: bisect.bisect_left(breaks, pos) + 1 for needle, pos in first.items()}
+
+
 def _with_lines(result: RewriteResult, path: str) -> RewriteResult:
     """Findings of a window check point at the line of their first item in the file."""
     try:
         text = Path(path).read_text("utf-8")
     except (OSError, ValueError):  # gone or changed since it was read: lines stay 1
         return result
-    fixed = []
-    for f in result.findings:
-        needle = json.dumps(f.items[0], ensure_ascii=False) if f.items else ""
-        pos = text.find(needle) if needle else -1
-        line = text.count("\n", 0, pos) + 1 if pos >= 0 else 1
-        fixed.append(dataclasses.replace(f, line=line))
+    needles = [
+        json.dumps(f.items[0], ensure_ascii=False) if f.items else "" for f in result.findings
+    ]
+    lines = _first_lines(text, {n for n in needles if n})
+    fixed = [
+        dataclasses.replace(f, line=lines.get(needle, 1))
+        for f, needle in zip(result.findings, needles, strict=True)
+    ]
     return RewriteResult(
         result.pass_,
         1,
