@@ -916,13 +916,6 @@ class _ItemReader:
         self._add(it)
         return it
 
-    def take_known(self, entry: tuple[frozenset[str], Item]) -> Item:
-        """Take an item of the last window whose object text is the same characters."""
-        it = entry[1]
-        self.read[it.id] = entry
-        self._add(it)
-        return it
-
     def _add(self, it: Item) -> None:
         if it.id in self.seen:
             exc = self.ctx.error(
@@ -995,11 +988,15 @@ class _SameText:
         if not text.startswith(last.text[start:end], i):
             return None
         item = last.items[k]
-        entry = self.reader.last_read.get(item.id)
-        if entry is None or entry[1] is not item:
-            return None
+        reader = self.reader
+        entry = reader.last_read.get(item.id)
+        if entry is None or entry[1] is not item or item.id in reader.seen:
+            return None  # read the usual way (which reports an id read twice)
         self.next = k + 1
-        return self.reader.take_known(entry), i + end - start
+        reader.read[item.id] = entry
+        reader.seen.add(item.id)
+        reader.items.append(item)
+        return item, i + end - start
 
     def resync(self, item: Item) -> None:
         """After an item found otherwise: expect the one that followed it last time."""

@@ -122,13 +122,14 @@ def check_commitments(ctx: RewriteContext) -> None:
 
 
 def _cf001_to_003(ctx: RewriteContext, merges: _Merges) -> None:
+    after = ctx.after.by_id
     # a stub stands for the item the store holds: that is the version to compare
     for entry, old in ctx.before.resolved():
         if old is None or not bound(ctx, old, ctx.before):
             continue
-        if entry.id not in ctx.after and entry.kind == "stub":
+        if entry.id not in after and entry.kind == "stub":
             continue  # the store holds it: a record exists
-        if old.id not in ctx.after:
+        if old.id not in after:
             if ctx.store.has_id(old.id) or merges.carries(old.id):
                 continue
             ctx.report(
@@ -141,7 +142,7 @@ def _cf001_to_003(ctx: RewriteContext, merges: _Merges) -> None:
         if old.id in ctx.excluded:
             continue  # a reported contradiction: its formula is no commitment to hold to
         new = ctx.after.resolve(old.id)
-        if new is None or new.same_version(old):
+        if new is None or new is old or new.same_version(old):
             continue  # an unresolvable stub is WR006's
         if new.formula == old.formula:
             continue

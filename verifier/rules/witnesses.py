@@ -40,28 +40,25 @@ def check_witnesses(ctx: RewriteContext) -> None:
     _wr008(ctx)
 
 
-def _witnesses_touched(ctx: RewriteContext, old: Item, new: Item) -> bool:
-    """Did anything this item's support depends on change in this rewrite?"""
-    touched = ctx.touched()
-    if old.id in touched or not old.same_version(new):
-        return True
-    return any(w in touched for w in old.witnesses)
-
-
 def _surviving_ids(ctx: RewriteContext, view: WindowView, item: Item) -> list[str]:
     spilled = view.is_stub(item.id)
     return [w.id for w in view.surviving_witnesses(item, spilled=spilled, excluded=ctx.excluded)]
 
 
 def _wr001_002(ctx: RewriteContext, changed_ids: set[str]) -> None:
+    touched = ctx.touched()
     for it, old in ctx.before.resolved():
+        if old is None or old.kind not in ("commitment", "claim"):
+            continue
         new = ctx.after.resolve(it.id)
-        if old is None or new is None or old.kind not in ("commitment", "claim"):
+        if new is None or new.kind not in ("commitment", "claim"):
             continue
-        if new.kind not in ("commitment", "claim"):
-            continue
-        if not _witnesses_touched(ctx, old, new):
-            continue
+        if (
+            old.id not in touched
+            and (new is old or old.same_version(new))
+            and not any(w in touched for w in old.witnesses)
+        ):
+            continue  # nothing its support depends on changed in this rewrite
         heavy = (
             old.load_bearing
             or new.load_bearing
