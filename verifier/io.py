@@ -36,6 +36,7 @@ from verifier.window import (
     built_item,
     canonical_json,
     content_ref,
+    item_slots,
 )
 
 __all__ = [
@@ -258,7 +259,11 @@ _VALID_MAX = 1 << 16
 
 def item_from_json(obj: Any, ctx: _Ctx | None = None) -> Item:
     """Validate one item object and build the :class:`Item`."""
-    ctx = ctx or _Ctx("<input>", None)
+    return _item_from_object(obj, ctx or _Ctx("<input>", None), None)
+
+
+def _item_from_object(obj: Any, ctx: _Ctx, keys: frozenset[str] | None) -> Item:
+    """:func:`item_from_json`, given the object's keys where the caller has them."""
     if not isinstance(obj, dict):
         raise ctx.error("an item must be a JSON object", fix='write {"id": ..., "kind": ...}')
     try:
@@ -269,12 +274,135 @@ def item_from_json(obj: Any, ctx: _Ctx | None = None) -> Item:
         hit = _VALID.get(raw)
         if hit is not None:
             return hit
-    item = _item_from_json(obj, ctx, raw)
+    built = None if raw is None else _shaped(obj, raw, keys)
+    item = built if built is not None else _item_from_json(obj, ctx, raw)
     if raw is not None and item.raw == raw:
         if len(_VALID) >= _VALID_MAX:
             _VALID.clear()
         _VALID[raw] = item
     return item
+
+
+_Builder = Callable[[dict[str, Any], str], "Item | None"]
+_BUILDERS: dict[tuple[str, frozenset[str]], _Builder | None] = {}
+"""A builder for each shape of item object met (its kind and its keys); None for a
+shape that is bad input (the full check words why)."""
+_BUILDERS_MAX = 1 << 12
+
+
+def _shaped(obj: dict[str, Any], raw: str, keys: frozenset[str] | None) -> Item | None:
+    """The item of a valid object, built by the builder of its shape; None for an
+    object that is not valid, or not plainly so (then :func:`_item_from_json` decides)."""
+    kind = obj.get("kind")
+    if type(kind) is not str:
+        return None
+    shape = (kind, frozenset(obj) if keys is None else keys)
+    try:
+        builder = _BUILDERS[shape]
+    except KeyError:
+        if len(_BUILDERS) >= _BUILDERS_MAX:
+            _BUILDERS.clear()
+        builder = _BUILDERS[shape] = _build_shape(*shape)
+    return None if builder is None else builder(obj, raw)
+
+
+def _build_shape(kind: str, keys: frozenset[str]) -> _Builder | None:
+    """Python source for one shape's builder: each key it has read and checked as
+    :func:`_item_from_json` checks it, but with exact types (a subclass of str or int
+    is left to the full check), and the item's fields set through their slots, the
+    absent ones to their defaults. The source is made of our own field names only."""
+    if kind not in KINDS or "id" not in keys or not _FIELDS[kind].issuperset(keys):
+        return None
+    if (kind == "commitment" and "type" not in keys) or (kind == "stub" and "ref" not in keys):
+        return None
+    body: list[str] = []
+    value: dict[str, str] = {"kind": "KIND", "raw": "raw"}
+
+    def read(key: str, *checks: str) -> str:
+        body.append(f"v_{key} = obj[{key!r}]")
+        body.extend(f"if {check.format(v=f'v_{key}')}: return None" for check in checks)
+        return f"v_{key}"
+
+    def optional(key: str, field: str, *checks: str) -> None:
+        if key in keys:
+            value[field] = read(key, *(f"{{v}} is not None and ({c})" for c in checks))
+
+    def ids(key: str, field: str) -> None:
+        if key in keys:
+            v = read(key, "type({v}) is not list")
+            body.append(
+                f"if {v} and (not all(type(x) is str for x in {v}) or len(set({v})) != len({v})):"
+                " return None"
+            )
+            value[field] = f"tuple({v})"
+
+    def formula(key: str, field: str) -> None:
+        if key in keys:
+            v = read(key, "type({v}) is not str")
+            body.append(f"f_{key} = formula_or_none({v})")
+            body.append(f"if f_{key} is None: return None")
+            value[field], value["_formula"] = v, f"f_{key}"
+
+    value["id"] = read("id", "type({v}) is not str", "not 1 <= len({v}) <= MAX_ID")
+    optional("text", "text", "type({v}) is not str")
+    optional("tokens", "tokens", "type({v}) is not int or {v} < 0")
+    optional("score", "score", "type({v}) is not int or not 0 <= {v} <= 100")
+    if kind in ("commitment", "claim", "observation") and "modality" in keys:
+        v = read("modality", "type({v}) is not str or {v} not in MODALITY")
+        value["modality"] = f"MODALITY[{v}]"
+    if kind == "commitment":
+        v = read("type", "type({v}) is not str or {v} not in TYPE")
+        value["type"] = f"TYPE[{v}]"
+        ids("rationale", "rationale")
+    if kind in ("commitment", "claim"):
+        ids("covers", "covers")
+        formula("formula", "formula_text")
+        ids("witnesses", "witnesses")
+        optional("load_bearing", "load_bearing_field", "type({v}) is not bool")
+    if kind == "claim":
+        ids("derived_from", "derived_from")
+    if kind == "observation":
+        formula("shows", "shows_text")
+        optional("content", "content", "type({v}) is not str")
+        optional("digest", "digest", "type({v}) is not str or REF({v}) is None")
+        if "content" in keys:
+            if "digest" not in keys:
+                body.append("v_digest = None")
+            body.append("if v_content is not None:")
+            body.append("    actual = content_ref(v_content)")
+            if "digest" in keys:
+                body.append("    if v_digest is not None and v_digest != actual: return None")
+            body.append("    v_digest = actual")
+            value["digest"] = "v_digest"
+        optional("source", "source", "type({v}) is not str")
+        optional("exit_code", "exit_code", "type({v}) is not int")
+        optional("at", "at", "type({v}) is not str and type({v}) is not int"
+                 " and type({v}) is not float")
+    if kind in ("observation", "prose") and "call" in keys:
+        value["call"] = read("call", "type({v}) is not str", "not 1 <= len({v}) <= MAX_ID")
+    if kind == "stub":
+        value["stub_ref"] = read("ref", "type({v}) is not str or REF({v}) is None")
+    made, scope = item_slots(value)
+    scope.update(
+        KIND=_KIND[kind],
+        MAX_ID=MAX_ID_LENGTH,
+        MODALITY=_MODALITY,
+        TYPE=_TYPE,
+        REF=_REF_RE.fullmatch,
+        content_ref=content_ref,
+        formula_or_none=_formula_or_none,
+    )
+    lines = ["def build(obj, raw):", *(f"    {line}" for line in [*body, *made, "return item"])]
+    exec("\n".join(lines), scope)  # our own field names and checks: nothing from input
+    built: _Builder = scope["build"]
+    return built
+
+
+def _formula_or_none(text: str) -> Formula | None:
+    try:
+        return parse(text)
+    except FormulaError:
+        return None
 
 
 _READ: list[dict[str, tuple[frozenset[str], Item]]] = [{}]
@@ -907,8 +1035,8 @@ class _ItemReader:
                 it = last[1]
                 self.read[it.id] = last
             else:
-                it = item_from_json(raw, self.ctx)
-                keys = frozenset(raw)
+                keys = frozenset(raw) if isinstance(raw, dict) else frozenset()
+                it = _item_from_object(raw, self.ctx, keys)
                 self.read[it.id] = (_SHAPES.setdefault(keys, keys), it)
         except InputError as exc:
             iid = raw.get("id") if isinstance(raw, dict) else None

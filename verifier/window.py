@@ -238,20 +238,37 @@ class Item:
         return max(1, len(self.raw) // 4)
 
 
-def _slot_filler() -> Any:
-    """A function setting every field of a new Item through its slot, one statement a
-    field (as dataclasses writes ``__init__``); fields left out take their defaults."""
+def item_slots(exprs: Mapping[str, str]) -> tuple[list[str], dict[str, Any]]:
+    """Python statements that make a new Item named ``item`` and set each of its fields
+    through its slot (as dataclasses writes ``__init__``, without the check of ``raw``):
+    to the expression ``exprs`` gives for it, else to its default. Also the names the
+    statements use. ``id``, ``kind`` and ``raw`` must have an expression."""
     scope: dict[str, Any] = {"new": object.__new__, "Item": Item}
-    lines = ["def fill(values):", "    item = new(Item)", "    get = values.get"]
+    lines = ["item = new(Item)"]
     for f in fields(Item):
         scope[f"set_{f.name}"] = Item.__dict__[f.name].__set__
-        if f.default is MISSING:
-            lines.append(f"    set_{f.name}(item, values[{f.name!r}])")
-        else:
+        expr = exprs.get(f.name)
+        if expr is None:
+            if f.default is MISSING:
+                raise ValueError(f"no value for the field {f.name!r}")
             scope[f"default_{f.name}"] = f.default
-            lines.append(f"    set_{f.name}(item, get({f.name!r}, default_{f.name}))")
-    lines.append("    return item")
-    exec("\n".join(lines), scope)  # our own field names: nothing from input
+            expr = f"default_{f.name}"
+        lines.append(f"set_{f.name}(item, {expr})")
+    return lines, scope
+
+
+def _slot_filler() -> Any:
+    """A function setting every field of a new Item from a dict (fields left out take
+    their defaults)."""
+    names = [f.name for f in fields(Item)]
+    exprs = {
+        name: f"values[{name!r}]" if name in ("id", "kind", "raw") else f"get({name!r}, _{name})"
+        for name in names
+    }
+    lines, scope = item_slots(exprs)
+    scope.update({f"_{f.name}": f.default for f in fields(Item) if f.default is not MISSING})
+    source = ["def fill(values):", "    get = values.get", *(f"    {x}" for x in lines)]
+    exec("\n".join([*source, "    return item"]), scope)  # our own field names only
     return scope["fill"]
 
 
