@@ -307,10 +307,11 @@ def _shaped(obj: dict[str, Any], raw: str, keys: frozenset[str] | None) -> Item 
 
 
 def _build_shape(kind: str, keys: frozenset[str]) -> _Builder | None:
-    """Python source for one shape's builder: each key it has read and checked as
-    :func:`_item_from_json` checks it, but with exact types (a subclass of str or int
-    is left to the full check), and the item's fields set through their slots, the
-    absent ones to their defaults. The source is made of our own field names only."""
+    """The builder of one shape, None for a shape that is bad input: a function that
+    reads each key of the shape and checks it as :func:`_item_from_json` does, but
+    with exact types (a subclass of str or int is left to the full check), then sets
+    the item's fields through their slots, the absent ones to their defaults. Its
+    source is written from our own field names and checks only."""
     if kind not in KINDS or "id" not in keys or not _FIELDS[kind].issuperset(keys):
         return None
     if (kind == "commitment" and "type" not in keys) or (kind == "stub" and "ref" not in keys):
@@ -412,7 +413,6 @@ An item object of the next window with those keys and the same values as the
 item's fields (:func:`_same_json`) is that item, found without writing its
 canonical JSON. One window is kept, whatever its size: a check reads the
 window before, then the one after."""
-
 
 
 class _Spans:
