@@ -117,6 +117,7 @@ def verdict_of(ctx: RewriteContext) -> str:
     return "accept-demoted" if ctx.demoted else "accept"
 
 
+@collector_paused()
 def check_rewrite(
     before: WindowLike,
     after: WindowLike,
@@ -141,38 +142,6 @@ def check_rewrite(
     Python's cycle collector is paused while the check runs (see
     :func:`verifier.io.collector_paused`) and runs again afterwards.
     """
-    with collector_paused():
-        return _check_rewrite(
-            before,
-            after,
-            store=store,
-            background=background,
-            mode=mode,
-            claimed_preserved=claimed_preserved,
-            session=session,
-            history=history,
-            pass_no=pass_no,
-            line=line,
-            policy=policy,
-            with_repair=with_repair,
-        )
-
-
-def _check_rewrite(
-    before: WindowLike,
-    after: WindowLike,
-    *,
-    store: Store | None,
-    background: Iterable[str],
-    mode: str,
-    claimed_preserved: Sequence[str] | None,
-    session: Session | None,
-    history: History | None,
-    pass_no: int,
-    line: int | None,
-    policy: str | None,
-    with_repair: bool,
-) -> RewriteResult:
     bg = tuple(background)
     if isinstance(before, Window) and not bg:
         bg = before.background

@@ -1024,34 +1024,30 @@ class _ItemReader:
         self.ctx = _Ctx(name, None)  # the line is looked up only for a message
         self.last_read = _READ[0]
         self.read: dict[str, tuple[frozenset[str], Item]] = {}
+        """The items taken so far, by id, each with the keys of its object."""
         self.items: list[Item] = []
-        self.seen: set[str] = set()
 
     def take(self, raw: Any) -> Item:
         try:
             iid = raw.get("id") if isinstance(raw, dict) else None
             last = self.last_read.get(iid) if isinstance(iid, str) else None
             if last is not None and _same_json(last[1], last[0], raw):
-                it = last[1]
-                self.read[it.id] = last
+                entry = last
             else:
                 keys = frozenset(raw) if isinstance(raw, dict) else frozenset()
-                it = _item_from_object(raw, self.ctx, keys)
-                self.read[it.id] = (_SHAPES.setdefault(keys, keys), it)
+                entry = (_SHAPES.setdefault(keys, keys), _item_from_object(raw, self.ctx, keys))
         except InputError as exc:
             iid = raw.get("id") if isinstance(raw, dict) else None
             raise self._located(exc, iid) from None
-        self._add(it)
-        return it
-
-    def _add(self, it: Item) -> None:
-        if it.id in self.seen:
-            exc = self.ctx.error(
+        it = entry[1]
+        if it.id in self.read:
+            twice = self.ctx.error(
                 "id appears twice in the window", item=it.id, fix="ids are unique within a window"
             )
-            raise self._located(exc, it.id)
-        self.seen.add(it.id)
+            raise self._located(twice, it.id)
+        self.read[it.id] = entry
         self.items.append(it)
+        return it
 
     def _located(self, exc: InputError, iid: Any) -> InputError:
         line = _id_lines(self.text).get(iid) if isinstance(iid, str) else None
@@ -1118,11 +1114,10 @@ class _SameText:
         item = last.items[k]
         reader = self.reader
         entry = reader.last_read.get(item.id)
-        if entry is None or entry[1] is not item or item.id in reader.seen:
+        if entry is None or entry[1] is not item or item.id in reader.read:
             return None  # read the usual way (which reports an id read twice)
         self.next = k + 1
         reader.read[item.id] = entry
-        reader.seen.add(item.id)
         reader.items.append(item)
         return item, i + end - start
 
