@@ -18,8 +18,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from verifier.errors import InputError, InternalError
+from verifier.errors import InputError, InternalError, OutputError
 from verifier.formula import And, Atom, Const, Formula, Iff, Implies, Not, Or, render
+from verifier.fsutil import atomic_write
 
 __all__ = ["ENV", "answer", "disagreement", "enabled"]
 
@@ -100,9 +101,9 @@ def disagreement(formulas: Sequence[Formula], z3_says: str, cvc5_says: str) -> I
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
     path = Path(tempfile.gettempdir()) / f"ctxproof-disagreement-{digest}.txt"
     try:
-        path.write_text(text, "utf-8")
+        atomic_write(path, text)  # a link planted at that name is replaced, not followed
         where = f"its formulas (one a line, their conjunction asked) are in {path}"
-    except OSError:
+    except OutputError:
         where = "its formulas could not be written"
     return InternalError(
         f"the solvers disagree on query {digest}: z3 says {z3_says}, cvc5 says {cvc5_says};"

@@ -8,6 +8,11 @@ umask, as for any file a program creates. When anything fails the temporary
 file is removed and :class:`~verifier.errors.OutputError` names the path and
 the reason.
 
+While a file is staged, the folder it goes to is locked (``flock`` on the
+folder itself, so no lock file is left behind): a writer that finds the lock
+free knows that every temporary file of ours in that folder is a stray of a
+run that was killed, and removes it (:func:`remove_strays`).
+
 Writing can be split in two steps, so that a caller can stage the file, do
 something else that may fail (commit spills to a store), and only then put the
 file in place:
@@ -27,14 +32,35 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import re
+import stat
 import tempfile
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 
 from verifier.errors import OutputError
 
-__all__ = ["Staged", "atomic_write", "atomic_write_all", "make_folder", "stage"]
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - a system without flock: no folder locks
+    fcntl = None  # type: ignore[assignment]
+
+__all__ = [
+    "Staged",
+    "atomic_write",
+    "atomic_write_all",
+    "folder_lock",
+    "make_folder",
+    "remove_strays",
+    "stage",
+    "write_set",
+]
+
+TEMPORARY = re.compile(r"\..{1,32}\.[a-z0-9_]{8}\.ctxproof\.tmp", re.DOTALL)
+"""The name of a temporary file :class:`Staged` writes: ``.NAME.XXXXXXXX.ctxproof.tmp``
+(distinct enough that no other program's file in a shared folder is taken for one)."""
 
 # errors of fsync on a folder that only say the file system cannot do it
 _NO_DIR_SYNC = {errno.EINVAL, errno.ENOTSUP, errno.EBADF, errno.EACCES, errno.EISDIR}
@@ -83,11 +109,96 @@ def _sync_folder(folder: Path) -> None:
         os.close(fd)
 
 
+_locks_guard = threading.RLock()
+_held: dict[tuple[int, int], list[int]] = {}
+"""Folders this process holds locked: (device, inode) -> [folder fd, how many holders]."""
+
+
+def _lock(folder: Path) -> tuple[int, int] | None:
+    """Lock folder for this process (re-entrant); the key to unlock it with, or None when
+    the folder cannot be locked (no flock here, a file system without it)."""
+    if fcntl is None:
+        return None
+    try:
+        fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return None  # a missing folder: writing into it fails and says so
+    with _locks_guard:
+        try:
+            st = os.fstat(fd)
+            key = (st.st_dev, st.st_ino)
+            held = _held.get(key)
+            if held is not None:
+                held[1] += 1
+                os.close(fd)
+                return key
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except OSError:
+            os.close(fd)
+            return None
+        _held[key] = [fd, 1]
+    # the lock is new: nothing of ours is staged in this folder, by us or by anyone
+    remove_strays(folder)
+    return key
+
+
+def _unlock(key: tuple[int, int] | None) -> None:
+    if key is None:
+        return
+    with _locks_guard:
+        held = _held.get(key)
+        if held is None:
+            return
+        held[1] -= 1
+        if held[1] == 0:
+            del _held[key]
+            os.close(held[0])  # closing the last descriptor releases the flock
+
+
+@contextlib.contextmanager
+def folder_lock(folder: str | Path) -> Iterator[None]:
+    """Hold folder locked against other ctxproof writers while the block runs.
+
+    Taking the lock removes the temporaries a killed run left there
+    (:func:`remove_strays`). Where folders cannot be locked, nothing is locked
+    and nothing removed.
+    """
+    key = _lock(Path(folder))
+    try:
+        yield
+    finally:
+        _unlock(key)
+
+
+def remove_strays(folder: str | Path) -> list[str]:
+    """Remove the temporary files of ours (:data:`TEMPORARY`, regular files) in
+    folder; return their names. Links and anything else of that name are left alone.
+
+    Call it only with the folder locked (:func:`folder_lock`): another writer's
+    temporaries are then not there.
+    """
+    removed: list[str] = []
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return removed
+    for name in names:
+        if not TEMPORARY.fullmatch(name):
+            continue
+        path = os.path.join(folder, name)
+        with contextlib.suppress(OSError):
+            if stat.S_ISREG(os.lstat(path).st_mode):
+                os.unlink(path)
+                removed.append(name)
+    return removed
+
+
 class Staged:
     """A file written to a temporary name beside its target, not yet in place.
 
     :meth:`commit` renames it over the target; :meth:`discard` (or leaving the
-    ``with`` block without committing) removes it.
+    ``with`` block without committing) removes it. The folder stays locked
+    (:func:`folder_lock`) until then.
     """
 
     def __init__(self, path: str | Path, data: str | bytes) -> None:
@@ -95,11 +206,14 @@ class Staged:
         self.tmp: Path | None = None
         payload = data.encode("utf-8") if isinstance(data, str) else data
         folder = self.path.parent
+        self._lock = _lock(folder)
         try:
             fd, name = tempfile.mkstemp(
-                prefix=f".{self.path.name[:32]}.", suffix=".tmp", dir=folder
+                prefix=f".{self.path.name[:32]}.", suffix=".ctxproof.tmp", dir=folder
             )
         except OSError as exc:
+            _unlock(self._lock)
+            self._lock = None
             raise _failure(self.path, exc) from exc
         self.tmp = Path(name)
         try:
@@ -133,6 +247,8 @@ class Staged:
             _sync_folder(self.path.parent)
         except OSError as exc:
             raise _failure(self.path, exc) from exc
+        finally:
+            self._release()
         return self.path
 
     def discard(self) -> None:
@@ -142,6 +258,11 @@ class Staged:
             with contextlib.suppress(OSError):
                 self.tmp.unlink()
             self.tmp = None
+        self._release()
+
+    def _release(self) -> None:
+        lock, self._lock = self._lock, None
+        _unlock(lock)
 
     def __enter__(self) -> Staged:
         return self
@@ -203,3 +324,90 @@ def atomic_write_all(files: Sequence[tuple[str | Path, str | bytes]]) -> list[Pa
     finally:
         for s in staged:
             s.discard()
+
+
+def _real_folder(folder: Path, name: str) -> Path:
+    """folder/name as a folder of its own (made if missing); a link there is refused."""
+    path = folder / name
+    try:
+        path.mkdir(exist_ok=True)
+        st = os.lstat(path)
+    except OSError as exc:
+        raise OutputError(
+            f"{path}: cannot make the folder: {_reason(exc)}; choose another path"
+        ) from exc
+    if not stat.S_ISDIR(st.st_mode):
+        what = "a symbolic link" if stat.S_ISLNK(st.st_mode) else "not a folder"
+        raise OutputError(
+            f"{path}: is {what}, which ctxproof does not write through; remove it or"
+            " choose another output folder"
+        )
+    return path
+
+
+def _remove_stale(folder: Path, sub: str, stale: Callable[[str], bool], keep: set[str]) -> None:
+    """Remove the files of folder/sub that stale() names and keep does not, through a
+    descriptor of that folder opened without following a link (a link put in its place
+    is never followed)."""
+    flags = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0)
+    try:
+        top = os.open(folder, flags)
+    except OSError:
+        return
+    try:
+        fd = top
+        if sub:
+            try:
+                fd = os.open(sub, flags | getattr(os, "O_NOFOLLOW", 0), dir_fd=top)
+            except OSError:
+                return  # missing, or a link: nothing of ours to clean there
+        try:
+            for name in os.listdir(fd):
+                if name in keep or not stale(name):
+                    continue
+                with contextlib.suppress(OSError):
+                    if not stat.S_ISDIR(os.lstat(name, dir_fd=fd).st_mode):
+                        os.unlink(name, dir_fd=fd)  # a link is removed, never followed
+        finally:
+            if fd != top:
+                os.close(fd)
+    finally:
+        os.close(top)
+
+
+def write_set(
+    folder: str | Path,
+    files: Mapping[str, str | bytes],
+    *,
+    stale: Mapping[str, Callable[[str], bool]] | None = None,
+    what: str = "output folder",
+) -> list[Path]:
+    """Write a set of files into folder as one, and remove what an earlier set left.
+
+    ``files`` maps names relative to folder (``name`` or ``sub/name``, one
+    level) to their data. The folder is made when missing (a link the caller
+    named is followed); a subfolder must be a folder of its own (a link there
+    is an :class:`OutputError`). Every file is written and synced under a
+    temporary name before any is put in place, so a full disk or a refused
+    write leaves the earlier set as it was; the renames that follow cannot fail
+    for lack of space. ``stale`` maps a subfolder (``""``: folder itself) to a
+    test of file names: the files it names that this set does not write are
+    removed afterwards, without following links.
+
+    Raises:
+        OutputError: a folder cannot be made or a file cannot be written.
+    """
+    out = make_folder(folder, what)
+    subs = sorted({name.split("/", 1)[0] for name in files if "/" in name})
+    for sub in subs:
+        _real_folder(out, sub)
+    paths = atomic_write_all([(out / name, data) for name, data in files.items()])
+    for sub, test in (stale or {}).items():
+        keep = {
+            name.split("/", 1)[-1]
+            for name in files
+            if (name.split("/", 1)[0] if "/" in name else "") == sub
+        }
+        with folder_lock(out):
+            _remove_stale(out, sub, test, keep)
+    return paths

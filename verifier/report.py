@@ -32,7 +32,7 @@ from verifier.audit import Auditor, TraceReport
 from verifier.errors import FormulaError, OutputError
 from verifier.findings import RULES, SUMMARIES, cause_item
 from verifier.formula import evaluate, parse
-from verifier.fsutil import atomic_write_all
+from verifier.fsutil import write_set
 from verifier.graph import JustificationGraph, WhyAnswer, why
 from verifier.rules.context import MODE_SUPPORT
 from verifier.store import Store
@@ -723,6 +723,10 @@ def page_name(index: int, trace: str) -> str:
     return f"{index + 1:04d}-{stem}.html"
 
 
+def _is_page(name: str) -> bool:
+    return name.endswith(".html")
+
+
 def write_report(
     folder: str | Path,
     results: Sequence[dict[str, Any]],
@@ -732,47 +736,38 @@ def write_report(
     the index's path.
 
     ``pages`` are the trace pages (:func:`render_trace_page`), one per result (None: no
-    page, as for a bad file). Every file is staged before any is put in place: a full
-    disk leaves the folder as it was (a folder made for the report is removed). Pages an
-    earlier report left in ``traces/`` that this one does not write are removed.
+    page, as for a bad file). The files are written as one set
+    (:func:`~verifier.fsutil.write_set`): a full disk leaves the folder as it was (a
+    folder made for the report is removed). Pages an earlier report left in ``traces/``
+    that this one does not write are removed; ``traces/`` as a link is refused, never
+    followed.
 
     Raises:
         OutputError: the folder cannot be made or a file cannot be written.
     """
     out = Path(folder)
-    sub = out / "traces"
     pages = list(pages) if pages is not None else [None] * len(results)
-    try:
-        made = [p for p in (sub, out, *out.parents) if not p.exists()]
-        out.mkdir(parents=True, exist_ok=True)
-        if any(p is not None for p in pages):
-            sub.mkdir(exist_ok=True)
-    except OSError as exc:
-        raise OutputError(
-            f"{out}: cannot make the report folder: {exc.strerror or exc}; choose another path"
-        ) from exc
+    made = [p for p in (out / "traces", out, *out.parents) if not p.exists()]
     names = [
         page_name(i, r["trace"]) if p is not None else None
         for i, (r, p) in enumerate(zip(results, pages, strict=True))
     ]
     hrefs = [f"traces/{n}" if n is not None else None for n in names]
-    files: list[tuple[str | Path, str | bytes]] = [
-        (sub / n, p) for n, p in zip(names, pages, strict=True) if n is not None and p is not None
-    ]
-    data = json.dumps({"traces": list(results)}, indent=2, ensure_ascii=False) + "\n"
+    files: dict[str, str | bytes] = {
+        f"traces/{n}": p
+        for n, p in zip(names, pages, strict=True)
+        if n is not None and p is not None
+    }
+    data = json.dumps({"traces": list(results)}, indent=2, ensure_ascii=False)
+    files["report.json"] = data + "\n"
+    files["index.html"] = render_index(results, hrefs)
     index = out / "index.html"
-    files += [(out / "report.json", data), (index, render_index(results, hrefs))]
     try:
-        atomic_write_all(files)
+        # pages an earlier report left in traces/ that this one does not write are removed
+        write_set(out, files, stale={"traces": _is_page}, what="report folder")
     except OutputError:
         for p in made:  # deepest first; each is empty unless someone else wrote there
             with contextlib.suppress(OSError):
                 p.rmdir()
         raise
-    if sub.is_dir():
-        keep = {n for n in names if n is not None}
-        for old in sub.glob("*.html"):
-            if old.name not in keep:
-                with contextlib.suppress(OSError):
-                    old.unlink()
     return index

@@ -26,13 +26,14 @@ imports z3); the symbolic slots in :mod:`~verifier.prove.window`, one pass in
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from verifier.errors import InputError
 from verifier.findings import Finding
+from verifier.fsutil import write_set
 from verifier.policies.spec import Spec, load_spec
 from verifier.prove.passes import bmc_before, encode_pass
 from verifier.prove.properties import PROPERTIES, Violation, violations
@@ -94,6 +95,8 @@ class Counterexample:
     size: int
     """How many items the counterexample uses (no fewer can show this finding)."""
     finding: Finding
+    text: str = field(default="", repr=False, compare=False)
+    """The trace written at ``path``."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -520,6 +523,7 @@ def prove(
             found.append(outcome.counterexample)
         elif outcome.reason is not None:
             undecided.setdefault(outcome.reason, []).append(code)
+    _write_counterexamples(out_dir, found)
     seconds = time.perf_counter() - start
     stats: dict[str, Any] = {
         "arith": arith,
@@ -560,6 +564,23 @@ def prove(
     if undecided:
         return result("undecided", reason=reason)
     return result("proved")
+
+
+def _write_counterexamples(out_dir: str | Path, found: Sequence[Counterexample]) -> None:
+    """The counterexamples of this proof, written as one set; those an earlier proof left
+    in the folder are removed (a folder that is not there is made only for one)."""
+    if not found and not Path(out_dir).is_dir():
+        return
+    write_set(
+        out_dir,
+        {f"cex-{c.code}.jsonl": c.text for c in found},
+        stale={"": _is_counterexample},
+        what="counterexample folder",
+    )
+
+
+def _is_counterexample(name: str) -> bool:
+    return name.startswith("cex-") and name.endswith(".jsonl") and name[4:-6] in PROPERTIES
 
 
 def _round(v: float) -> float | int:
@@ -684,7 +705,7 @@ def _settle(
     scenario, viol = enc.scenario(code)
     replayed = replay_scenario(enc.spec, scenario, code, viol.pass_no, out_dir)
     size = len(scenario.slots)
-    cex = Counterexample(code, replayed.path, viol.pass_no, size, replayed.finding)
+    cex = Counterexample(code, replayed.path, viol.pass_no, size, replayed.finding, replayed.text)
     return _Outcome(summary("counterexample", size=size, path=replayed.path), cex)
 
 

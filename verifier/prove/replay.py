@@ -4,7 +4,7 @@ A model fixes every slot: kind, type, modality, citations, tokens, score,
 and when it is appended (BMC) or where it is as the pass starts (induction).
 :class:`Scenario` is that assignment as plain values; :func:`replay_scenario` turns it
 into item dicts, runs the spec's own interpreter (``SpecPolicy`` through
-``run_policy``) on them pass by pass, writes the trace (header with the
+``run_policy``) on them pass by pass, builds the trace (header with the
 budget; appends; a ``spill`` event with the items each pass spilled; the
 rewrite with the policy's window and ``claimed_preserved``), audits it in
 count witness mode, and returns the finding the proof predicted.
@@ -19,7 +19,6 @@ with the interpreter, and the message says where.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -242,19 +241,16 @@ def build_trace(spec: Spec, scenario: Scenario) -> tuple[str, int]:
 def replay_scenario(
     spec: Spec, scenario: Scenario, code: str, pass_no: int, out_dir: str | Path
 ) -> Replayed:
-    """Write the counterexample trace ``OUT/cex-CODE.jsonl`` and audit it.
+    """Build the counterexample trace for ``OUT/cex-CODE.jsonl`` and audit it.
+
+    The trace is not written here: :func:`verifier.prove.prove` writes every
+    counterexample of a proof as one set (:func:`~verifier.fsutil.write_set`).
 
     Raises :class:`InternalError` when the interpreter does not do what the
     encoding predicted, or the audit does not report ``code`` at ``pass_no``.
     """
     text, _ = build_trace(spec, scenario)
-    folder = Path(out_dir)
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"cex-{code}.jsonl"
-    tmp = folder / f".cex-{code}.jsonl.tmp"
-    tmp.write_text(text, "utf-8")
-    os.replace(tmp, path)
-    shown = str(path)
+    shown = str(Path(out_dir) / f"cex-{code}.jsonl")
     trace = parse_trace_text(text, shown)
     report = audit_trace(trace, mode=MODE_COUNT)
     for f in report.findings:
