@@ -39,7 +39,7 @@ from hypothesis import strategies as st
 from verifier.audit import Auditor
 from verifier.errors import InternalError
 from verifier.findings import RULES, Finding
-from verifier.fsutil import atomic_write, make_folder
+from verifier.fsutil import write_set
 from verifier.io import item_from_json, parse_trace_text, ref_of
 from verifier.policies import Policy, item_tokens, run_policy
 from verifier.window import Item
@@ -686,13 +686,22 @@ SHRINK_CALLS = 300
 
 @dataclass(frozen=True, slots=True)
 class Counterexample:
+    """The shrunk session of one rule: where it is written, and its first finding."""
+
     code: str
     path: str
     pass_: int
     items: tuple[str, ...]
+    message: str = ""
 
     def to_json(self) -> Obj:
-        return {"code": self.code, "path": self.path, "pass": self.pass_, "items": list(self.items)}
+        return {
+            "code": self.code,
+            "path": self.path,
+            "pass": self.pass_,
+            "items": list(self.items),
+            "message": self.message,
+        }
 
 
 @dataclass
@@ -709,6 +718,8 @@ class FuzzReport:
     tokens_after: int = 0
     seconds: float = 0.0
     pressures: list[tuple[float, int]] = field(default_factory=list)
+    texts: dict[str, str] = field(default_factory=dict)
+    """Rule code -> the trace text of its counterexample."""
 
     @property
     def exit_code(self) -> int:
@@ -914,8 +925,12 @@ def fuzz(
     progress: Callable[[int, int], None] | None = None,
     shrink_calls: int = SHRINK_CALLS,
     runner: Runner | None = None,
+    card: bool = True,
 ) -> FuzzReport:
     """Fuzz a policy: explore sessions, shrink one counterexample per rule found.
+
+    The output set goes to ``out_dir`` (:func:`write_outputs`): the shrunk
+    sessions, and with ``card`` the scorecard and the plot.
 
     With ``jobs`` > 1 (and ``policy_arg``, how to load the policy in a worker)
     chunks of sessions run in worker processes; the result is the same. A
@@ -957,7 +972,6 @@ def fuzz(
             report.findings_by_rule[code] = report.findings_by_rule.get(code, 0) + n
         for code, at in ch.first.items():
             first.setdefault(code, (ch.index, at))
-    out = Path(out_dir)
     codes = sorted(first)
     shrunk = run(
         _shrink_task,
@@ -978,17 +992,18 @@ def fuzz(
         ],
         None,
     )
-    make_folder(out, "fuzz output folder")
-    for stale in out.glob("cex-*.jsonl"):
-        if stale.name[4:-6] in RULES and stale.name[4:-6] not in codes:
-            stale.unlink()  # an earlier run's: this run did not find that rule
+    out = Path(out_dir)
     for code, result in zip(codes, shrunk, strict=True):
         path = out / f"cex-{code}.jsonl"
-        atomic_write(path, result.text())
+        text = result.text()
         finding = _first_finding(result, code)
-        _check_replay(path, code, result, mode)
-        report.counterexamples.append(Counterexample(code, str(path), finding.pass_, finding.items))
+        _check_replay(path, text, code, mode)
+        report.texts[code] = text
+        report.counterexamples.append(
+            Counterexample(code, str(path), finding.pass_, finding.items, finding.message)
+        )
     report.seconds = time.perf_counter() - started
+    write_outputs(report, out, card=card)
     return report
 
 
@@ -1067,14 +1082,14 @@ def _map(
     return results
 
 
-def _check_replay(path: Path, code: str, result: SessionResult, mode: str) -> None:
-    """A written counterexample must replay with its finding (PL findings excepted: the
-    policy is not part of a trace)."""
+def _check_replay(path: Path, text: str, code: str, mode: str) -> None:
+    """A counterexample must replay with its finding (PL findings excepted: the policy is
+    not part of a trace)."""
     if code.startswith("PL"):
         return
     from verifier.audit import audit_trace
 
-    replay = audit_trace(parse_trace_text(path.read_bytes(), str(path)), mode=mode)
+    replay = audit_trace(parse_trace_text(text.encode("utf-8"), str(path)), mode=mode)
     if code not in {f.code for f in replay.findings}:
         raise InternalError(f"{path}: the shrunk session does not replay with {code}")
 
@@ -1099,8 +1114,8 @@ def summarize_pressure(
     return rows
 
 
-def plot_pressure(points: Sequence[tuple[float, int]], path: Path, title: str) -> None:
-    """Findings per rewrite against pressure, as a PNG."""
+def plot_pressure(points: Sequence[tuple[float, int]], title: str) -> bytes:
+    """Findings per rewrite against pressure: the bytes of a PNG."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -1118,24 +1133,39 @@ def plot_pressure(points: Sequence[tuple[float, int]], path: Path, title: str) -
     ax.set_xlabel("pressure (tokens / budget when the policy ran)")
     ax.set_ylabel("findings at that rewrite")
     ax.set_title(title)
-    ax.set_xlim(1.0, max([3.05, *xs]))
+    ax.set_xlim(1.0, max([3.05, *(x for x in xs if math.isfinite(x))]))
     ax.grid(alpha=0.3)
     ax.legend(loc="upper left")
     fig.tight_layout()
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png")
     plt.close(fig)
-    atomic_write(path, buffer.getvalue())
+    return buffer.getvalue()
 
 
-def write_outputs(report: FuzzReport, out_dir: str | Path) -> Obj:
-    """Write ``scorecard.json`` and ``pressure.png``; return the scorecard."""
-    out = Path(out_dir)
-    make_folder(out, "fuzz output folder")
-    card = {**report.to_json(), "by_pressure": summarize_pressure(report.pressures)}
-    atomic_write(out / "scorecard.json", json.dumps(card, indent=2, ensure_ascii=False) + "\n")
-    plot_pressure(report.pressures, out / "pressure.png", f"{report.policy}: findings vs pressure")
-    return card
+def write_outputs(report: FuzzReport, out_dir: str | Path, *, card: bool = True) -> Obj:
+    """Write the output set of a run and return its scorecard: ``cex-CODE.jsonl`` for each
+    rule found and, with ``card``, ``scorecard.json`` and ``pressure.png``.
+
+    The files are written as one set (:func:`~verifier.fsutil.write_set`): a full disk
+    leaves the folder as the last run left it. Counterexamples of rules an earlier run
+    found and this one did not are removed.
+    """
+    scorecard = {**report.to_json(), "by_pressure": summarize_pressure(report.pressures)}
+    files: dict[str, str | bytes] = {
+        f"cex-{code}.jsonl": text for code, text in sorted(report.texts.items())
+    }
+    if card:
+        files["scorecard.json"] = json.dumps(scorecard, indent=2, ensure_ascii=False) + "\n"
+        files["pressure.png"] = plot_pressure(
+            report.pressures, f"{report.policy}: findings vs pressure"
+        )
+    write_set(out_dir, files, stale={"": _is_counterexample}, what="fuzz output folder")
+    return scorecard
+
+
+def _is_counterexample(name: str) -> bool:
+    return name.startswith("cex-") and name.endswith(".jsonl") and name[4:-6] in RULES
 
 
 def scorecard_text(report: FuzzReport, by_pressure: Sequence[Mapping[str, Any]]) -> list[str]:

@@ -184,6 +184,46 @@ def test_write_set_refuses_a_subfolder_that_is_a_link(tmp_path: Path) -> None:
 # ------------------------------------------------------------ issue 23, item 7
 
 
+def _fuzz(out: Path, *more: str) -> tuple[int, str, str]:
+    policy = f"{MODELS / 'naive_summarizer.py'}:naive_summarizer"
+    return run("fuzz", policy, "--sessions", "6", "--passes", "4", "--out", str(out), *more)
+
+
+def test_a_full_disk_leaves_the_earlier_fuzz_output_as_it_was(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = tmp_path / "fz"
+    out.mkdir()
+    earlier = {
+        "scorecard.json": b'{"policy": "earlier"}\n',
+        "pressure.png": b"earlier plot",
+        "cex-CF007.jsonl": b"earlier counterexample\n",
+    }
+    for name, data in earlier.items():
+        (out / name).write_bytes(data)
+    enospc_after(monkeypatch, 2000)
+    code, text, err = _fuzz(out)
+    assert code == 2, err
+    assert "No space left on device" in err and text == ""
+    assert files(out) == earlier
+
+
+def test_fuzz_writes_its_whole_set(tmp_path: Path) -> None:
+    out = tmp_path / "fz"
+    out.mkdir()
+    (out / "cex-WR006.jsonl").write_text("an earlier run's\n", "utf-8")
+    code, _, err = _fuzz(out, "--format", "json")
+    assert code == 1, err
+    names = {p.name for p in out.iterdir()}
+    card = json.loads((out / "scorecard.json").read_text("utf-8"))
+    assert {"scorecard.json", "pressure.png"} <= names
+    assert {f"cex-{c}.jsonl" for c in card["findings_by_rule"]} == names - {
+        "scorecard.json",
+        "pressure.png",
+    }
+    assert all(c["message"] for c in card["counterexamples"])
+
+
 def test_a_stray_temporary_is_removed_by_the_next_run_into_the_folder(tmp_path: Path) -> None:
     rep = tmp_path / "rep"
     rep.mkdir()

@@ -256,6 +256,7 @@ def run(
             out_dir=folder,
             jobs=jobs,
             policy_arg=adapter.name,
+            card=False,  # the page is the summary: no scorecard or plot per adapter
         )
         trials.append(
             Trial(
