@@ -1204,7 +1204,7 @@ def fuzz(
     2: bad POLICY or usage. See docs/fuzz.md.
     """
     from verifier.fuzz import fuzz as run_fuzz
-    from verifier.fuzz import scorecard_text, write_outputs
+    from verifier.fuzz import scorecard_text, summarize_pressure
     from verifier.policies import load_policy
 
     policy = load_policy(policy_arg)
@@ -1231,11 +1231,10 @@ def fuzz(
         progress=progress,
         runner=runner,
     )
-    card = write_outputs(report, out_dir)
     if fmt == "json":
         obj.line(json.dumps(report.to_json(), ensure_ascii=False))
     else:
-        for text in scorecard_text(report, card["by_pressure"]):
+        for text in scorecard_text(report, summarize_pressure(report.pressures)):
             obj.line(text)
         out = Path(out_dir)
         obj.line(f"scorecard: {out / 'scorecard.json'}, plot: {out / 'pressure.png'}")
