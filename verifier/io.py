@@ -10,6 +10,7 @@ from __future__ import annotations
 import gc
 import json
 import math
+import os
 import re
 import reprlib
 import stat
@@ -883,36 +884,66 @@ def _check_trace(trace: Trace, known: Callable[[str], bool]) -> None:
                     )
 
 
+_FILE_TYPES = (
+    (stat.S_ISDIR, "a folder"),
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def _regular_file(mode: int, path: str) -> None:
+    """Refuse what is not a regular file: a pipe or a device may never end, or block."""
+    if stat.S_ISREG(mode):
+        return
+    kind = next((name for test, name in _FILE_TYPES if test(mode)), "not a regular file")
+    raise InputError(
+        f"is {kind}, not a regular file",
+        file=path,
+        fix="give the path of a file (save a stream to a file first)",
+    )
+
+
 def read_input(path: str | Path) -> bytes:
     """The bytes of an input file; an unreadable or oversized file is bad input.
 
-    A pipe or a device is read up to the bound (it has no size to check first).
+    Only a regular file is read: a FIFO, a device or a folder is refused before
+    anything is read from it (a pipe with no writer would block, ``/dev/zero``
+    never ends).
     """
+    name = str(path)
+
+    def too_large(size: int) -> InputError:
+        return InputError(
+            f"input is {size} bytes, more than the bound of {MAX_INPUT_BYTES}",
+            file=name,
+            fix="split the trace into several files",
+        )
+
     try:
-        st = Path(path).stat()
-        size = st.st_size
-        data = b""
-        if size <= MAX_INPUT_BYTES:
-            with open(path, "rb") as fh:
-                if stat.S_ISREG(st.st_mode):
-                    data = fh.read(size + 1)  # one buffer of the file's size, as read_bytes
-                else:
-                    chunks: list[bytes] = []
-                    total = 0
-                    while total <= MAX_INPUT_BYTES and (chunk := fh.read(1 << 20)):
-                        chunks.append(chunk)
-                        total += len(chunk)
-                    data = b"".join(chunks)
-        if size > MAX_INPUT_BYTES or len(data) > MAX_INPUT_BYTES:
-            raise InputError(
-                f"input is {max(size, len(data))} bytes, more than the bound of {MAX_INPUT_BYTES}",
-                file=str(path),
-                fix="split the trace into several files",
-            )
+        _regular_file(os.stat(path).st_mode, name)
+        # non-blocking: a FIFO put in the file's place since is not waited on
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+        with open(fd, "rb", closefd=True) as fh:
+            st = os.fstat(fd)
+            _regular_file(st.st_mode, name)
+            if st.st_size > MAX_INPUT_BYTES:
+                raise too_large(st.st_size)
+            data = fh.read(st.st_size + 1)  # one buffer of the file's size, as read_bytes
+            if len(data) > st.st_size:  # the file grew since: read on, up to the bound
+                chunks = [data]
+                total = len(data)
+                while total <= MAX_INPUT_BYTES and (chunk := fh.read(1 << 20)):
+                    chunks.append(chunk)
+                    total += len(chunk)
+                data = b"".join(chunks)
+        if len(data) > MAX_INPUT_BYTES:
+            raise too_large(len(data))
         return data
     except OSError as exc:
         raise InputError(
-            f"cannot read: {exc.strerror}", file=str(path), fix="check the path"
+            f"cannot read: {exc.strerror}", file=name, fix="check the path"
         ) from None
 
 

@@ -11,7 +11,9 @@ from __future__ import annotations
 import io
 import json
 import os
-import threading
+import resource
+import subprocess
+import sys
 import time
 import tracemalloc
 from collections.abc import Iterator
@@ -212,24 +214,70 @@ def test_a_header_store_that_is_no_usable_path_is_bad_input(tmp_path: Path, stor
     assert len(err) < 1000
 
 
-# ------------------------------------------------------------ pipes as input
+# ------------------------------------------------------------ files that are not files
 
 
-def test_a_trace_read_from_a_pipe_is_audited(tmp_path: Path) -> None:
-    fifo = tmp_path / "trace.jsonl"
+def _cli_in_child(*argv: str, memory: int = 768 << 20) -> subprocess.CompletedProcess[str]:
+    """The CLI in a child process with a memory cap and a time limit: what hangs or reads
+    without end fails the test instead of stopping it."""
+
+    def cap() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+
+    return subprocess.run(
+        [sys.executable, "-m", "verifier", *argv],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        preexec_fn=cap,
+    )
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["audit", "{fifo}"],
+        ["audit", "/dev/zero"],
+        ["check", "/dev/zero", "{fifo}"],
+        ["why", "{fifo}", "x"],
+        ["graph", "/dev/zero", "--out", "{tmp}/g.json"],
+        ["prove", "{fifo}"],
+        ["fuzz", "{fifo}.toml"],
+        ["import", "claude-code", "/dev/zero"],
+    ],
+)
+def test_a_pipe_or_a_device_is_refused_before_anything_is_read(
+    tmp_path: Path, argv: list[str]
+) -> None:
+    """Issue 23, item 8: audit /dev/zero read 2.1 GB before exit 2; a FIFO with no
+    writer blocked for ever."""
+    fifo = tmp_path / "input"
     os.mkfifo(fifo)
-    text = (CORPUS / "cf001_fires.jsonl").read_bytes()
+    os.mkfifo(f"{fifo}.toml")
+    args = [a.format(fifo=fifo, tmp=tmp_path) for a in argv]
+    started = time.perf_counter()
+    proc = _cli_in_child(*args)
+    assert proc.returncode == 2, proc.stderr
+    assert time.perf_counter() - started < 60
+    assert "not a regular file" in proc.stderr, proc.stderr
+    assert "FIFO" in proc.stderr or "character device" in proc.stderr
+    assert proc.stdout == "" and "Traceback" not in proc.stderr
+    assert len(proc.stderr.splitlines()) == 1
 
-    def feed() -> None:
-        with open(fifo, "wb") as fh:
-            fh.write(text)
 
-    writer = threading.Thread(target=feed)
-    writer.start()
-    try:
-        code, out, err = run("audit", str(fifo), "--format", "json")
-    finally:
-        writer.join(timeout=30)
+def test_a_folder_given_as_a_spec_is_refused_by_name(tmp_path: Path) -> None:
+    folder = tmp_path / "spec.toml"
+    folder.mkdir()
+    code, out, err = run("fuzz", str(folder))
+    assert code == 2 and out == ""
+    assert "is a folder, not a regular file" in err
+
+
+def test_a_regular_file_reached_through_a_link_is_read(tmp_path: Path) -> None:
+    link = tmp_path / "trace.jsonl"
+    link.symlink_to(CORPUS / "cf001_fires.jsonl")
+    code, out, err = run("audit", str(link), "--format", "json")
     assert code == 1, err
     assert json.loads(out)["findings"][0]["code"] == "CF001"
 
