@@ -26,11 +26,14 @@ from verifier.importers.common import (
     metadata_annotations,
 )
 from verifier.importers.sources import Source, read_json, texts
-from verifier.io import _Ctx, _loads
+from verifier.io import MAX_INPUT_BYTES, _Ctx, _loads
 
 __all__ = ["snapshots"]
 
 _ZSTD = 93
+MAX_UNPACKED_BYTES = MAX_INPUT_BYTES
+"""What the sample members of one ``.eval`` archive may unpack to, in all: the bound of
+an input file, counted after decompression (each member's header is read first)."""
 _ATTACHMENT = re.compile(r"attachment://([0-9a-f]+)")
 
 
@@ -68,16 +71,48 @@ def _zip_samples(src: Source) -> list[Any]:
         n for n in archive.namelist() if n.startswith("samples/") and n.endswith(".json")
     )
     out = []
+    left = MAX_UNPACKED_BYTES
     for name in names:
-        text = _member(archive, archive.getinfo(name), src.name).decode("utf-8", "replace")
+        info = archive.getinfo(name)
+        if info.file_size > left:
+            raise InputError(
+                f"{name} unpacks to {info.file_size} bytes: the samples of an archive may"
+                f" unpack to {MAX_UNPACKED_BYTES} bytes at most, as an input file may hold",
+                file=src.name,
+                fix="import a smaller log",
+            )
+        data = _member(archive, info, src.name)
+        left -= len(data)
+        text = data.decode("utf-8", "replace")
         out.append(_loads(text, _Ctx(f"{src.name}:{name}", 1)))
     return out
 
 
 def _member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, file: str) -> bytes:
-    """A member's bytes; zstd members are decompressed with ``zstandard``."""
+    """A member's bytes, no more than its header says (zstd members are decompressed with
+    ``zstandard``); a member that does not unpack to what its header says is bad input."""
+    try:
+        data = _unpack(archive, info, file)
+    except InputError:
+        raise
+    except Exception as exc:  # a damaged member: zlib, zstd and zipfile each raise their own
+        raise InputError(
+            f"{info.filename} cannot be unpacked: {type(exc).__name__}: {exc}",
+            file=file,
+            fix="give an undamaged .eval archive",
+        ) from None
+    if len(data) != info.file_size:
+        raise InputError(
+            f"{info.filename} does not unpack to the {info.file_size} bytes its header says",
+            file=file,
+            fix="give an undamaged .eval archive",
+        )
+    return data
+
+
+def _unpack(archive: zipfile.ZipFile, info: zipfile.ZipInfo, file: str) -> bytes:
     if info.compress_type != _ZSTD:
-        return archive.read(info)
+        return archive.read(info)  # zipfile reads no more than the header's size
     try:
         import zstandard
     except ImportError:
