@@ -49,6 +49,7 @@ __all__ = [
     "collector_paused",
     "decode_input",
     "forget_reads",
+    "item_from_canonical",
     "item_from_json",
     "load_trace",
     "load_window",
@@ -494,6 +495,15 @@ def _same_json(item: Item, keys: frozenset[str], obj: dict[str, Any]) -> bool:
         ):
             return False
     return True
+
+
+def item_from_canonical(raw: str) -> Item:
+    """The item whose canonical JSON is ``raw`` (an :attr:`Item.raw` that crossed a process
+    boundary): validated like any item object, unless it was validated already."""
+    hit = _VALID.get(raw)
+    if hit is not None:
+        return hit
+    return item_from_json(json.loads(raw))
 
 
 def item_from_plain(obj: Any) -> Item:

@@ -38,6 +38,8 @@ from verifier.window import Item, Window, canonical_json
 
 __all__ = [
     "AgeTracker",
+    "Given",
+    "Outcome",
     "Policy",
     "PolicyResult",
     "Spec",
@@ -45,6 +47,8 @@ __all__ = [
     "item_tokens",
     "load_policy",
     "load_spec",
+    "outcome_of",
+    "outcome_twice",
     "parse_spec",
     "pressure_of",
     "run_policy",
@@ -188,11 +192,72 @@ def _id_list(value: Any, what: str) -> tuple[str, ...]:
     return tuple(value)
 
 
+@dataclass(frozen=True, slots=True)
+class Given:
+    """The window a policy is given, as it crosses to the policy: the items' JSON texts
+    (each call parses a fresh copy) and the kind of each id."""
+
+    raws: tuple[str, ...]
+    kinds: Mapping[str, str]
+
+    @classmethod
+    def of(cls, before: Sequence[Item]) -> Given:
+        return cls(tuple(it.raw for it in before), {it.id: it.kind for it in before})
+
+    def fresh(self) -> list[dict[str, Any]]:
+        """The policy's own copy: fresh objects, parsed in one go."""
+        copy: list[dict[str, Any]] = json.loads("[" + ",".join(self.raws) + "]")
+        return copy
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What running a policy gave, as plain data: the validated output, or a PL code and
+    its message (the exception's type and text, or what was wrong). It is what a policy's
+    process sends back (:mod:`verifier.policies.isolated`)."""
+
+    window: tuple[Item, ...] = ()
+    spill: tuple[str, ...] = ()
+    claimed_preserved: tuple[str, ...] | None = None
+    code: str | None = None
+    message: str | None = None
+    items: tuple[str, ...] = ()
+
+    def key(self) -> str:
+        """The output as canonical text: two runs gave the same output iff these are equal."""
+        return json.dumps(
+            {
+                "window": [it.raw for it in self.window],
+                "spill": list(self.spill),
+                "claimed_preserved": self.claimed_preserved,
+                "code": self.code,
+                "message": self.message,
+            },
+            ensure_ascii=False,
+        )
+
+    def result(self, before: Sequence[Item], pass_no: int) -> PolicyResult:
+        """The :class:`PolicyResult` of this outcome on the window ``before``."""
+        if self.code is not None:
+            return PolicyResult(
+                tuple(before),
+                pass_no=pass_no,
+                code=self.code,
+                message=self.message,
+                items=self.items,
+            )
+        by_id = {it.id: it for it in before}
+        spilled = tuple(
+            by_id[s] for s in self.spill if s in by_id and by_id[s].kind != "stub"
+        )
+        return PolicyResult(self.window, self.spill, self.claimed_preserved, spilled, pass_no)
+
+
 def _normalize(
     returned: Any,
-    before: tuple[Item, ...],
+    given: Given,
     known: Callable[[str], bool] | None,
-) -> tuple[tuple[Item, ...], tuple[str, ...], tuple[str, ...] | None, tuple[Item, ...]]:
+) -> tuple[tuple[Item, ...], tuple[str, ...], tuple[str, ...] | None]:
     spill: tuple[str, ...] = ()
     claimed: tuple[str, ...] | None = None
     if isinstance(returned, dict):
@@ -235,11 +300,10 @@ def _normalize(
             raise _Bad(f"the new window holds id {it.id!r} twice", [it.id])
         seen.add(it.id)
         items.append(it)
-    before_by_id = {it.id: it for it in before}
     for sid in spill:
-        if sid not in before_by_id:
+        if sid not in given.kinds:
             raise _Bad(f"'spill' names {sid!r}, which was not in the window given", [sid])
-    defined = set(before_by_id) | seen
+    defined = set(given.kinds) | seen
 
     def is_known(i: str) -> bool:
         return i in defined or (known is not None and known(i))
@@ -256,8 +320,7 @@ def _normalize(
                         " store does not hold",
                         [it.id, ref],
                     )
-    spilled = tuple(before_by_id[s] for s in spill if before_by_id[s].kind != "stub")
-    return tuple(items), spill, claimed, spilled
+    return tuple(items), spill, claimed
 
 
 def _call(
@@ -294,13 +357,18 @@ def run_policy(
     defined nowhere is PL001 too. With ``check_determinism``, see
     :func:`run_twice`.
 
+    The policy runs in this process; ``ctxproof fuzz`` runs it in a process of
+    its own (:mod:`verifier.policies.isolated`, docs/policies.md).
+
     Raises :class:`~verifier.errors.InputError` only for bad arguments: a
     policy that is not callable, a budget that is not an int >= 0.
     """
     if check_determinism:
         return run_twice(policy, window, budget, pass_no=pass_no, ages=ages, known=known)
     pol, before = _prepare(policy, window, budget)
-    return _result(pol, before, _raw_run(pol, before, budget, pass_no, ages), pass_no, known)
+    given = Given.of(before)
+    run = _raw_run(pol, given, budget, pass_no, ages)
+    return outcome_of(pol, given, run, known).result(before, pass_no)
 
 
 def _prepare(
@@ -315,40 +383,42 @@ def _prepare(
 
 
 def _raw_run(
-    pol: Policy, before: tuple[Item, ...], budget: int, pass_no: int, ages: Any
+    pol: Policy, given: Given, budget: int, pass_no: int, ages: Any, contained: bool = False
 ) -> tuple[bool, Any]:
     """Call the policy on its own copy of the window: (True, what it returned), or
-    (False, the exception's one-line message)."""
-    # fresh objects, parsed in one go: the policy's own copy of every item
-    given = json.loads("[" + ",".join(it.raw for it in before) + "]")
+    (False, the exception's one-line message). ``contained``: in a policy's own process,
+    where even a KeyboardInterrupt the policy raises is only its error."""
+    window = given.fresh()
+    caught: tuple[type[BaseException], ...] = (
+        (BaseException,) if contained else (Exception, SystemExit)
+    )
     try:
-        return True, _call(pol, given, budget, pass_no, ages)
-    except (Exception, SystemExit) as exc:
+        return True, _call(pol, window, budget, pass_no, ages)
+    except caught as exc:
         return False, one_line(exc)
 
 
-def _result(
+def outcome_of(
     pol: Policy,
-    before: tuple[Item, ...],
+    given: Given,
     run: tuple[bool, Any],
-    pass_no: int,
-    known: Callable[[str], bool] | None,
-) -> PolicyResult:
-    def error(message: str, items: Sequence[str] = ()) -> PolicyResult:
-        return PolicyResult(
-            before, pass_no=pass_no, code="PL001", message=message, items=tuple(items)
-        )
+    known: Callable[[str], bool] | None = None,
+) -> Outcome:
+    """Validate what one run of the policy gave (see :func:`run_policy`)."""
+
+    def error(message: str, items: Sequence[str] = ()) -> Outcome:
+        return Outcome(code="PL001", message=message, items=tuple(items))
 
     ok, returned = run
     if not ok:
         return error(f"policy {pol.name!r} raised {returned}")
     try:
-        items, spill, claimed, spilled = _normalize(returned, before, known)
+        items, spill, claimed = _normalize(returned, given, known)
     except _Bad as bad:
         return error(f"policy {pol.name!r}: {bad}", bad.items)
     except Exception as exc:  # a result object whose methods raise
         return error(f"policy {pol.name!r}: its result could not be read: {one_line(exc)}")
-    return PolicyResult(items, spill, claimed, spilled, pass_no)
+    return Outcome(items, spill, claimed)
 
 
 def _same(a: tuple[bool, Any], b: tuple[bool, Any]) -> bool:
@@ -374,17 +444,35 @@ def run_twice(
     included); a PL002 policy-nondeterministic result when the outputs differ.
     """
     pol, before = _prepare(policy, window, budget)
-    raw_first = _raw_run(pol, before, budget, pass_no, None if ages is None else dict(ages))
-    raw_second = _raw_run(pol, before, budget, pass_no, None if ages is None else dict(ages))
-    first = _result(pol, before, raw_first, pass_no, known)
+    outcome = outcome_twice(pol, Given.of(before), budget, pass_no, ages, known)
+    return outcome.result(before, pass_no)
+
+
+def outcome_twice(
+    pol: Policy,
+    given: Given,
+    budget: int,
+    pass_no: int,
+    ages: Mapping[str, int] | None,
+    known: Callable[[str], bool] | None = None,
+    between: Callable[[], None] | None = None,
+    contained: bool = False,
+) -> Outcome:
+    """:func:`run_twice` as an :class:`Outcome`; ``between`` is called after the first
+    call returns (a policy's process reports it: each call has its own time limit)."""
+    first_ages = None if ages is None else dict(ages)
+    raw_first = _raw_run(pol, given, budget, pass_no, first_ages, contained)
+    if between is not None:
+        between()
+    second_ages = None if ages is None else dict(ages)
+    raw_second = _raw_run(pol, given, budget, pass_no, second_ages, contained)
+    first = outcome_of(pol, given, raw_first, known)
     if _same(raw_first, raw_second):
         return first  # equal returns: one validation serves both
-    second = _result(pol, before, raw_second, pass_no, known)
-    if first.output_key() == second.output_key():
+    second = outcome_of(pol, given, raw_second, known)
+    if first.key() == second.key():
         return first
-    return PolicyResult(
-        first.window if first.code is not None else _as_items(window),
-        pass_no=pass_no,
+    return Outcome(
         code="PL002",
         message=f"policy {pol.name!r} gave two different outputs for the same input: "
         + _difference(first, second),
@@ -392,13 +480,13 @@ def run_twice(
     )
 
 
-def _describe(res: PolicyResult) -> str:
+def _describe(res: Outcome) -> str:
     if res.code is not None:
         return f"an error ({res.message})"
     return f"{len(res.window)} item(s)"
 
 
-def _difference(a: PolicyResult, b: PolicyResult) -> str:
+def _difference(a: Outcome, b: Outcome) -> str:
     if a.code is not None or b.code is not None:
         return f"first {_describe(a)}, then {_describe(b)}"
     ids_a, ids_b = [it.id for it in a.window], [it.id for it in b.window]
@@ -412,7 +500,7 @@ def _difference(a: PolicyResult, b: PolicyResult) -> str:
     return f"claimed_preserved {a.claimed_preserved} and {b.claimed_preserved}"
 
 
-def _differing_ids(a: PolicyResult, b: PolicyResult) -> tuple[str, ...]:
+def _differing_ids(a: Outcome, b: Outcome) -> tuple[str, ...]:
     if a.code is not None or b.code is not None:
         return ()
     by_b = {it.id: it for it in b.window}

@@ -45,11 +45,29 @@ class Policy:
     takes_ages: bool = False
     spec: Spec | None = field(default=None, repr=False)
     """The spec, when the policy is a spec run by its interpreter."""
+    source: str | None = None
+    """The name it was loaded by (``path/to/file.py:function``, ``module:function``): how a
+    process of its own loads it again (:mod:`verifier.policies.isolated`)."""
 
 
 def one_line(exc: BaseException) -> str:
-    """The exception as one line: its type and message, whitespace collapsed, bounded."""
-    text = " ".join(str(exc).split())
+    """The exception as one line: its type and message, whitespace collapsed, bounded.
+
+    An exception whose ``str()`` itself raises (or returns no string) is named by its
+    type, with what went wrong in its place:
+
+    >>> class Odd(Exception):
+    ...     def __str__(self): raise RuntimeError("no")
+    >>> one_line(Odd())
+    'Odd: <its message cannot be shown: str() raised RuntimeError>'
+    """
+    try:
+        shown = str(exc)
+        if not isinstance(shown, str):
+            raise TypeError(f"__str__ returned {type(shown).__name__}")
+    except (Exception, SystemExit) as inner:
+        shown = f"<its message cannot be shown: str() raised {type(inner).__name__}>"
+    text = " ".join(shown[:2000].split())
     out = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
     return out if len(out) <= 300 else out[:297] + "..."
 
@@ -204,7 +222,7 @@ def load_policy(arg: str) -> Policy:
         )
     pass_no, ages = _keywords(obj, func_name, where or target)
     _check_requirements(obj, func_name, where or target)
-    return Policy(arg, obj, pass_no, ages)
+    return Policy(arg, obj, pass_no, ages, source=arg)
 
 
 def _check_requirements(function: Any, name: str, where: str) -> None:
