@@ -26,6 +26,8 @@ import io
 import itertools
 import json
 import math
+import os
+import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -38,10 +40,12 @@ from hypothesis import strategies as st
 
 from verifier.audit import Auditor
 from verifier.errors import InternalError
-from verifier.findings import RULES, Finding
+from verifier.findings import POLICY_RULES, RULES, Finding
 from verifier.fsutil import write_set
 from verifier.io import item_from_json, parse_trace_text, ref_of
-from verifier.policies import Policy, item_tokens, run_policy
+from verifier.policies import Policy, PolicyResult, item_tokens, load_policy, run_policy
+from verifier.policies.isolated import DEFAULT_TIMEOUT, PolicyProcess
+from verifier.policies.loading import as_policy
 from verifier.window import Item
 
 __all__ = [
@@ -58,6 +62,9 @@ __all__ = [
 ]
 
 Obj = dict[str, Any]
+
+Runnable = Policy | PolicyProcess
+"""A policy as the agent calls it: in this process, or in a process of its own."""
 
 ACTIONS: tuple[str, ...] = (
     "prose",
@@ -227,7 +234,7 @@ class SessionResult:
 class _Agent:
     """The simulated agent: turns a plan into appends, and lets the policy rewrite."""
 
-    def __init__(self, plan: Plan, policy: Policy, passes: int, mode: str) -> None:
+    def __init__(self, plan: Plan, policy: Runnable, passes: int, mode: str) -> None:
         self.plan = plan
         self.policy = policy
         self.passes = passes
@@ -571,16 +578,9 @@ class _Agent:
         """Run the policy on the window and audit its rewrite; False when it failed (PL)."""
         pass_no = self.result.rewrites + 1
         before = self.tokens()
-        pressure = before / self.budget
+        pressure = _ratio(before, self.budget)
         ages = {i: self.result.rewrites - at for i, at in self.first_seen.items()}
-        res = run_policy(
-            self.policy,
-            self.items,
-            self.budget,
-            pass_no=pass_no,
-            ages=ages,
-            check_determinism=True,
-        )
+        res = run_twice(self.policy, self.items, self.budget, pass_no=pass_no, ages=ages)
         if not res.ok:
             finding = res.finding(self.line())
             assert finding is not None
@@ -595,12 +595,9 @@ class _Agent:
             for obj in spilled:
                 self.stored[ref_of(obj)] = obj
         after = [it.as_json() for it in res.window]
-        event: Obj = {
-            "event": "rewrite",
-            "policy": self.policy.name,
-            "window": after,
-            "pressure": round(pressure, 4),
-        }
+        event: Obj = {"event": "rewrite", "policy": self.policy.name, "window": after}
+        if pressure < _PRESSURE_SHOWN:  # a policy's 10**400 tokens: no number a trace holds
+            event["pressure"] = round(pressure, 4)
         if res.claimed_preserved is not None:
             event["claimed_preserved"] = list(res.claimed_preserved)
         count = len(self.auditor.findings)
@@ -621,6 +618,36 @@ class _Agent:
         return True
 
 
+_PRESSURE_SHOWN = 1e12
+
+
+def _ratio(a: int, b: int) -> float:
+    """a / b as a float: the float's largest value where the quotient is larger (a policy
+    may return any int as an item's tokens), infinity for a budget of 0."""
+    if b <= 0:
+        return math.inf if a > 0 else 0.0
+    try:
+        return a / b
+    except OverflowError:
+        return sys.float_info.max
+
+
+def run_twice(
+    policy: Runnable,
+    items: Sequence[Item],
+    budget: int,
+    *,
+    pass_no: int,
+    ages: Mapping[str, int],
+) -> PolicyResult:
+    """One rewrite's two calls of the policy (PL002 compares them), wherever it runs."""
+    if isinstance(policy, PolicyProcess):
+        return policy.run_twice(items, budget, pass_no=pass_no, ages=ages)
+    return run_policy(
+        policy, items, budget, pass_no=pass_no, ages=ages, check_determinism=True
+    )
+
+
 def _decided(seen: Iterable[Obj], k: int) -> bool:
     """Does the agent see a commitment on the k-th choice (a decision, or a rejection)?"""
     pair = set(OPTIONS[k])
@@ -637,7 +664,7 @@ def _ok(o: Obj) -> bool:
 
 
 def run_session(
-    policy: Policy,
+    policy: Runnable,
     plan: Plan,
     *,
     passes: int = 10,
@@ -645,6 +672,8 @@ def run_session(
     stop_on: str | None = None,
 ) -> SessionResult:
     """Play one session of the simulated agent against a policy, auditing as it goes.
+
+    ``policy`` runs in this process, or in its own with a :class:`PolicyProcess`.
 
     With ``stop_on`` (a rule code) the session ends at the turn that shows it.
     """
@@ -683,6 +712,9 @@ CHUNK = 25
 SHRINK_CALLS = 300
 """Sessions played while shrinking one counterexample, at most."""
 
+SHRINK_FAULTS = 3
+"""Candidates that may time out or end the policy's process while shrinking, at most."""
+
 
 @dataclass(frozen=True, slots=True)
 class Counterexample:
@@ -720,6 +752,8 @@ class FuzzReport:
     pressures: list[tuple[float, int]] = field(default_factory=list)
     texts: dict[str, str] = field(default_factory=dict)
     """Rule code -> the trace text of its counterexample."""
+    unshrunk: dict[str, str] = field(default_factory=dict)
+    """Rule code -> why it has no counterexample."""
 
     @property
     def exit_code(self) -> int:
@@ -824,7 +858,7 @@ class _Chunk:
 
 
 def explore_chunk(
-    policy: Policy,
+    policy: Runnable,
     index: int,
     size: int,
     seed_value: int,
@@ -863,7 +897,7 @@ class _Found(Exception):
 
 
 def shrink_code(
-    policy: Policy,
+    policy: Runnable,
     code: str,
     chunk: int,
     at: int,
@@ -873,17 +907,27 @@ def shrink_code(
     mode: str,
     shrink_calls: int = 0,
 ) -> SessionResult:
-    """The smallest session hypothesis finds that still shows ``code``.
+    """The smallest session hypothesis finds that still shows ``code``; a session with no
+    finding when the session that first showed it does not show it again.
 
     It replays the chunk's generation (same seed, same draws) up to the session
     that first showed the code, and shrinks from there. Shrinking plays at most
     ``SHRINK_CALLS`` sessions (a count, not a clock: the same seed gives the
     same counterexample); after that every new candidate counts as not
-    showing the code, so hypothesis settles on the smallest one it has.
+    showing the code, so hypothesis settles on the smallest one it has. A policy
+    in a process of its own stops the shrinking sooner: once ``SHRINK_FAULTS``
+    candidates ran past the time limit or ended the process (each costs the
+    limit, or a new process).
     """
     calls = [0]
     failing: dict[Plan, SessionResult] = {}
     strategy = session_plans(passes)
+    faults_at_start = policy.faults if isinstance(policy, PolicyProcess) else 0
+
+    def affordable() -> bool:
+        if not isinstance(policy, PolicyProcess):
+            return True
+        return policy.faults - faults_at_start <= SHRINK_FAULTS
 
     @_settings(size)
     @seed(chunk_seed(seed_value, chunk))
@@ -893,7 +937,9 @@ def shrink_code(
         if calls[0] <= at:
             return  # sessions before the first that showed it: known not to
         hit = failing.get(plan)
-        if hit is None and calls[0] <= at + 1 + (shrink_calls or SHRINK_CALLS):
+        first = calls[0] == at + 1  # the session that showed it: always played again
+        budget = calls[0] <= at + 1 + (shrink_calls or SHRINK_CALLS) and affordable()
+        if hit is None and (first or budget):
             res = run_session(policy, plan, passes=passes, mode=mode, stop_on=code)
             if code in res.codes():
                 hit = failing[plan] = res
@@ -905,7 +951,9 @@ def shrink_code(
             hunt()
     except _Found as found:
         return found.result
-    raise InternalError(f"the session that showed {code} did not show it again when replayed")
+    # the session that showed it did not show it again: the policy's output depends on more
+    # than its input (the clock, the environment); there is nothing to shrink
+    return SessionResult([], [])
 
 
 def _first_finding(result: SessionResult, code: str) -> Finding:
@@ -913,7 +961,7 @@ def _first_finding(result: SessionResult, code: str) -> Finding:
 
 
 def fuzz(
-    policy: Policy,
+    policy: Policy | str | Callable[..., Any],
     *,
     sessions: int = 100,
     passes: int = 10,
@@ -926,8 +974,15 @@ def fuzz(
     shrink_calls: int = SHRINK_CALLS,
     runner: Runner | None = None,
     card: bool = True,
+    policy_timeout: float | None = DEFAULT_TIMEOUT,
 ) -> FuzzReport:
     """Fuzz a policy: explore sessions, shrink one counterexample per rule found.
+
+    ``policy`` is loaded, a callable, or named as ``ctxproof fuzz`` takes it. A Python
+    policy runs in a process of its own (:class:`PolicyProcess`, loaded there
+    by its name; a callable with no name is forked), where each call may take
+    ``policy_timeout`` seconds (PL003 past it); ``policy_timeout=None`` runs it
+    in this process, unguarded. A spec is data and runs in this process.
 
     The output set goes to ``out_dir`` (:func:`write_outputs`): the shrunk
     sessions, and with ``card`` the scorecard and the plot.
@@ -938,62 +993,85 @@ def fuzz(
     on a Ray cluster (:func:`verifier.distributed.ray_fuzz_chunks`): it gets
     the task function, the tasks (the policy left out: a worker loads it from
     ``policy_arg``) and the progress callback, and returns the results in order.
+
+    Raises :class:`~verifier.errors.InputError` when the policy cannot be loaded
+    (in its process too).
     """
     started = time.perf_counter()
+    if not isinstance(policy, Policy | str):
+        policy = as_policy(policy)
+    if isinstance(policy, str):
+        policy_arg = policy_arg or policy
+    elif policy_arg is None:
+        policy_arg = policy.source
+    with _runnable(policy, policy_timeout) as local:
+        elsewhere = policy_arg is not None and (runner is not None or jobs > 1)
+        if elsewhere and isinstance(local, PolicyProcess):
+            local.close()  # it proved the policy loads; the workers run their own
 
-    def run(
-        fn: Callable[[tuple[Any, ...]], Any],
-        tasks: Sequence[tuple[Any, ...]],
-        shown: Callable[[int, int], None] | None,
-    ) -> list[Any]:
-        if policy_arg is None:
-            return _map(fn, tasks, 1, shown)
-        if runner is not None:
-            return runner(fn, [(t[0], None, *t[2:]) for t in tasks], shown)
-        return _map(fn, tasks, jobs, shown)
+        def run(
+            fn: Callable[[tuple[Any, ...]], Any],
+            tasks: Sequence[tuple[Any, ...]],
+            shown: Callable[[int, int], None] | None,
+        ) -> list[Any]:
+            if policy_arg is None:
+                return _map(fn, tasks, 1, shown)
+            if runner is not None:
+                return runner(fn, [_portable(t) for t in tasks], shown)
+            return _map(fn, tasks, jobs, shown)
 
-    report = FuzzReport(policy.name, seed_value)
-    n_chunks = max(1, math.ceil(sessions / CHUNK))
-    sizes = [min(CHUNK, sessions - j * CHUNK) for j in range(n_chunks)]
-    tasks = [(j, sizes[j]) for j in range(n_chunks) if sizes[j] > 0]
-    chunks = run(
-        _explore_task,
-        [(policy_arg, policy, j, size, seed_value, passes, mode) for j, size in tasks],
-        progress,
-    )
-    first: dict[str, tuple[int, int]] = {}
-    for ch in chunks:
-        report.sessions += ch.sessions
-        report.rewrites += ch.rewrites
-        report.tokens_before += ch.tokens_before
-        report.tokens_after += ch.tokens_after
-        report.pressures.extend(ch.pressures)
-        for code, n in ch.counts.items():
-            report.findings_by_rule[code] = report.findings_by_rule.get(code, 0) + n
-        for code, at in ch.first.items():
-            first.setdefault(code, (ch.index, at))
-    codes = sorted(first)
-    shrunk = run(
-        _shrink_task,
-        [
-            (
-                policy_arg,
-                policy,
-                code,
-                first[code][0],
-                first[code][1],
-                sizes[first[code][0]],
-                seed_value,
-                passes,
-                mode,
-                shrink_calls,
-            )
-            for code in codes
-        ],
-        None,
-    )
+        report = FuzzReport(local.name, seed_value)
+        n_chunks = max(1, math.ceil(sessions / CHUNK))
+        sizes = [min(CHUNK, sessions - j * CHUNK) for j in range(n_chunks)]
+        tasks = [(j, sizes[j]) for j in range(n_chunks) if sizes[j] > 0]
+        chunks = run(
+            _explore_task,
+            [
+                (policy_arg, local, j, size, seed_value, passes, mode, policy_timeout)
+                for j, size in tasks
+            ],
+            progress,
+        )
+        first: dict[str, tuple[int, int]] = {}
+        for ch in chunks:
+            report.sessions += ch.sessions
+            report.rewrites += ch.rewrites
+            report.tokens_before += ch.tokens_before
+            report.tokens_after += ch.tokens_after
+            report.pressures.extend(ch.pressures)
+            for code, n in ch.counts.items():
+                report.findings_by_rule[code] = report.findings_by_rule.get(code, 0) + n
+            for code, at in ch.first.items():
+                first.setdefault(code, (ch.index, at))
+        codes = sorted(first)
+        shrunk = run(
+            _shrink_task,
+            [
+                (
+                    policy_arg,
+                    local,
+                    code,
+                    first[code][0],
+                    first[code][1],
+                    sizes[first[code][0]],
+                    seed_value,
+                    passes,
+                    mode,
+                    shrink_calls,
+                    policy_timeout,
+                )
+                for code in codes
+            ],
+            None,
+        )
     out = Path(out_dir)
     for code, result in zip(codes, shrunk, strict=True):
+        if code not in result.codes():
+            report.unshrunk[code] = (
+                "the session that showed it did not show it again when played again: the"
+                " policy's output depends on more than its input"
+            )
+            continue
         path = out / f"cex-{code}.jsonl"
         text = result.text()
         finding = _first_finding(result, code)
@@ -1007,15 +1085,44 @@ def fuzz(
     return report
 
 
+@contextmanager
+def _runnable(policy: Policy | str, timeout: float | None) -> Iterator[Runnable]:
+    """The policy as a run calls it: a spec (data) and, without a time limit, any policy
+    in this process; a Python policy otherwise in a process of its own, started (and so
+    loaded) before the first session."""
+    if isinstance(policy, str) and (timeout is None or _is_spec(policy)):
+        policy = load_policy(policy)
+    if isinstance(policy, Policy) and (
+        timeout is None
+        or policy.spec is not None
+        or (policy.source is None and not hasattr(os, "fork"))
+    ):
+        yield policy
+        return
+    with PolicyProcess(policy, timeout if timeout is not None else DEFAULT_TIMEOUT) as proc:
+        proc.start()
+        yield proc
+
+
+def _is_spec(arg: str) -> bool:
+    return arg.endswith(".toml") and ":" not in Path(arg).name
+
+
+def _portable(task: tuple[Any, ...]) -> tuple[Any, ...]:
+    """A task as it travels to another process: the policy left out (it is loaded there
+    from ``policy_arg``, the first element)."""
+    return (task[0], None, *task[2:])
+
+
 def _explore_task(args: tuple[Any, ...]) -> _Chunk:
-    policy_arg, policy, j, size, seed_value, passes, mode = args
-    pol = _policy_in_worker(policy_arg, policy)
+    policy_arg, policy, j, size, seed_value, passes, mode, timeout = args
+    pol = _policy_in_worker(policy_arg, policy, timeout)
     return explore_chunk(pol, j, size, seed_value, passes, mode)
 
 
 def _shrink_task(args: tuple[Any, ...]) -> SessionResult:
-    policy_arg, policy, code, chunk, at, size, seed_value, passes, mode, calls = args
-    pol = _policy_in_worker(policy_arg, policy)
+    policy_arg, policy, code, chunk, at, size, seed_value, passes, mode, calls, timeout = args
+    pol = _policy_in_worker(policy_arg, policy, timeout)
     return shrink_code(pol, code, chunk, at, size, seed_value, passes, mode, calls)
 
 
@@ -1034,7 +1141,7 @@ def task_name(fn: Callable[[tuple[Any, ...]], Any]) -> str:
 def run_task_json(name: str, args: Sequence[Any]) -> Obj:
     """Worker side of a runner: run the named task (its policy loaded from ``policy_arg``,
     the first argument) and return its result as JSON."""
-    result = TASKS[name]((args[0], None, *args[2:]))
+    result = TASKS[name](_portable(tuple(args)))
     out: Obj = result.to_json()
     return out
 
@@ -1046,13 +1153,27 @@ def task_result_from_json(name: str, obj: Mapping[str, Any]) -> _Chunk | Session
     return SessionResult.from_json(obj)
 
 
-def _policy_in_worker(policy_arg: str | None, policy: Policy | None) -> Policy:
+_WORKER_POLICIES: dict[tuple[str, float | None], Runnable] = {}
+"""The policy each worker process runs, by (name, time limit): loaded, or its own process
+started, once per worker and reused by every task the worker is given."""
+
+
+def _policy_in_worker(
+    policy_arg: str | None, policy: Runnable | None, timeout: float | None
+) -> Runnable:
     if policy is not None:
         return policy
-    from verifier.policies import load_policy
-
     assert policy_arg is not None
-    return load_policy(policy_arg)
+    key = (policy_arg, timeout)
+    known = _WORKER_POLICIES.get(key)
+    if known is None:
+        if timeout is None or _is_spec(policy_arg):
+            known = load_policy(policy_arg)
+        else:
+            known = PolicyProcess(policy_arg, timeout)
+            known.start()
+        _WORKER_POLICIES[key] = known
+    return known
 
 
 def _map(
@@ -1072,7 +1193,7 @@ def _map(
         return out
     from concurrent.futures import ProcessPoolExecutor
 
-    portable = [(t[0], None, *t[2:]) for t in tasks]
+    portable = [_portable(t) for t in tasks]
     results = []
     with ProcessPoolExecutor(max_workers=jobs) as pool:
         for i, res in enumerate(pool.map(fn, portable)):
@@ -1169,9 +1290,10 @@ def _is_counterexample(name: str) -> bool:
 
 
 def scorecard_text(report: FuzzReport, by_pressure: Sequence[Mapping[str, Any]]) -> list[str]:
-    """The scorecard as text lines."""
+    """The scorecard as text lines: each rule found with its count, its shrunk session and
+    the message of its first finding (for a PL finding: the exception's type and text)."""
     saved = report.tokens_before - report.tokens_after
-    kept = report.tokens_after / report.tokens_before if report.tokens_before else 1.0
+    kept = _ratio(report.tokens_after, report.tokens_before) if report.tokens_before else 1.0
     lines = [
         f"policy {report.policy}: {report.sessions} session(s), {report.rewrites} rewrite(s),"
         f" seed {report.seed}, {report.seconds:.1f} s",
@@ -1182,8 +1304,17 @@ def scorecard_text(report: FuzzReport, by_pressure: Sequence[Mapping[str, Any]])
         lines.append("  no findings")
     for code, n in sorted(report.findings_by_rule.items()):
         cex = next((c for c in report.counterexamples if c.code == code), None)
-        where = f"  shrunk: {cex.path} (pass {cex.pass_}, {','.join(cex.items)})" if cex else ""
+        where = ""
+        if cex is not None:
+            items = f", {','.join(cex.items)}" if cex.items else ""
+            where = f"  shrunk: {cex.path} (pass {cex.pass_}{items})"
         lines.append(f"  {code} {RULES.get(code, '?')}: {n}{where}")
+        if code in report.unshrunk:
+            lines.append(f"    no counterexample: {report.unshrunk[code]}")
+        if cex is not None and cex.message:
+            lines.append(f"    {cex.message}")
+        if cex is not None and code in POLICY_RULES:
+            lines.append(f"    replay: ctxproof fuzz {report.policy} --replay {cex.path}")
     bands = [
         f"{r['pressure_from']}-{r['pressure_to']}: {r['findings_per_rewrite']}"
         for r in by_pressure

@@ -9,8 +9,11 @@ Installed with ctxproof (entry point ``pytest11``), so any test can ask for it::
         ctxproof.assert_rewrite_safe(before_items, after_items)
 
 A failure lists the findings (and, for a policy, the shrunk sessions that
-``ctxproof audit`` replays). Loading the plugin imports nothing heavy: the
-solver is loaded when an assertion runs. See docs/fuzz.md.
+``ctxproof audit`` replays; for a policy error, its exception and the
+``ctxproof fuzz POLICY --replay PATH`` that shows its traceback). The policy
+runs in a process of its own, as ``ctxproof fuzz`` runs it. Loading the plugin
+imports nothing heavy: the solver is loaded when an assertion runs. See
+docs/fuzz.md.
 """
 
 from __future__ import annotations
@@ -100,12 +103,14 @@ class CtxproofChecks:
             loaded, sessions=sessions, passes=passes, seed_value=seed, out_dir=out, mode=mode
         )
         if report.findings_by_rule:
-            raise AssertionError("\n".join(_policy_failure(report)))
+            raise AssertionError("\n".join(_policy_failure(report, _cli_name(policy))))
         return report
 
 
-def _policy_failure(report: FuzzReport) -> list[str]:
-    from verifier.findings import RULES
+def _policy_failure(report: FuzzReport, policy: str) -> list[str]:
+    """The failure message: each rule with its count, its shrunk session and the message of
+    its first finding (a PL finding's: the exception's type and text), and how to replay."""
+    from verifier.findings import POLICY_RULES, RULES
 
     lines = [
         f"policy {report.policy} is not safe: {report.sessions} session(s), seed {report.seed}"
@@ -113,12 +118,39 @@ def _policy_failure(report: FuzzReport) -> list[str]:
     shrunk: Mapping[str, Any] = {c.code: c for c in report.counterexamples}
     for code, n in sorted(report.findings_by_rule.items()):
         cex = shrunk.get(code)
-        where = (
-            f"; shrunk session: {cex.path} (pass {cex.pass_}, {','.join(cex.items)})" if cex else ""
-        )
+        where = ""
+        if cex:
+            items = f", {','.join(cex.items)}" if cex.items else ""
+            where = f"; shrunk session: {cex.path} (pass {cex.pass_}{items})"
         lines.append(f"  {code} {RULES.get(code, '?')}: {n} finding(s){where}")
-    lines.append("  replay one with: ctxproof audit PATH")
+        if cex and cex.message:
+            lines.append(f"    {cex.message}")
+    codes = set(shrunk)
+    if codes - POLICY_RULES:
+        lines.append("  replay a rule's session with: ctxproof audit PATH")
+    if codes & POLICY_RULES:
+        lines.append(
+            f"  call the policy again on a PL session's last window, with its traceback:"
+            f" ctxproof fuzz {policy} --replay PATH"
+        )
     return lines
+
+
+def _cli_name(policy: Callable[..., Any] | str) -> str:
+    """How the command line names the policy: the string given, ``module:function`` for a
+    function a module defines, else POLICY."""
+    if isinstance(policy, str):
+        return policy
+    module = getattr(policy, "__module__", None)
+    qualname = getattr(policy, "__qualname__", None)
+    if (
+        isinstance(module, str)
+        and isinstance(qualname, str)
+        and module != "__main__"
+        and "<" not in qualname
+    ):
+        return f"{module}:{qualname}"
+    return "POLICY"
 
 
 @pytest.fixture
