@@ -30,7 +30,7 @@ from verifier import prove as prove_api
 from verifier.audit import TraceReport, audit_trace, exit_code_for
 from verifier.check import RewriteResult, check_rewrite
 from verifier.errors import CtxproofError, InputError, InternalError, OutputError, StoreError
-from verifier.findings import Finding, cause_item
+from verifier.findings import RULES, Finding, cause_item
 from verifier.fsutil import atomic_write, atomic_write_all, make_folder, stage
 from verifier.importers import FORMATS as IMPORT_FORMATS
 from verifier.io import (
@@ -1179,6 +1179,22 @@ def graph_cmd(obj: _Out, trace: str, out: str, store_path: str | None, fmt: str)
     show_default=True,
     help="Worker processes (the same output as --jobs 1).",
 )
+@click.option(
+    "--policy-timeout",
+    "policy_timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=10.0,
+    show_default=True,
+    help="Seconds one call of the policy may take (it runs in a process of its own);"
+    " a call past it is PL003.",
+)
+@click.option(
+    "--replay",
+    "replay",
+    type=click.Path(dir_okay=False),
+    help="Call the policy again, in this process, on the last window of a PL"
+    " counterexample (cex-PL00N.jsonl) and show its traceback.",
+)
 @_ray_option
 @_budget_options
 @_format_option
@@ -1192,6 +1208,8 @@ def fuzz(
     out_dir: str,
     mode: str,
     jobs: int,
+    policy_timeout: float,
+    replay: str | None,
     ray_address: str | None,
     fmt: str,
 ) -> int:
@@ -1200,14 +1218,39 @@ def fuzz(
     POLICY is path/to/file.py:function, package.module:function, or a spec
     (path/to/spec.toml). For each rule found, the shrunk session is written to
     OUT/cex-CODE.jsonl (ctxproof audit replays it); OUT/scorecard.json and
-    OUT/pressure.png summarize the run. Exit 0: no finding; 1: findings;
-    2: bad POLICY or usage. See docs/fuzz.md.
+    OUT/pressure.png summarize the run. With --replay FILE, the policy is
+    called again on FILE's last window and what it did is shown. Exit 0: no
+    finding; 1: findings; 2: bad POLICY or usage. See docs/fuzz.md.
     """
     from verifier.fuzz import fuzz as run_fuzz
     from verifier.fuzz import scorecard_text, summarize_pressure
     from verifier.policies import load_policy
 
-    policy = load_policy(policy_arg)
+    if replay is not None:
+        from verifier.policies.replay import replay_policy
+
+        def announce(items: int, budget: int, pass_no: int) -> None:
+            if fmt == "text":  # said before the call: a policy may end the process
+                obj.line(
+                    f"{replay}: calling {policy_arg} on its last window ({items} item(s),"
+                    f" budget {budget}, pass {pass_no})"
+                )
+                obj.stdout.flush()
+
+        shown = replay_policy(
+            load_policy(policy_arg), replay, timeout=policy_timeout, announce=announce
+        )
+        if fmt == "json":
+            obj.line(json.dumps(shown.to_json(), ensure_ascii=False))
+        else:
+            if shown.traceback:
+                obj.stdout.write(shown.traceback)
+            head = f"{replay}:{shown.line}: pass {shown.pass_}: "
+            if shown.code is None:
+                obj.line(head + shown.message)
+            else:
+                obj.line(f"{head}{shown.code} {RULES[shown.code]} []: {shown.message}")
+        return EXIT_OK if shown.code is None else EXIT_FINDINGS
     make_folder(out_dir, "fuzz output folder")  # a place that refuses it fails now, not later
 
     def progress(done: int, total: int) -> None:
@@ -1220,7 +1263,7 @@ def fuzz(
         click.get_current_context().with_resource(command_session(ray_address, obj.stderr))
         runner = ray_runner(ray_address)
     report = run_fuzz(
-        policy,
+        policy_arg,
         sessions=sessions,
         passes=passes,
         seed_value=seed_value,
@@ -1230,6 +1273,7 @@ def fuzz(
         policy_arg=policy_arg,
         progress=progress,
         runner=runner,
+        policy_timeout=policy_timeout,
     )
     if fmt == "json":
         obj.line(json.dumps(report.to_json(), ensure_ascii=False))
