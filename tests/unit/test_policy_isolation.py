@@ -1,0 +1,410 @@
+"""A policy runs isolated from the harness (issue 23, items 4, 5 and 6; docs/policies.md).
+
+Each call runs in a worker process of its own with a time limit: a loop is
+PL003 naming the limit, an exit or a kill is PL001 saying how the process
+ended, and the harness carries on with the next session. Whatever the policy
+does (huge numbers, an exception whose ``str()`` raises, mutating its input or
+the harness's modules, printing to stdout) the harness exits 0 or 1 with its
+output whole. PL findings carry the exception's type and text everywhere, and
+``fuzz POLICY --replay FILE`` shows the traceback on the counterexample's last
+window.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from verifier.cli import main
+from verifier.fuzz import fuzz
+from verifier.io import item_from_json
+from verifier.policies import load_policy, run_policy
+from verifier.policies.isolated import PolicyProcess, ended_how
+from verifier.policies.replay import replay_policy, window_at_end
+
+pytest_plugins = ["pytester"]
+
+HOSTILE = textwrap.dedent(
+    '''
+    import os
+    import signal
+
+
+    def keep(window, budget):
+        return window
+
+
+    def loop(window, budget):
+        while True:
+            pass
+
+
+    def slow_sometimes(window, budget):
+        if len(window) > 6:
+            while True:
+                pass
+        return window
+
+
+    def exits(window, budget):
+        os._exit(0)
+
+
+    def exits_three(window, budget):
+        os._exit(3)
+
+
+    def killed(window, budget):
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+    def prints(window, budget):
+        print("chatter from the policy", flush=True)
+        os.write(1, b"more chatter, straight to fd 1\\n")
+        return window
+
+
+    class Odd(Exception):
+        def __str__(self):
+            raise RuntimeError("no message for you")
+
+
+    def bad_str(window, budget):
+        raise Odd()
+
+
+    def huge(window, budget):
+        out = [dict(it) for it in window]
+        out[0]["tokens"] = 10 ** 400
+        return out
+
+
+    def mutates(window, budget):
+        for it in window:
+            it["kind"] = "prose"
+            it.pop("formula", None)
+        window.clear()
+        return []
+
+
+    def meddles(window, budget):
+        import verifier.fuzz
+
+        verifier.fuzz.TURNS_PER_PASS = 0  # in the harness's process this ends every session
+        verifier.fuzz.MAX_PRESSURE = 0.0
+        return window
+
+
+    def raises_on_big(window, budget):
+        if len(window) > 6:
+            raise ValueError(f"window of {len(window)} items is too much for me")
+        return window
+    '''
+)
+
+
+def run(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = main(list(argv), stdout=out, stderr=err)
+    return code, out.getvalue(), err.getvalue()
+
+
+@pytest.fixture
+def hostile(tmp_path: Path) -> Path:
+    path = tmp_path / "hostile.py"
+    path.write_text(HOSTILE, "utf-8")
+    return path
+
+
+def fuzz_cli(
+    hostile: Path, name: str, out: Path, *more: str, sessions: int = 4
+) -> tuple[int, str, str]:
+    return run(
+        "fuzz",
+        f"{hostile}:{name}",
+        "--sessions",
+        str(sessions),
+        "--passes",
+        "3",
+        "--out",
+        str(out),
+        "--policy-timeout",
+        "0.5",
+        *more,
+    )
+
+
+# ------------------------------------------------------------ item 4: exit 4 no more
+
+
+def test_an_exception_whose_str_raises_is_pl001_naming_its_type(
+    hostile: Path, tmp_path: Path
+) -> None:
+    code, out, err = fuzz_cli(hostile, "bad_str", tmp_path / "o", "--format", "json")
+    assert code == 1, err
+    report = json.loads(out)
+    assert report["findings_by_rule"] == {"PL001": 4}
+    message = report["counterexamples"][0]["message"]
+    assert "raised Odd" in message and "str() raised RuntimeError" in message
+
+
+def test_an_exception_whose_str_raises_is_pl001_in_process_too(hostile: Path) -> None:
+    policy = load_policy(f"{hostile}:bad_str")
+    res = run_policy(policy, [{"id": "p", "kind": "prose"}], 10)
+    assert res.code == "PL001" and "Odd" in (res.message or "")
+
+
+def test_a_policy_returning_huge_tokens_is_no_internal_error(
+    hostile: Path, tmp_path: Path
+) -> None:
+    code, out, err = fuzz_cli(hostile, "huge", tmp_path / "o", "--format", "json", sessions=6)
+    assert code in (0, 1), err
+    assert "internal error" not in err
+    report = json.loads(out)
+    assert report["tokens_after"] > 10**400
+    code, out, err = fuzz_cli(hostile, "huge", tmp_path / "t", sessions=6)
+    assert code in (0, 1) and "internal error" not in err
+    assert "tokens" in out
+
+
+def test_huge_tokens_in_process_too(hostile: Path, tmp_path: Path) -> None:
+    report = fuzz(
+        load_policy(f"{hostile}:huge"), sessions=6, passes=3, out_dir=tmp_path, policy_timeout=None
+    )
+    assert report.tokens_after > 10**400
+    card = json.loads((tmp_path / "scorecard.json").read_text("utf-8"))
+    assert card["tokens_after"] == report.tokens_after
+
+
+# ------------------------------------------------------------ item 5: loops and exits
+
+
+def test_a_policy_that_loops_is_pl003_naming_the_limit(hostile: Path, tmp_path: Path) -> None:
+    started = time.perf_counter()
+    code, out, err = fuzz_cli(hostile, "loop", tmp_path / "o", "--format", "json")
+    assert code == 1, err
+    assert time.perf_counter() - started < 60
+    report = json.loads(out)
+    assert report["findings_by_rule"] == {"PL003": 4}
+    cex = report["counterexamples"][0]
+    assert "0.5 s" in cex["message"] and "--policy-timeout" in cex["message"]
+    assert Path(cex["path"]).is_file()
+
+
+def test_after_a_timeout_the_next_sessions_go_on(hostile: Path, tmp_path: Path) -> None:
+    code, out, err = fuzz_cli(
+        hostile, "slow_sometimes", tmp_path / "o", "--format", "json", sessions=8
+    )
+    assert code == 1, err
+    report = json.loads(out)
+    assert report["findings_by_rule"].get("PL003", 0) >= 1
+    assert report["rewrites"] > 0  # sessions whose windows stayed small went on
+
+
+@pytest.mark.parametrize(
+    ("name", "how"),
+    [("exits", "exit code 0"), ("exits_three", "exit code 3"), ("killed", "signal 9 (SIGKILL)")],
+)
+def test_a_policy_that_ends_its_process_is_pl001_saying_how(
+    hostile: Path, tmp_path: Path, name: str, how: str
+) -> None:
+    code, out, err = fuzz_cli(hostile, name, tmp_path / "o", "--format", "json")
+    assert code == 1, err
+    report = json.loads(out)
+    assert report["findings_by_rule"] == {"PL001": 4}
+    assert report["counterexamples"][0]["message"].endswith(f"ended its process: {how}")
+    assert (tmp_path / "o" / "scorecard.json").is_file()
+
+
+def test_printing_to_stdout_does_not_corrupt_json_output(
+    hostile: Path, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = fuzz_cli(hostile, "prints", tmp_path / "o", "--format", "json")
+    assert code == 0, err
+    assert json.loads(out)["rewrites"] > 0
+    captured = capfd.readouterr()
+    assert "chatter" not in captured.out
+    assert "chatter from the policy" in captured.err
+
+
+def test_mutating_its_input_changes_nothing_of_the_harness(
+    hostile: Path, tmp_path: Path
+) -> None:
+    code, out, err = fuzz_cli(hostile, "mutates", tmp_path / "o", "--format", "json")
+    assert code == 1, err
+    report = json.loads(out)
+    assert "CF001" in report["findings_by_rule"]
+    for cex in report["counterexamples"]:
+        # the counterexample holds the windows as the agent wrote them, not as mutated
+        text = Path(cex["path"]).read_text("utf-8")
+        assert '"kind": "commitment"' in text or cex["code"] != "CF001"
+
+
+def test_a_policy_cannot_change_the_harness_it_runs_under(
+    hostile: Path, tmp_path: Path
+) -> None:
+    meddling = fuzz(
+        f"{hostile}:meddles", sessions=6, passes=3, out_dir=tmp_path / "m", policy_timeout=5
+    )
+    clean = fuzz(f"{hostile}:keep", sessions=6, passes=3, out_dir=tmp_path / "k", policy_timeout=5)
+    assert meddling.rewrites == clean.rewrites > 0
+    assert meddling.tokens_before == clean.tokens_before
+
+
+def test_a_module_that_ends_the_process_on_import_is_bad_input(tmp_path: Path) -> None:
+    policy = tmp_path / "dies.py"
+    policy.write_text("import os\nos._exit(7)\n\ndef f(window, budget):\n    return window\n")
+    code, out, err = run("fuzz", f"{policy}:f", "--sessions", "2", "--out", str(tmp_path / "o"))
+    assert code == 2 and out == ""
+    assert "ended its process while loading: exit code 7" in err
+
+
+def test_a_missing_function_is_still_named_from_the_workers_load(
+    hostile: Path, tmp_path: Path
+) -> None:
+    code, out, err = run("fuzz", f"{hostile}:nope", "--out", str(tmp_path / "o"))
+    assert code == 2 and out == ""
+    assert "has no 'nope'" in err and "keep" in err
+
+
+def test_the_worker_is_reused_across_calls(hostile: Path) -> None:
+    items = [item_from_json({"id": f"p{i}", "kind": "prose", "tokens": 3}) for i in range(4)]
+    with PolicyProcess(f"{hostile}:keep", timeout=5) as proc:
+        proc.run_twice(items, 5)
+        first = proc._proc
+        for _ in range(5):
+            assert proc.run_twice(items, 5).ok
+        assert proc._proc is first and proc.faults == 0
+    with PolicyProcess(f"{hostile}:exits", timeout=5) as proc:
+        assert proc.run_twice(items, 5).code == "PL001"
+        assert proc.run_twice(items, 5).code == "PL001"
+        assert proc.faults == 2
+
+
+def test_a_callable_with_no_name_runs_forked(tmp_path: Path) -> None:
+    calls: list[int] = []
+
+    def counting(window: list[dict[str, object]], budget: int) -> list[dict[str, object]]:
+        calls.append(os.getpid())  # in the child: the harness's list stays empty
+        return window
+
+    report = fuzz(counting, sessions=3, passes=2, out_dir=tmp_path)
+    assert report.rewrites > 0 and calls == []
+
+
+def test_ended_how_names_signals_and_codes() -> None:
+    assert ended_how(0) == "exit code 0"
+    assert ended_how(-15) == "signal 15 (SIGTERM)"
+    assert ended_how(None).startswith("an end")
+
+
+# ------------------------------------------------------------ item 6: the message everywhere
+
+
+def test_pl001_shows_the_exception_in_text_json_and_scorecard(
+    hostile: Path, tmp_path: Path
+) -> None:
+    out_dir = tmp_path / "o"
+    code, text, err = fuzz_cli(hostile, "raises_on_big", out_dir, sessions=6)
+    assert code == 1, err
+    wanted = "raised ValueError: window of"
+    assert wanted in text
+    assert f"fuzz {hostile}:raises_on_big --replay {out_dir}/cex-PL001.jsonl" in text
+    assert "(pass 1, )" not in text
+    card = json.loads((out_dir / "scorecard.json").read_text("utf-8"))
+    assert wanted in card["counterexamples"][0]["message"]
+    code, out, err = fuzz_cli(hostile, "raises_on_big", out_dir, "--format", "json", sessions=6)
+    assert wanted in json.loads(out)["counterexamples"][0]["message"]
+
+
+def test_replay_calls_the_policy_on_the_last_window_with_its_traceback(
+    hostile: Path, tmp_path: Path
+) -> None:
+    out_dir = tmp_path / "o"
+    assert fuzz_cli(hostile, "raises_on_big", out_dir, sessions=6)[0] == 1
+    cex = out_dir / "cex-PL001.jsonl"
+    window, budget, pass_no, _, _ = window_at_end(str(cex))
+    assert len(window) > 6 and budget > 0
+    code, out, err = run("fuzz", f"{hostile}:raises_on_big", "--replay", str(cex))
+    assert code == 1, err
+    assert "Traceback (most recent call last)" in out
+    assert f'File "{hostile}", line' in out and "in raises_on_big" in out
+    assert f"ValueError: window of {len(window)} items is too much for me" in out
+    assert f"pass {pass_no}: PL001 policy-error []:" in out
+    code, out, err = run(
+        "fuzz", f"{hostile}:raises_on_big", "--replay", str(cex), "--format", "json"
+    )
+    shown = json.loads(out)
+    assert shown["code"] == "PL001" and "ValueError" in shown["traceback"]
+    assert shown["given"] == len(window)
+
+
+def test_replay_of_a_loop_is_interrupted_where_it_loops(hostile: Path, tmp_path: Path) -> None:
+    out_dir = tmp_path / "o"
+    assert fuzz_cli(hostile, "loop", out_dir)[0] == 1
+    code, out, _ = run(
+        "fuzz", f"{hostile}:loop", "--replay", str(out_dir / "cex-PL003.jsonl"),
+        "--policy-timeout", "0.3",
+    )
+    assert code == 1
+    assert "in loop" in out and "PL003 policy-timeout" in out and "0.3 s" in out
+
+
+def test_replay_of_a_policy_that_now_works_exits_0(hostile: Path, tmp_path: Path) -> None:
+    out_dir = tmp_path / "o"
+    assert fuzz_cli(hostile, "raises_on_big", out_dir, sessions=6)[0] == 1
+    code, out, _ = run("fuzz", f"{hostile}:keep", "--replay", str(out_dir / "cex-PL001.jsonl"))
+    assert code == 0
+    assert "without error" in out
+
+
+def test_replay_of_a_trace_with_no_budget_is_bad_input(hostile: Path, tmp_path: Path) -> None:
+    trace = tmp_path / "t.jsonl"
+    trace.write_text('{"event": "header", "format": "ctxproof-trace/1"}\n', "utf-8")
+    code, out, err = run("fuzz", f"{hostile}:keep", "--replay", str(trace))
+    assert code == 2 and out == "" and "no budget" in err
+
+
+def test_replay_in_the_api(hostile: Path, tmp_path: Path) -> None:
+    out_dir = tmp_path / "o"
+    assert fuzz_cli(hostile, "bad_str", out_dir)[0] == 1
+    shown = replay_policy(load_policy(f"{hostile}:bad_str"), str(out_dir / "cex-PL001.jsonl"))
+    assert shown.code == "PL001" and shown.traceback is not None
+    assert "raise Odd()" in shown.traceback
+
+
+def test_the_plugin_shows_the_exception_and_the_replay_command(
+    pytester: pytest.Pytester, hostile: Path
+) -> None:
+    pytester.syspathinsert(str(hostile.parent))
+    pytester.makepyfile(
+        """
+        def test_raising_policy(ctxproof):
+            ctxproof.assert_policy_safe("hostile.py:raises_on_big", sessions=6, passes=3)
+        """
+    )
+    (pytester.path / "hostile.py").write_text(HOSTILE, "utf-8")
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*PL001 policy-error: * finding(s); shrunk session: *cex-PL001.jsonl (pass *",
+            "*raised ValueError: window of * items is too much for me*",
+            "*ctxproof fuzz hostile.py:raises_on_big --replay PATH*",
+        ]
+    )
+    assert "ctxproof audit PATH" not in result.stdout.str()
+
+
+def test_the_spec_policies_run_in_process_still(tmp_path: Path) -> None:
+    spec = Path(__file__).resolve().parents[2] / "models" / "specs" / "spill_first.toml"
+    report = fuzz(str(spec), sessions=3, passes=2, out_dir=tmp_path)
+    assert report.rewrites > 0 and not report.findings_by_rule
+    assert sys.modules["verifier.policies.spec"] is not None
