@@ -60,10 +60,13 @@ __all__ = [
     "solver_budget",
 ]
 
-DEFAULT_RLIMIT = 3_000_000
-"""Resource budget of one solver query (deterministic, unlike a wall clock): a few
-seconds of solving; a query that needs more is undecided. ``--rlimit`` or
-``CTXPROOF_RLIMIT`` sets another."""
+DEFAULT_RLIMIT = 1_000_000
+"""Resource budget of one solver query (deterministic, unlike a wall clock); a query that
+needs more is undecided. A hard query (the pigeonhole principle, 12 to 18 holes, asked
+as an entailment from the background) spends it in 4 to 5 s of CPU on the 2-core machine
+of ``benchmarks/RESULTS.md`` (3,000,000 took 14 s); the queries of the corpus and of a
+100k-item check use a small part of it. ``--rlimit`` or ``CTXPROOF_RLIMIT`` sets
+another, ``--timeout`` adds a clock (docs/reliability.md, "Solver budgets")."""
 
 RLIMIT_ENV = "CTXPROOF_RLIMIT"
 TIMEOUT_ENV = "CTXPROOF_TIMEOUT"
@@ -83,7 +86,7 @@ def solver_budget() -> tuple[int, float | None]:
         if rlimit <= 0:
             raise InputError(
                 f"{RLIMIT_ENV}={raw!r} is not a positive integer",
-                fix="set a resource limit such as 3000000, or unset it",
+                fix="set a resource limit such as 1000000, or unset it",
             )
     raw = os.environ.get(TIMEOUT_ENV)
     if raw:

@@ -55,6 +55,7 @@ __all__ = [
     "DEFAULT_ITEMS",
     "DEFAULT_OUT",
     "DEFAULT_PASSES",
+    "DEFAULT_TIMEOUT",
     "PROPERTIES",
     "Counterexample",
     "Encoding",
@@ -66,6 +67,9 @@ DEFAULT_ITEMS = 6
 DEFAULT_PASSES = 3
 DEFAULT_APPENDS = 2
 DEFAULT_OUT = "ctxproof-prove"
+DEFAULT_TIMEOUT = 60.0
+"""``ctxproof prove``'s wall-clock limit for a whole proof, in seconds, when ``--timeout``
+is not given (the API's :func:`prove` has none unless asked)."""
 MAX_ITEMS = 256
 MAX_PASSES = 64
 MAX_APPENDS = MAX_ITEMS
