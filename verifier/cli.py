@@ -173,8 +173,8 @@ def _budget_options(f: Any) -> Any:
         type=click.IntRange(min=1),
         callback=_set_budget,
         expose_value=False,
-        help="Solver resource limit per query (default 3000000; env CTXPROOF_RLIMIT);"
-        " a query past it is undecided.",
+        help="Solver resource limit per query (default 1000000, a few seconds of a hard"
+        " query; env CTXPROOF_RLIMIT); a query past it is undecided.",
     )(f)
 
 
@@ -1406,7 +1406,8 @@ Exit codes: 0 proved; 1 counterexample; 2 bad spec or usage; 3 undecided
     "--timeout",
     type=click.FloatRange(min=0, min_open=True),
     default=None,
-    help="Wall-clock limit in seconds for the whole proof (exit 3 when reached).",
+    help=f"Wall-clock limit in seconds for the whole proof (exit 3 when reached)."
+    f"  [default: {prove_api.DEFAULT_TIMEOUT:g}]",
 )
 @_format_option
 @click.pass_obj
@@ -1436,7 +1437,7 @@ def prove_cmd(
         passes=passes,
         appends=appends,
         induction=induction,
-        timeout=timeout,
+        timeout=timeout if timeout is not None else prove_api.DEFAULT_TIMEOUT,
         out_dir=out_dir,
     )
     if fmt == "json":
