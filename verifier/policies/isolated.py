@@ -107,8 +107,7 @@ def _serve(policy: Policy, reader: Connection, writer: Connection) -> None:
         args = json.loads(head)
         _seed(request)
         raws = tuple(body.split("\n")) if body else ()
-        kinds = {it["id"]: it["kind"] for it in json.loads("[" + ",".join(raws) + "]")}
-        given = Given(raws, kinds)
+        given = Given(raws, dict(zip(args["ids"], args["kinds"], strict=True)))
         outcome = outcome_twice(
             policy,
             given,
@@ -180,7 +179,7 @@ def _worker_main(argv: Sequence[str]) -> int:
             },
         )
         return 0
-    _reply(writer, {"ready": policy.name})
+    _reply(writer, {"ready": policy.name, "ages": policy.takes_ages})
     _serve(policy, reader, writer)
     return 0
 
@@ -194,7 +193,7 @@ def _forked(policy: Policy, reader_fd: int, writer_fd: int, close: Sequence[int]
     _quiet_stdout()
     reader = Connection(reader_fd, writable=False)
     writer = Connection(writer_fd, readable=False)
-    _reply(writer, {"ready": policy.name})
+    _reply(writer, {"ready": policy.name, "ages": policy.takes_ages})
     _serve(policy, reader, writer)
 
 
@@ -247,6 +246,7 @@ class PolicyProcess:
         self.policy = None if isinstance(policy, str) else policy
         self.name = policy if isinstance(policy, str) else policy.name
         self.faults = 0
+        self._takes_ages = True
         self._proc: subprocess.Popen[bytes] | Any = None
         self._reader: Connection | None = None
         self._writer: Connection | None = None
@@ -287,6 +287,7 @@ class PolicyProcess:
         if "error" in obj:
             self._stop()
             raise InputError(**obj["error"])
+        self._takes_ages = bool(obj.get("ages", True))
 
     def _spawn(self, source: str) -> None:
         to_child = os.pipe()
@@ -425,7 +426,15 @@ class PolicyProcess:
         self.start()
         assert self._writer is not None
         head = json.dumps(
-            {"budget": budget, "pass_no": pass_no, "ages": None if ages is None else dict(ages)}
+            {
+                "budget": budget,
+                "pass_no": pass_no,
+                # only to a policy that takes them: they grow with the session
+                "ages": None if ages is None or not self._takes_ages else dict(ages),
+                "ids": [it.id for it in before],
+                "kinds": [it.kind for it in before],
+            },
+            ensure_ascii=False,
         )
         body = "\n".join(it.raw for it in before)
         try:
