@@ -193,6 +193,32 @@ def remove_strays(folder: str | Path) -> list[str]:
     return removed
 
 
+_KINDS = (
+    (stat.S_ISDIR, "a folder"),
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def _replaceable(path: Path) -> None:
+    """Refuse a target that is not a file: renaming over a device, a pipe or a socket
+    (``--out /dev/null``, ``--out /dev/stdout``: a link to one) would replace it."""
+    try:
+        st = os.lstat(path)
+        if stat.S_ISLNK(st.st_mode):
+            st = os.stat(path)  # a link is replaced, not followed: unless it names a device
+    except OSError:
+        return  # nothing there (or a dangling link): the new file takes the name
+    if stat.S_ISREG(st.st_mode):
+        return
+    kind = next((name for test, name in _KINDS if test(st.st_mode)), "not a regular file")
+    raise OutputError(
+        f"{path}: is {kind}, which ctxproof does not replace; give the path of a file"
+    )
+
+
 class Staged:
     """A file written to a temporary name beside its target, not yet in place.
 
@@ -204,8 +230,10 @@ class Staged:
     def __init__(self, path: str | Path, data: str | bytes) -> None:
         self.path = Path(path)
         self.tmp: Path | None = None
+        self._lock: tuple[int, int] | None = None
         payload = data.encode("utf-8") if isinstance(data, str) else data
         folder = self.path.parent
+        _replaceable(self.path)
         self._lock = _lock(folder)
         try:
             fd, name = tempfile.mkstemp(

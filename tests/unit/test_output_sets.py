@@ -317,3 +317,33 @@ def test_nested_stages_in_one_folder_keep_each_other(tmp_path: Path) -> None:
         b.commit()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a", "b"]
     assert not fsutil._held
+
+
+@pytest.mark.parametrize("kind", ["fifo", "link to a fifo", "socket", "folder"])
+def test_an_output_path_that_is_no_file_is_refused_not_replaced(tmp_path: Path, kind: str) -> None:
+    """Renaming over it would replace a device or a pipe (``--out /dev/null`` as root)."""
+    import socket
+
+    thing = tmp_path / "thing"
+    out = tmp_path / "g.json"
+    held = None
+    if kind == "fifo":
+        os.mkfifo(out)
+    elif kind == "link to a fifo":
+        os.mkfifo(thing)
+        out.symlink_to(thing)
+    elif kind == "socket":
+        held = socket.socket(socket.AF_UNIX)
+        held.bind(str(out))
+    else:
+        out.mkdir()
+    try:
+        before = os.lstat(out)
+        code, text, err = run("graph", TRACE, "--out", str(out))
+        assert code == 2 and text == "", err
+        assert "which ctxproof does not replace" in err or "is a directory" in err
+        after = os.lstat(out)
+        assert (after.st_ino, after.st_mode) == (before.st_ino, before.st_mode)
+    finally:
+        if held is not None:
+            held.close()
