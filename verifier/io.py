@@ -510,7 +510,7 @@ def item_from_plain(obj: Any) -> Item:
     """An item from an object that must be plain JSON (what a policy returns).
 
     Raises ValueError or TypeError when it is not plain JSON (NaN, a set, an
-    object), :class:`InputError` when it is not a valid item.
+    object, a lone surrogate), :class:`InputError` when it is not a valid item.
     """
     text = json.dumps(
         obj, allow_nan=False, ensure_ascii=False, sort_keys=True, separators=(",", ":")
@@ -518,6 +518,13 @@ def item_from_plain(obj: Any) -> Item:
     hit = _VALID.get(text)
     if hit is not None:
         return hit
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError(
+            "a string holds a lone surrogate (such as '\\udc80'), which is not Unicode:"
+            " no trace can hold it"
+        ) from None
     return item_from_json(json.loads(text))
 
 

@@ -408,3 +408,20 @@ def test_the_spec_policies_run_in_process_still(tmp_path: Path) -> None:
     report = fuzz(str(spec), sessions=3, passes=2, out_dir=tmp_path)
     assert report.rewrites > 0 and not report.findings_by_rule
     assert sys.modules["verifier.policies.spec"] is not None
+
+
+def test_an_item_with_a_lone_surrogate_is_pl001_not_an_internal_error(tmp_path: Path) -> None:
+    """Found by the bad-input fuzzer: no trace can hold such a string, and writing the
+    counterexample failed with UnicodeEncodeError (exit 4)."""
+    policy = tmp_path / "surrogate.py"
+    policy.write_text(
+        "def policy(window, budget):\n    return [{'id': '\\udc80', 'kind': 'prose'}]\n", "utf-8"
+    )
+    res = run_policy(load_policy(f"{policy}:policy"), [{"id": "p", "kind": "prose"}], 10)
+    assert res.code == "PL001" and "lone surrogate" in (res.message or "")
+    code, out, err = run(
+        "fuzz", f"{policy}:policy", "--sessions", "2", "--passes", "2",
+        "--out", str(tmp_path / "o"), "--format", "json",
+    )
+    assert code == 1, err
+    assert json.loads(out)["findings_by_rule"] == {"PL001": 2}
