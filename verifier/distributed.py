@@ -577,21 +577,21 @@ def fuzz_distributed(
     address: str | None = None,
     progress: Progress | None = None,
     shrink_calls: int | None = None,
+    policy_timeout: float | None = 10.0,
 ) -> Any:
     """:func:`verifier.fuzz.fuzz` on Ray: the same :class:`~verifier.fuzz.FuzzReport` (but
     for ``seconds``) and the same files in ``out_dir``.
 
     ``policy_arg`` names the policy as ``ctxproof fuzz`` takes it (a file
-    path, ``module:function`` or a spec); every worker loads it from there,
-    so it must be reachable from every node (the same path, or an installed
-    module).
+    path, ``module:function`` or a spec); every worker loads it from there
+    (a Python policy in a process of its own, ``policy_timeout`` seconds a
+    call), so it must be reachable from every node (the same path, or an
+    installed module).
     """
     from verifier.fuzz import SHRINK_CALLS, fuzz
-    from verifier.policies import load_policy
 
-    policy = load_policy(policy_arg)
     return fuzz(
-        policy,
+        policy_arg,
         sessions=sessions,
         passes=passes,
         seed_value=seed_value,
@@ -601,4 +601,5 @@ def fuzz_distributed(
         progress=progress,
         shrink_calls=SHRINK_CALLS if shrink_calls is None else shrink_calls,
         runner=ray_runner(address),
+        policy_timeout=policy_timeout,
     )
