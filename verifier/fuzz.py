@@ -41,7 +41,7 @@ from hypothesis import strategies as st
 from verifier.audit import Auditor
 from verifier.errors import InternalError
 from verifier.findings import POLICY_RULES, RULES, Finding
-from verifier.fsutil import write_set
+from verifier.fsutil import make_folder, write_set
 from verifier.io import item_from_json, parse_trace_text, ref_of
 from verifier.policies import Policy, PolicyResult, item_tokens, load_policy, run_policy
 from verifier.policies.isolated import DEFAULT_TIMEOUT, PolicyProcess
@@ -1005,6 +1005,8 @@ def fuzz(
     elif policy_arg is None:
         policy_arg = policy.source
     with _runnable(policy, policy_timeout) as local:
+        # the policy loads: a place that refuses the output fails now, not after the sessions
+        make_folder(out_dir, "fuzz output folder")
         elsewhere = policy_arg is not None and (runner is not None or jobs > 1)
         if elsewhere and isinstance(local, PolicyProcess):
             local.close()  # it proved the policy loads; the workers run their own
@@ -1087,15 +1089,14 @@ def fuzz(
 
 @contextmanager
 def _runnable(policy: Policy | str, timeout: float | None) -> Iterator[Runnable]:
-    """The policy as a run calls it: a spec (data) and, without a time limit, any policy
-    in this process; a Python policy otherwise in a process of its own, started (and so
-    loaded) before the first session."""
-    if isinstance(policy, str) and (timeout is None or _is_spec(policy)):
+    """The policy as a run calls it: a spec (data) and, without a time limit (or on a
+    system that is not POSIX), any policy in this process; a Python policy otherwise in
+    a process of its own, started (and so loaded) before the first session."""
+    apart = timeout is not None and os.name == "posix"  # pipes handed to a child: POSIX
+    if isinstance(policy, str) and (not apart or _is_spec(policy)):
         policy = load_policy(policy)
     if isinstance(policy, Policy) and (
-        timeout is None
-        or policy.spec is not None
-        or (policy.source is None and not hasattr(os, "fork"))
+        not apart or policy.spec is not None or (policy.source is None and not hasattr(os, "fork"))
     ):
         yield policy
         return
@@ -1167,7 +1168,7 @@ def _policy_in_worker(
     key = (policy_arg, timeout)
     known = _WORKER_POLICIES.get(key)
     if known is None:
-        if timeout is None or _is_spec(policy_arg):
+        if timeout is None or _is_spec(policy_arg) or os.name != "posix":
             known = load_policy(policy_arg)
         else:
             known = PolicyProcess(policy_arg, timeout)

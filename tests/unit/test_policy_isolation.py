@@ -425,3 +425,13 @@ def test_an_item_with_a_lone_surrogate_is_pl001_not_an_internal_error(tmp_path: 
     )
     assert code == 1, err
     assert json.loads(out)["findings_by_rule"] == {"PL001": 2}
+
+
+def test_a_policy_that_does_not_load_leaves_no_output_folder(tmp_path: Path) -> None:
+    """Found by the bad-input fuzzer: the folder was made before the policy was loaded."""
+    fifo = tmp_path / "policy.py"
+    os.mkfifo(fifo)
+    for arg in (f"{fifo}:f", f"{tmp_path / 'missing.py'}:f", "no_such_module_here:f"):
+        code, out, err = run("fuzz", arg, "--out", str(tmp_path / "o"))
+        assert code == 2 and out == "", err
+        assert not (tmp_path / "o").exists()
