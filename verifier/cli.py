@@ -1251,8 +1251,6 @@ def fuzz(
             else:
                 obj.line(f"{head}{shown.code} {RULES[shown.code]} []: {shown.message}")
         return EXIT_OK if shown.code is None else EXIT_FINDINGS
-    make_folder(out_dir, "fuzz output folder")  # a place that refuses it fails now, not later
-
     def progress(done: int, total: int) -> None:
         _progress(obj, done, total, "chunks of sessions")
 
