@@ -7,15 +7,26 @@ another type, deep nesting, huge strings and lists, Unicode edge cases (lone
 surrogates, NUL, non-characters, combining marks, bidi controls), references
 to ids that nothing defines, keys nobody asked for, lines duplicated, dropped
 or swapped; and the real-shaped agent histories of ``tests/fixtures/histories``
-the same way for ``import``. ``check``, ``audit``, ``why``, ``graph`` and
-``import`` run in-process through
-:func:`verifier.cli.main`, each in a fresh folder, and every run must:
+the same way for ``import``. Then the surfaces where the input is code or a
+container: hostile policies for ``fuzz`` (loops, sleeps, exits and signals,
+exceptions of every kind and ones whose ``str()`` raises or loops, huge
+numbers, NaN, sets, circular and deep structures, lone surrogates, mutation of
+their input and of the harness's modules, prints to stdout and to its file
+descriptor, closed descriptors, randomness, state and the clock, some at
+import), mutated specs for ``prove`` and ``fuzz`` (TOML values of every type
+and edge, unknown keys, thousands of rules), ``.eval`` archives for ``import
+inspect`` (zstd and deflate members, sizes their headers lie about, members
+that unpack past the bound, damaged bytes), and special files (FIFOs,
+``/dev/zero``, ``/dev/null``, sockets, folders, dangling and looping links)
+wherever a command reads a file or writes one. Every command runs in-process
+through :func:`verifier.cli.main`, each in a fresh folder, and every run must:
 
 * exit 0, 1, 2 or 3 (4 is an internal error), with no traceback and no
   "internal error" on stderr, and print nothing on stdout when it exits 2;
+* end within its case's time limit (a hang fails the case);
 * stay under a memory cap (Python allocations, measured with tracemalloc);
 * write no file but the output it was asked for, change no input, and leave
-  no ``-wal``/``-shm`` file beside a store it only read.
+  no ``-wal``/``-shm`` file beside a store it only read, nor any temporary file.
 
 The default run is about a thousand cases; the ``slow`` tests (``make
 test-slow``) run the same properties much longer.
@@ -24,14 +35,20 @@ test-slow``) run the same properties much longer.
 from __future__ import annotations
 
 import contextlib
+import fnmatch
 import hashlib
 import io
 import json
 import os
 import re
 import resource
+import signal
+import socket
+import struct
 import tempfile
+import textwrap
 import tracemalloc
+import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -440,15 +457,45 @@ def _put_stores(draw: Draw, folder: Path) -> None:
     os.mkfifo(folder / "fifo")
 
 
+class _Hang(BaseException):
+    """A command ran past its case's time limit (a BaseException: the CLI does not catch it)."""
+
+
+@contextlib.contextmanager
+def _time_limit(seconds: float) -> Iterator[None]:
+    def expire(signum: int, frame: Any) -> None:
+        raise _Hang(f"still running after {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
 def _run(
-    folder: Path, argv: list[str], outputs: set[str], *, store_may_change: bool = False
-) -> None:
+    folder: Path,
+    argv: list[str],
+    outputs: set[str],
+    *,
+    store_may_change: bool = False,
+    patterns: tuple[str, ...] = (),
+    limit: float = 120.0,
+) -> tuple[int, str]:
+    """Run the command; return its exit code and stdout. ``patterns`` (fnmatch) name more
+    files it may write; past ``limit`` seconds the case fails as a hang."""
     before = _snapshot(folder)
     out, err = io.StringIO(), io.StringIO()
     tracemalloc.reset_peak()
     base = tracemalloc.get_traced_memory()[0]
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    code = main(argv, stdout=out, stderr=err)
+    try:
+        with _time_limit(limit):
+            code = main(argv, stdout=out, stderr=err)
+    except _Hang as hang:
+        raise AssertionError((argv, "hangs", str(hang))) from None
     peak = tracemalloc.get_traced_memory()[1] - base
     rss_grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss
     errors = err.getvalue()
@@ -464,8 +511,10 @@ def _run(
     if store_may_change:
         allowed |= {"store.sqlite", "corrupt.sqlite", "missing.sqlite"}
     changed = {p for p in after if before.get(p) != after[p]}
-    assert changed <= allowed, (argv, changed - allowed)
+    stray = {p for p in changed - allowed if not any(fnmatch.fnmatch(p, x) for x in patterns)}
+    assert not stray, (argv, stray)
     assert not [p for p in after if p.endswith(("-wal", "-shm", "-journal", ".tmp"))], (argv, after)
+    return code, out.getvalue()
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -587,9 +636,562 @@ def _import_case(data: st.DataObject) -> None:
         _run(folder, argv, outputs)
 
 
+# ------------------------------------------------------------ hostile policies
+
+# What a policy may do when it is called (each a body; `n` counts the calls in its process,
+# `window` and `budget` are its arguments). A policy is code: these are the ways code goes
+# wrong or turns on its caller, short of writing files or forking.
+BEHAVIOURS: dict[str, str] = {
+    "keep": "return window",
+    "drop_all": "return []",
+    "loop": "while True:\n    pass",
+    "sleep": "time.sleep(30)",
+    "exit_0": "os._exit(0)",
+    "exit_7": "os._exit(7)",
+    "sigkill": "os.kill(os.getpid(), signal.SIGKILL)",
+    "sigsegv": "os.kill(os.getpid(), signal.SIGSEGV)",
+    "sigterm": "os.kill(os.getpid(), signal.SIGTERM)",
+    "sigabrt": "os.abort()",
+    "exit_thread": "threading.Thread(target=lambda: (time.sleep(0.05), os._exit(3))).start()\n"
+    "return window",
+    "system_exit": "raise SystemExit(5)",
+    "keyboard_interrupt": "raise KeyboardInterrupt",
+    "generator_exit": "raise GeneratorExit",
+    "raise": "raise ValueError('x' * 100)",
+    "raise_huge": "raise ValueError('y' * 3_000_000)",
+    "bad_str": "raise BadStr()",
+    "str_not_str": "raise NotStr()",
+    "str_loops": "raise LoopingStr()",
+    "recursion": "def down(k):\n    return down(k + 1)\nreturn down(0)",
+    "memory": "blob = bytearray(200_000_000)\nreturn window",
+    "tokens_400_digits": "out = [dict(it) for it in window]\nfor it in out:\n"
+    "    it['tokens'] = 10 ** 400\nreturn out",
+    "tokens_5000_digits": "out = [dict(it) for it in window]\nfor it in out:\n"
+    "    it['tokens'] = 10 ** 5000\nreturn out",
+    "tokens_nan": "out = [dict(it) for it in window]\nfor it in out:\n"
+    "    it['tokens'] = float('nan')\nreturn out",
+    "score_inf": "out = [dict(it) for it in window]\nfor it in out:\n"
+    "    it['score'] = float('inf')\nreturn out",
+    "a_set": "return {'window': set(), 'spill': []}",
+    "circular": "loop = []\nloop.append(loop)\nreturn loop",
+    "circular_item": "it = dict(window[0]) if window else {'id': 'z', 'kind': 'prose'}\n"
+    "it['text'] = [it]\nreturn [it]",
+    "duplicate_ids": "return window + window[:1]",
+    "ghost_citation": "return window + [{'id': 'k-new', 'kind': 'claim', 'formula': 'a',"
+    " 'witnesses': ['ghost-nothing-defines']}]",
+    "spill_ghost": "return {'window': window, 'spill': ['ghost-nothing-defines']}",
+    "claim_ghost": "return {'window': [], 'claimed_preserved': ['ghost-nothing-defines']}",
+    "extra_key": "return {'window': window, 'bogus': 1}",
+    "no_window": "return {'spill': []}",
+    "none": "return None",
+    "a_string": "return 'window'",
+    "a_generator": "return (it for it in window)",
+    "a_tuple": "return tuple(window)",
+    "bad_item": "return [{'id': 7, 'kind': 'prose'}]",
+    "unknown_kind": "return [{'id': 'x', 'kind': 'memo'}]",
+    "bad_formula": "return [{'id': 'x', 'kind': 'claim', 'formula': '!('}]",
+    "deep": "deep = 'x'\nfor _ in range(5000):\n    deep = [deep]\n"
+    "return [{'id': 'x', 'kind': 'prose', 'text': deep}]",
+    "long_id": "return [{'id': 'i' * 300, 'kind': 'prose'}]",
+    "surrogate_id": "return [{'id': '\\udc80', 'kind': 'prose'}]",
+    "huge_list": "return [{'id': f'x{i}', 'kind': 'prose', 'tokens': 1} for i in range(20000)]",
+    "weird_dict": "class D(dict):\n    def __eq__(self, other):\n        raise RuntimeError('no')\n"
+    "    def keys(self):\n        raise RuntimeError('no keys')\n"
+    "return [D(it) for it in window]",
+    "weird_list": "class L(list):\n    def __iter__(self):\n        raise RuntimeError('no')\n"
+    "return L(window)",
+    "mutate_input": "for it in window:\n    it.clear()\nwindow.append(window)\nreturn []",
+    "meddle": "import verifier.fuzz, verifier.audit, json as j\n"
+    "verifier.fuzz.TURNS_PER_PASS = 0\nverifier.audit.Auditor = None\nj.dumps = None\n"
+    "return window",
+    "print": "print('noise ' * 1000)\nsys.stdout.write('more noise\\n')\nreturn window",
+    "write_fd_1": "os.write(1, b'{\"not\": \"the harness output\"}\\n' * 100)\nreturn window",
+    "close_fds": "os.closerange(3, 256)\nreturn window",
+    "random": "return random.sample(window, len(window) // 2)",
+    "stateful": "return window if n % 2 else window[:-1]",
+    "clock": "return window if int(time.time() * 1000) % 2 else []",
+    "slow_then_fine": "time.sleep(0.05)\nreturn window",
+}
+
+AT_IMPORT: dict[str, str] = {
+    "": "",
+    "raise": "raise RuntimeError('at import')",
+    "exit": "os._exit(9)",
+    "loop": "while True:\n    pass",
+    "print": "print('importing ' * 100)",
+    "syntax": "def (",
+}
+
+POLICY_HEADER = textwrap.dedent(
+    """
+    import os
+    import random
+    import signal
+    import sys
+    import threading
+    import time
+
+    CALLS = [0]
+
+
+    class BadStr(Exception):
+        def __str__(self):
+            raise RuntimeError("no message")
+
+
+    class NotStr(Exception):
+        def __str__(self):
+            return 42
+
+
+    class LoopingStr(Exception):
+        def __str__(self):
+            while True:
+                pass
+    """
+)
+
+
+def _hostile_policy(draw: Draw) -> str:
+    """A policy module: one or two behaviours, each on some calls only (its n-th, or on a
+    window of more than k items), else it keeps the window; maybe something at import."""
+    at_import = ""
+    if draw(st.integers(min_value=0, max_value=5)) == 5:  # mostly a module that loads
+        at_import = AT_IMPORT[draw(st.sampled_from(sorted(AT_IMPORT)))]
+    parts = [POLICY_HEADER, at_import, ""]
+    body = ["CALLS[0] += 1", "n = CALLS[0]"]
+    for _ in range(draw(st.integers(min_value=1, max_value=2))):
+        name = draw(st.sampled_from(sorted(BEHAVIOURS)))
+        when = draw(st.sampled_from(["True", "n % 3 == 0", "n > 4", "len(window) > 8"]))
+        body.append(f"if {when}:")
+        body.append(textwrap.indent(BEHAVIOURS[name], "    "))
+    body.append("return window")
+    parts.append("def policy(window, budget):")
+    parts.append(textwrap.indent("\n".join(body), "    "))
+    return "\n".join(parts) + "\n"
+
+
+FUZZ_OUTPUTS = ("out", "out/scorecard.json", "out/pressure.png")
+FUZZ_PATTERNS = ("out/cex-*.jsonl",)
+
+
+def _policy_case(data: st.DataObject) -> None:
+    draw: Draw = data.draw
+    with _case_folder() as folder, _short_loads():
+        (folder / "hostile.py").write_text(_hostile_policy(draw), "utf-8", errors="surrogatepass")
+        argv = [
+            "fuzz",
+            "hostile.py:policy",
+            "--sessions",
+            str(draw(st.integers(min_value=1, max_value=4))),
+            "--passes",
+            str(draw(st.integers(min_value=1, max_value=3))),
+            "--policy-timeout",
+            "0.5",
+            "--out",
+            "out",
+            "--format",
+            draw(st.sampled_from(["text", "json"])),
+        ]
+        if draw(st.integers(min_value=0, max_value=5)) == 0:
+            argv += ["--jobs", "2"]
+        code, out = _run(folder, argv, set(FUZZ_OUTPUTS), patterns=FUZZ_PATTERNS)
+        if code in (0, 1):
+            # the run's output is whole: its set is written, its JSON parses
+            card = json.loads((folder / "out" / "scorecard.json").read_text("utf-8"))
+            if "--format" in argv and argv[argv.index("--format") + 1] == "json":
+                assert json.loads(out)["sessions"] == card["sessions"], out
+
+
+@contextlib.contextmanager
+def _short_loads() -> Iterator[None]:
+    """A policy module that loops at import is given 3 s, not the minute a real one gets."""
+    from verifier.policies import isolated
+
+    saved = isolated.LOAD_TIMEOUT
+    isolated.LOAD_TIMEOUT = 3.0
+    try:
+        yield
+    finally:
+        isolated.LOAD_TIMEOUT = saved
+
+
+# ------------------------------------------------------------ hostile specs
+
+SPECS_DIR = ROOT / "models" / "specs"
+SPECS: dict[str, bytes] = {p.name: p.read_bytes() for p in sorted(SPECS_DIR.glob("*.toml"))}
+
+# TOML values of every type, the edges of numbers, and what TOML has that JSON has not
+ODD_TOML = [
+    "nan",
+    "inf",
+    "-inf",
+    "1e999",
+    "-0.0",
+    "0",
+    "-1",
+    "101",
+    "9223372036854775807",
+    "-9223372036854775808",
+    "1" + "0" * 30,
+    "0x7fffffff",
+    "true",
+    '""',
+    '"prose"',
+    '"-score"',
+    '"x"',
+    '"' + "s" * 100_000 + '"',
+    "'''multi\nline'''",
+    '"\\u0000"',
+    '"\\ud800"',
+    "[]",
+    "[[]]",
+    '["prose", 1]',
+    '["kind", "kind", "kind"]',
+    "{}",
+    "{ lt = 1, gt = 2 }",
+    "{ ge = nan }",
+    "{ eq = 1e999 }",
+    "{ kind = { kind = 1 } }",
+    "1979-05-27T07:32:00Z",
+    "07:32:00",
+    "[" * 200 + "]" * 200,
+]
+
+# values a spec may well hold: an edit with one of these gives a spec that runs
+PLAUSIBLE_TOML = [
+    '["prose"]',
+    '["claim", "observation"]',
+    '["commitment"]',
+    '["stub"]',
+    '["failed"]',
+    '["decision", "rejection"]',
+    '"spill"',
+    '"evict"',
+    '"summarize"',
+    '"soften"',
+    '"demote"',
+    '"keep"',
+    '"fits"',
+    '"all"',
+    '["-score", "position"]',
+    '["age", "-tokens"]',
+    "{ ge = 2 }",
+    "{ lt = 50 }",
+    "{ gt = 1.5 }",
+    "true",
+    "false",
+    "8",
+    "0",
+]
+
+TOML_KEYS = [
+    "format",
+    "name",
+    "order",
+    "stop",
+    "stub_tokens",
+    "demote_orphans",
+    "when",
+    "do",
+    "kind",
+    "type",
+    "modality",
+    "load_bearing",
+    "negative",
+    "cited",
+    "result",
+    "stub",
+    "age",
+    "score",
+    "tokens",
+    "pressure",
+    "bogus",
+]
+
+
+def _toml_edit(draw: Draw, data: bytes) -> bytes:
+    """Replace a value, add a key, duplicate a rule many times, or drop a line."""
+    try:
+        lines = data.decode("utf-8").split("\n")
+    except UnicodeDecodeError:
+        return data
+    op = draw(st.sampled_from(["value", "value", "value", "key", "rules", "drop", "inline"]))
+    i = draw(st.integers(min_value=0, max_value=max(0, len(lines) - 1)))
+    odd = draw(st.integers(min_value=0, max_value=2)) == 2
+    value = draw(st.sampled_from(ODD_TOML if odd else PLAUSIBLE_TOML))
+    if op == "value":
+        touch_format = draw(st.integers(min_value=0, max_value=7)) == 7
+        assigned = [
+            k
+            for k, line in enumerate(lines)
+            if "=" in line and not line.startswith("#")
+            and (touch_format or not line.startswith("format"))
+        ]
+        if assigned:
+            k = draw(st.sampled_from(assigned))
+            key = lines[k].split("=", 1)[0]
+            lines[k] = f"{key}= {value}"
+    elif op == "key":
+        # a key at the top (before the first table) or inside a rule
+        key = draw(st.sampled_from(TOML_KEYS))
+        lines.insert(i, f"{key} = {value}")
+    elif op == "inline":
+        key = draw(st.sampled_from(TOML_KEYS))
+        rule = ["[[rule]]", f"when = {{ {key} = {value} }}", 'do = "evict"']
+        lines += rule
+    elif op == "rules":
+        rule = ["[[rule]]", 'when = { kind = ["prose"], score = { ge = 3 } }', 'do = "spill"']
+        lines += rule * draw(st.sampled_from([2, 50, 300]))
+    elif lines:
+        del lines[i]
+    return "\n".join(lines).encode("utf-8", "surrogatepass")
+
+
+SPEC_OPS: list[Op] = [*[_toml_edit] * 6, _flip, _truncate, _insert]
+
+
+def _spec_case(data: st.DataObject) -> None:
+    draw: Draw = data.draw
+    spec = SPECS[draw(st.sampled_from(sorted(SPECS)))]
+    for _ in range(draw(st.sampled_from([1, 1, 1, 2]))):  # one edit, mostly: a spec that runs
+        spec = draw(st.sampled_from(SPEC_OPS))(draw, spec)
+    with _case_folder() as folder:
+        (folder / "spec.toml").write_bytes(spec)
+        fmt = ["--format", draw(st.sampled_from(["text", "json"]))]
+        if draw(st.booleans()):
+            argv = [
+                "prove",
+                "spec.toml",
+                "--items",
+                str(draw(st.integers(min_value=1, max_value=4))),
+                "--passes",
+                str(draw(st.integers(min_value=1, max_value=2))),
+                "--timeout",
+                "5",
+                "--out",
+                "out",
+                *fmt,
+            ]
+            if draw(st.booleans()):
+                argv.append("--induction")
+            _run(folder, argv, {"out"}, patterns=FUZZ_PATTERNS)
+        else:
+            argv = ["fuzz", "spec.toml", "--sessions", "2", "--passes", "2", "--out", "out", *fmt]
+            _run(folder, argv, set(FUZZ_OUTPUTS), patterns=FUZZ_PATTERNS)
+
+
+# ------------------------------------------------------------ archives
+
+INSPECT_LOG = json.loads((HISTORIES / "inspect" / "repo_fix.json").read_text("utf-8"))
+
+
+def _zip_entry(name: bytes, data: bytes, method: int, declared: int | None) -> tuple[bytes, bytes]:
+    """A member's local header and data, and its central directory entry (offset 0)."""
+    if method == 8:
+        packer = zlib.compressobj(6, zlib.DEFLATED, -15)
+        packed = packer.compress(data) + packer.flush()
+    elif method == 93:
+        import zstandard
+
+        packed = zstandard.ZstdCompressor().compress(data)
+    else:
+        packed = data
+    size = len(data) if declared is None else declared
+    crc = zlib.crc32(data)
+    local = struct.pack(
+        "<IHHHHHIIIHH", 0x04034B50, 20, 0, method, 0, 0, crc, len(packed), size, len(name), 0
+    )
+    central = struct.pack(
+        "<IHHHHHHIIIHHHHHII",
+        0x02014B50, 20, 20, 0, method, 0, 0, crc, len(packed), size, len(name),
+        0, 0, 0, 0, 0, 0,
+    )
+    return local + name + packed, central + name
+
+
+def _archive(draw: Draw) -> bytes:
+    """An .eval archive built from the inspect fixture: its members' JSON mutated, their
+    compression, sizes and names drawn, and the archive's own bytes maybe damaged."""
+    header = {k: v for k, v in INSPECT_LOG.items() if k != "samples"}
+    members: list[tuple[bytes, bytes]] = [(b"header.json", json.dumps(header).encode())]
+    for sample in INSPECT_LOG["samples"]:
+        text = json.dumps(sample, indent=1).encode()
+        if draw(st.integers(min_value=0, max_value=3)) == 3:
+            text = _mutate(draw, text, DOC_OPS)
+        members.append((f"samples/{sample['id']}_epoch_1.json".encode(), text))
+    extra = draw(st.sampled_from(["", "", "bulky", "many", "odd_names", "duplicate"]))
+    if extra == "bulky":  # small on disk, past the (lowered) bound unpacked
+        members.append((b"samples/bulk_epoch_1.json", b"[" + b" " * 3_000_000 + b"]"))
+    elif extra == "many":
+        members += [(f"samples/s{i}_epoch_1.json".encode(), b"{}") for i in range(200)]
+    elif extra == "odd_names":
+        members += [(b"samples/\xff\xfe.json", b"{}"), (b"../../samples/x.json", b"{}")]
+    elif extra == "duplicate":
+        members.append(members[-1])
+    body, directory = b"", b""
+    for name, data in members:
+        method = draw(st.sampled_from([0, 8, 8, 93]))
+        declared = None
+        if draw(st.integers(min_value=0, max_value=11)) == 11:
+            declared = draw(st.sampled_from([0, 1, len(data) - 1, len(data) + 1, 2**32 - 1]))
+            declared = max(0, declared)
+        local, central = _zip_entry(name, data, method, declared)
+        central = central[:42] + struct.pack("<I", len(body)) + central[46:]
+        body += local
+        directory += central
+    end = struct.pack(
+        "<IHHHHIIH", 0x06054B50, 0, 0, len(members), len(members), len(directory), len(body), 0
+    )
+    archive = body + directory + end
+    damage = draw(st.sampled_from(["", "", "", "", "", "", "flip", "truncate", "insert"]))
+    if damage == "flip":
+        archive = _flip(draw, archive)
+    elif damage == "truncate":
+        archive = _truncate(draw, archive)
+    elif damage == "insert":
+        archive = _insert(draw, archive)
+    return archive
+
+
+def _archive_case(data: st.DataObject) -> None:
+    draw: Draw = data.draw
+    from verifier.importers import inspect as inspect_importer
+
+    archive = _archive(draw)
+    with _case_folder() as folder:
+        (folder / "log.eval").write_bytes(archive)
+        fmt = draw(st.sampled_from(["text", "json"]))
+        argv = ["import", "inspect", "log.eval", "--format", fmt]
+        sample = draw(st.sampled_from(["fix-1", "fix-2", "fix-1:1", "fix-2", "nope", ""]))
+        if sample:  # without one, a log of two samples is refused: that is tried too
+            argv += ["--sample", sample]
+        outputs: set[str] = set()
+        if draw(st.booleans()):
+            argv += ["-o", "trace.jsonl"]
+            outputs = {"trace.jsonl"}
+        saved = inspect_importer.MAX_UNPACKED_BYTES
+        inspect_importer.MAX_UNPACKED_BYTES = 2_000_000  # a bulky member crosses it
+        try:
+            _run(folder, argv, outputs)
+        finally:
+            inspect_importer.MAX_UNPACKED_BYTES = saved
+
+
+# ------------------------------------------------------------ special files
+
+SPECIAL = ["fifo", "dev_zero", "dev_null", "folder", "socket", "dangling", "loop", "missing",
+           "link_to_fifo", "link_to_file", "empty"]
+
+
+def _special(folder: Path, kind: str, name: str, held: list[socket.socket]) -> str:
+    """Put a thing of this kind at folder/name; return the path to give (relative)."""
+    path = folder / name
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "dev_zero":
+        return "/dev/zero"
+    elif kind == "dev_null":
+        return "/dev/null"
+    elif kind == "folder":
+        path.mkdir()
+    elif kind == "socket":
+        sock = socket.socket(socket.AF_UNIX)
+        sock.bind(str(path))
+        held.append(sock)
+    elif kind == "dangling":
+        path.symlink_to(folder / "nothing-here")
+    elif kind == "loop":
+        path.symlink_to(folder / f"{name}.other")
+        (folder / f"{name}.other").symlink_to(path)
+    elif kind == "link_to_fifo":
+        os.mkfifo(folder / f"{name}.fifo")
+        path.symlink_to(folder / f"{name}.fifo")
+    elif kind == "link_to_file":
+        path.symlink_to(CORPUS / "cf001_fires.jsonl")
+    elif kind == "empty":
+        path.write_bytes(b"")
+    return name
+
+
+def _special_case(data: st.DataObject) -> None:
+    """Every command given a FIFO, a device, a folder, a socket or a link where it reads
+    a file, and (as an output) where it writes one: exit 2 at once, or it works on a file
+    a link names; nothing hangs, nothing is replaced but the outputs asked for."""
+    draw: Draw = data.draw
+    kind = draw(st.sampled_from(SPECIAL))
+    held: list[socket.socket] = []
+    with _case_folder() as folder:
+        try:
+            _put_stores(draw, folder)
+            (folder / "t.jsonl").write_bytes(TRACES["cf001_fires.jsonl"])
+            (folder / "spec.toml").write_bytes(SPECS["spill_first.toml"])
+            before, after = WINDOWS[0]
+            (folder / "b.json").write_bytes(before)
+            (folder / "a.json").write_bytes(after)
+            x = _special(folder, kind, "x", held)
+            as_output = x.startswith("/dev/") is False and draw(st.booleans())
+            outputs: set[str] = set()
+            patterns: tuple[str, ...] = ()
+            if as_output:
+                argv = draw(
+                    st.sampled_from(
+                        [
+                            ["graph", "t.jsonl", "--out", f"{x}.json"],
+                            ["import", "claude-code", str(HISTORIES / "claude-code" /
+                             "session_compact.jsonl"), "-o", x],
+                            ["audit", "t.jsonl", "--report", x],
+                            ["fuzz", "spec.toml", "--sessions", "2", "--passes", "2", "--out", x],
+                            ["prove", "spec.toml", "--items", "2", "--out", x],
+                            ["check", "b.json", "a.json", "--store", "store.sqlite",
+                             "--repair", x],
+                        ]
+                    )
+                )
+                if argv[0] == "graph":
+                    # the output name itself is the special thing
+                    (folder / f"{x}.json").unlink(missing_ok=True)
+                    if kind != "missing":
+                        _special(folder, kind, f"{x}.json", held)
+                outputs = {x, f"{x}.json"}
+                patterns = (f"{x}/*", f"{x}/*/*")
+                store_may_change = argv[0] == "check"
+            else:
+                argv = draw(
+                    st.sampled_from(
+                        [
+                            ["audit", x],
+                            ["check", x, "a.json"],
+                            ["check", "b.json", x],
+                            ["why", x, "c1"],
+                            ["graph", x, "--out", "g.json"],
+                            ["prove", x],
+                            ["fuzz", x if x.endswith(".toml") else f"{x}:f"],
+                            ["import", "claude-code", x],
+                            ["import", "inspect", x],
+                            ["import", "claude-code", str(HISTORIES / "claude-code" /
+                             "session_compact.jsonl"), "--annotations", x],
+                            ["audit", "t.jsonl", "--store", x],
+                        ]
+                    )
+                )
+                outputs = {"g.json"}
+                store_may_change = False
+            _run(folder, argv, outputs, patterns=patterns, store_may_change=store_may_change,
+                 limit=60.0)
+        finally:
+            for sock in held:
+                sock.close()
+
+
 FUZZ = settings(
     deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    # nested_given: `fuzz` draws its sessions with hypothesis, inside these cases
+    suppress_health_check=[
+        HealthCheck.too_slow,
+        HealthCheck.data_too_large,
+        HealthCheck.nested_given,
+    ],
 )
 
 
@@ -663,3 +1265,58 @@ def test_why_survives_bad_input_long(data: st.DataObject) -> None:
 @given(st.data())
 def test_graph_survives_bad_input_long(data: st.DataObject) -> None:
     _graph_case(data)
+
+
+# -- the surfaces of issue 23: hostile policies and specs, archives, special files
+
+
+@_examples(12)
+@given(st.data())
+def test_fuzz_survives_hostile_policies(data: st.DataObject) -> None:
+    _policy_case(data)
+
+
+@_examples(12)
+@given(st.data())
+def test_prove_and_fuzz_survive_hostile_specs(data: st.DataObject) -> None:
+    _spec_case(data)
+
+
+@_examples(60)
+@given(st.data())
+def test_import_survives_hostile_archives(data: st.DataObject) -> None:
+    _archive_case(data)
+
+
+@_examples(40)
+@given(st.data())
+def test_every_command_refuses_special_files(data: st.DataObject) -> None:
+    _special_case(data)
+
+
+@pytest.mark.slow
+@_examples(400)
+@given(st.data())
+def test_fuzz_survives_hostile_policies_long(data: st.DataObject) -> None:
+    _policy_case(data)
+
+
+@pytest.mark.slow
+@_examples(400)
+@given(st.data())
+def test_prove_and_fuzz_survive_hostile_specs_long(data: st.DataObject) -> None:
+    _spec_case(data)
+
+
+@pytest.mark.slow
+@_examples(2000)
+@given(st.data())
+def test_import_survives_hostile_archives_long(data: st.DataObject) -> None:
+    _archive_case(data)
+
+
+@pytest.mark.slow
+@_examples(600)
+@given(st.data())
+def test_every_command_refuses_special_files_long(data: st.DataObject) -> None:
+    _special_case(data)
