@@ -8,7 +8,7 @@ FW_BIN := $(FW_VENV)/bin
 FW_STAMP := $(FW_VENV)/.installed
 FW_EXTRAS := dev,policies-langchain,policies-autogen,policies-pydantic-ai
 
-.PHONY: demo test test-slow bench bench-check-large bench-prove bench-distributed frameworks \
+.PHONY: demo test test-slow bench bench-check-large bench-prove bench-fuzz bench-distributed frameworks \
   test-frameworks screenshot clean
 
 # The ray extra's tests (a local cluster) run with the suite; where Ray has no wheel
@@ -68,6 +68,13 @@ bench-check-large: $(STAMP)
 	$(BENCH_PYTEST) benchmarks/test_bench_check.py benchmarks/test_bench_check_faults.py \
 	  --bench-large -k "100k or 300k" \
 	  --benchmark-json=benchmarks/results/check-large.json $(BENCH_ARGS)
+	$(BIN)/python -m benchmarks.report > benchmarks/RESULTS.md
+
+# fuzz throughput in process and with the policy in its own process, and the cost of a call
+# there against the same calls in process, saved beside the other runs
+bench-fuzz: $(STAMP)
+	$(BENCH_PYTEST) benchmarks/test_bench_fuzz.py \
+	  --benchmark-json=benchmarks/results/fuzz-isolation.json $(BENCH_ARGS)
 	$(BIN)/python -m benchmarks.report > benchmarks/RESULTS.md
 
 bench-prove: $(STAMP)

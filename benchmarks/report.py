@@ -29,6 +29,8 @@ RUNS = {
     " a quarter of 100k items broken",
     "prove.json": "`make bench-prove`",
     "prove-large.json": "the target problems of `--bench-prove-large` for spill-first",
+    "fuzz-isolation.json": "`make bench-fuzz`: fuzz throughput with the policy in its own"
+    " process, and what that costs a call",
 }
 
 
@@ -90,6 +92,12 @@ def _note_audit(b: Obj) -> str:
 
 def _note_fuzz(b: Obj) -> str:
     e = b["extra_info"]
+    if e.get("kind") == "calls":
+        per_call = b["stats"]["median"] / e["policy_calls"] if e["policy_calls"] else 0.0
+        return (
+            f"**{fmt_s(per_call)} per call** ({e['policy_calls']} calls, two a rewrite, on"
+            f" {e['window_items']:.0f} items on average, validation included)"
+        )
     rate = e["rewrites"] / b["stats"]["median"]
     found = "" if e["role"] == "floor" else f"; {e.get('findings', '?')} findings a round"
     return (

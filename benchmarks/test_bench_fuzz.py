@@ -1,4 +1,5 @@
-"""Fuzz throughput: rewrites checked per second, against the policy alone.
+"""Fuzz throughput: rewrites checked per second, against the policy alone; and what
+running the policy in a process of its own costs per call.
 
 For each policy model (three by default, every one of ``models/policies/``
 with ``--bench-all-models``) and two pressures (each turn of the simulated
@@ -6,9 +7,18 @@ agent fills the window to about 1.2 or about 2.5 budgets), a round explores
 the same seeded sessions of 10 passes over windows of about a hundred items
 (budgets of 700 to 1,000 tokens): drawing the session, the agent, the policy
 run twice per rewrite (PL002), the audit of every append and rewrite; no
-shrinking. The floor replays, in the same run, every call the policy received
-during one such exploration, on copies of the same windows: the policy alone.
-Rewrites per second are the rewrites of a round over its median time.
+shrinking. ``test_fuzz`` calls the policy in the benchmark's process,
+``test_fuzz_isolated`` in a worker process of its own, as ``ctxproof fuzz``
+does (one worker for all rounds, started before them). The floor replays, in
+the same run, every call the policy received during one such exploration, on
+copies of the same windows: the policy alone. Rewrites per second are the
+rewrites of a round over its median time.
+
+The second group of each model and pressure times the rewrites' pairs of calls
+alone, with their validation: in this process (``run_twice``, the floor) and
+in the policy's own process (``PolicyProcess.run_twice``: the window out and
+the result back over a pipe). Its notes give the median time per call; their
+difference is what isolation costs a call.
 """
 
 from __future__ import annotations
@@ -21,7 +31,10 @@ from typing import Any
 import pytest
 
 from verifier.fuzz import explore_chunk, session_plans
-from verifier.policies import Policy, load_policy
+from verifier.io import item_from_json
+from verifier.policies import Policy, load_policy, run_policy
+from verifier.policies.isolated import PolicyProcess
+from verifier.window import Item
 
 MODELS_DIR = Path(__file__).resolve().parent.parent / "models" / "policies"
 ALL_MODELS = sorted(p.stem for p in MODELS_DIR.glob("*.py"))
@@ -47,7 +60,7 @@ def _policy(name: str) -> Policy:
     return load_policy(f"{MODELS_DIR / name}.py:{name}")
 
 
-def _explore(policy: Policy, pressure: str) -> Any:
+def _explore(policy: Policy | PolicyProcess, pressure: str) -> Any:
     lo, hi = PRESSURES[pressure]
     # the window fills in twelve pieces: about a hundred items
     plans = session_plans(
@@ -107,3 +120,65 @@ def test_fuzz(benchmark: Any, model: str, pressure: str) -> None:
     chunk = benchmark.pedantic(_explore, args=(policy, pressure), rounds=ROUNDS, iterations=1)
     benchmark.extra_info["findings"] = sum(chunk.counts.values())
     assert chunk.rewrites == rewrites  # the same sessions every round
+
+
+def test_fuzz_isolated(benchmark: Any, model: str, pressure: str) -> None:
+    _describe(benchmark, model, pressure, "fuzz, policy in its own process")
+    _, rewrites = _recorded(model, pressure)
+    with PolicyProcess(f"{MODELS_DIR / model}.py:{model}") as proc:
+        proc.start()
+        chunk = benchmark.pedantic(_explore, args=(proc, pressure), rounds=ROUNDS, iterations=1)
+        assert proc.faults == 0
+    benchmark.extra_info["findings"] = sum(chunk.counts.values())
+    assert chunk.rewrites == rewrites
+
+
+Pair = tuple[tuple[Item, ...], int, dict[str, Any]]
+
+
+@functools.cache
+def _pairs(name: str, pressure: str) -> tuple[Pair, ...]:
+    """The input of every rewrite of one exploration (the first call of each pair)."""
+    calls, _ = _recorded(name, pressure)
+    return tuple(
+        (tuple(item_from_json(it) for it in window), budget, kw)
+        for window, budget, kw in calls[::2]
+    )
+
+
+def _describe_calls(benchmark: Any, model: str, pressure: str, role: str) -> None:
+    pairs = _pairs(model, pressure)
+    benchmark.group = f"policy calls, {model}, pressure ~{pressure}"
+    benchmark.extra_info.update(
+        role=role,
+        kind="calls",
+        model=model,
+        pressure=pressure,
+        policy_calls=2 * len(pairs),
+        window_items=sum(len(w) for w, _, _ in pairs) / len(pairs) if pairs else 0.0,
+    )
+
+
+def test_policy_calls_in_process(benchmark: Any, model: str, pressure: str) -> None:
+    _describe_calls(benchmark, model, pressure, "floor")
+    pairs = _pairs(model, pressure)
+    policy = _policy(model)
+
+    def calls() -> None:
+        for window, budget, kw in pairs:
+            run_policy(policy, window, budget, check_determinism=True, **kw)
+
+    benchmark.pedantic(calls, rounds=ROUNDS, iterations=1)
+
+
+def test_policy_calls_isolated(benchmark: Any, model: str, pressure: str) -> None:
+    _describe_calls(benchmark, model, pressure, "in its own process")
+    pairs = _pairs(model, pressure)
+    with PolicyProcess(f"{MODELS_DIR / model}.py:{model}") as proc:
+        proc.start()
+
+        def calls() -> None:
+            for window, budget, kw in pairs:
+                assert proc.run_twice(window, budget, **kw).code is None
+
+        benchmark.pedantic(calls, rounds=ROUNDS, iterations=1)
