@@ -18,9 +18,7 @@ import os
 import re
 import sys
 import traceback
-from collections import Counter
 from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import IO, Any
 
@@ -28,10 +26,23 @@ import click
 
 from verifier import prove as prove_api
 from verifier.audit import TraceReport, audit_trace, exit_code_for
+from verifier.batch import (
+    Job,
+    audit_job,
+    close_store,
+    error_from_json,
+    error_json,
+    read_trace,
+    run_jobs,
+    summarize,
+    summary_line,
+    write_repairs,
+    wrong_kind,
+)
 from verifier.check import RewriteResult, check_rewrite
 from verifier.errors import CtxproofError, InputError, InternalError, OutputError, StoreError
 from verifier.findings import Finding, cause_item
-from verifier.fsutil import atomic_write, atomic_write_all, make_folder, stage
+from verifier.fsutil import atomic_write, make_folder, stage
 from verifier.importers import FORMATS as IMPORT_FORMATS
 from verifier.io import (
     SNIFF_BYTES,
@@ -39,7 +50,6 @@ from verifier.io import (
     check_references,
     decode_input,
     forget_reads,
-    parse_trace_text,
     parse_window_text,
     read_input,
     sniff_kind,
@@ -295,7 +305,7 @@ def check(
         claimed_preserved=claimed or None,
         line=None,
     )
-    _close(store)  # only read; a spill opens it for writing
+    close_store(store)  # only read; a spill opens it for writing
     result = _with_lines(result, after)
     # the repair is written before anything is printed: a failure there (exit 2) leaves
     # no output that promises another exit code
@@ -419,172 +429,6 @@ def _report_json(
     return report.to_json()
 
 
-_Job = tuple[str, bytes, str | None, str, bool, bool]
-"""One trace to audit: (name, its bytes, --store, witness mode, render its report page,
-compute its repairs). Work crosses processes as bytes and JSON, never z3 objects."""
-
-
-def _work(job: _Job) -> dict[str, Any]:
-    """Audit one trace: ``{"result": ...}`` (with ``"page"`` and ``"repairs"`` when asked),
-    or ``{"error": ...}`` for bad input or a bad store (returned, so order is kept)."""
-    try:
-        return _audit_job(job)
-    except (InputError, StoreError) as exc:
-        return {"error": _error_json(exc)}
-
-
-def _audit_job(job: _Job) -> dict[str, Any]:
-    name, data, store_path, mode, want_page, want_repairs = job
-    given = SqliteStore(store_path, readonly=True) if store_path else None
-    try:
-        trace, store = _load(name, data, given)
-        try:
-            out: dict[str, Any] = {}
-            if want_page:
-                from verifier.report import render_trace_page, view_trace
-
-                report, view = view_trace(trace, store=store, mode=mode, repair=True)
-                out["page"] = render_trace_page(view)
-            else:
-                report = audit_trace(trace, store=store, mode=mode, repair=want_repairs)
-            out["result"] = report.to_json(repairs=want_repairs)
-            if want_repairs:
-                out["repairs"] = _repairs_of(report, trace.header.background)
-            return out
-        finally:
-            _close(store)
-    finally:
-        _close(given)
-
-
-def _repairs_of(report: TraceReport, background: Sequence[str]) -> list[dict[str, Any]]:
-    """Each refused rewrite's repaired window (a window file) and what it spills."""
-    out = []
-    for r in report.rewrites:
-        if r.repair is None or r.verdict != "refuse":
-            continue
-        out.append(
-            {
-                "pass": r.pass_,
-                "window": window_to_json(r.repair.window, background),
-                "spill": [it.as_json() for it in r.repair.spill],
-            }
-        )
-    return out
-
-
-def _error_json(exc: InputError | StoreError) -> dict[str, Any]:
-    """A bad file as the JSON output reports it (and as it crosses a process boundary)."""
-    if isinstance(exc, InputError):
-        return {
-            "kind": "input",
-            "message": exc.message,
-            "file": exc.file,
-            "line": exc.line,
-            "item": exc.item,
-            "fix": exc.fix,
-            "text": exc.render(),
-        }
-    return {"kind": "store", "message": str(exc), "text": f"store error: {exc}"}
-
-
-def _error_from_json(err: dict[str, Any]) -> InputError | StoreError:
-    if err["kind"] == "input":
-        return InputError(
-            err["message"], file=err["file"], line=err["line"], item=err["item"], fix=err["fix"]
-        )
-    return StoreError(err["message"])
-
-
-def _audit_one(args: tuple[str, bytes, str | None, str]) -> dict[str, Any]:
-    """Audit one trace given as bytes; return its JSON report (errors are raised)."""
-    name, data, store_path, mode = args
-    out = _work((name, data, store_path, mode, False, False))
-    if "error" in out:
-        raise _error_from_json(out["error"])
-    result: dict[str, Any] = out["result"]
-    return result
-
-
-def _close(store: Store | None) -> None:
-    """Close a store a command opened (its file may sit on a mount that must be released)."""
-    if store is not None:
-        store.close()
-
-
-PARALLEL_MIN_BYTES = 256 * 1024
-"""Below this much input, --jobs audits in this process: starting workers and sending
-them the traces would cost more than the audit (small traces take milliseconds)."""
-
-
-def _run_jobs(obj: _Out, jobs: int, work: list[_Job]) -> list[dict[str, Any]]:
-    """Audit every job, in input order: in this process for one job or a small batch,
-    else in ``jobs`` worker processes started once, each sent its traces in chunks."""
-    total = sum(len(w[1]) for w in work)
-    outcomes: list[dict[str, Any]] = []
-    if jobs > 1 and len(work) > 1 and total >= PARALLEL_MIN_BYTES:
-        workers = min(jobs, len(work))
-        # a few chunks per worker: big enough to amortise sending, small enough to balance
-        chunk = max(1, -(-len(work) // (workers * 4)))
-        with ProcessPoolExecutor(max_workers=workers) as pool:
-            for i, res in enumerate(pool.map(_work, work, chunksize=chunk)):
-                outcomes.append(res)
-                _progress(obj, i + 1, len(work))
-    else:
-        for i, w in enumerate(work):
-            outcomes.append(_work(w))
-            _progress(obj, i + 1, len(work))
-    return outcomes
-
-
-def _header_store_name(data: bytes) -> str | None:
-    """The ``store`` a trace's header names, read before the trace is validated."""
-    start = 0
-    while start < len(data):
-        end = data.find(b"\n", start)
-        end = len(data) if end < 0 else end
-        raw = data[start:end]
-        start = end + 1
-        if raw.strip():
-            try:
-                head = json.loads(raw.decode("utf-8-sig"))
-            except (ValueError, UnicodeDecodeError, RecursionError):
-                return None  # the full parse reports it (too deep, malformed, not UTF-8)
-            store = head.get("store") if isinstance(head, dict) else None
-            return store if isinstance(store, str) else None
-    return None
-
-
-_KIND_SHOWN = {
-    "window": "a window file (ctxproof-window/1)",
-    "trace": "a trace (ctxproof-trace/1)",
-    "store": "a SQLite store",
-    "policy-spec": "a policy spec (ctxproof-policy/1)",
-}
-
-
-def _wrong_kind(exc: InputError, path: str, data: bytes, command: str, wants: str) -> InputError:
-    """A clearer error for a file of another kind than the command reads; else exc."""
-    kind = sniff_kind(data)
-    if kind is None or kind == wants:
-        return exc
-    reads = "window files" if wants == "window" else "traces"
-    if kind == "window":
-        hint = "did you mean `check`? (`ctxproof check BEFORE AFTER` checks one rewrite)"
-    elif kind == "trace":
-        hint = (
-            "did you mean `audit`? (or `ctxproof window TRACE --pass N` for the window of"
-            " one of its passes)"
-        )
-    elif kind == "store":
-        hint = "did you mean `--store FILE`?"
-    else:
-        hint = "did you mean `ctxproof fuzz` or `ctxproof prove`? (they run and prove specs)"
-    return InputError(
-        f"this is {_KIND_SHOWN[kind]}; `{command}` reads {reads}", file=path, fix=hint
-    )
-
-
 def _load_window(path: str, command: str) -> Window:
     data = read_input(path)
     head = data[:SNIFF_BYTES]  # all a message about a file of another kind reads
@@ -593,44 +437,8 @@ def _load_window(path: str, command: str) -> Window:
         del data  # not held beside its text while the window is read
         return parse_window_text(text, path)
     except InputError as exc:
-        raise _wrong_kind(exc, path, head, command, "window") from None
+        raise wrong_kind(exc, path, head, command, "window") from None
 
-
-def _load(
-    name: str, data: bytes, given: Store | None, command: str = "audit"
-) -> tuple[Trace, Store | None]:
-    """Validate a trace against the store it will be audited with (--store, else its header's)."""
-    try:
-        return _load_trace(name, data, given)
-    except InputError as exc:
-        raise _wrong_kind(exc, name, data, command, "trace") from None
-
-
-def _load_trace(name: str, data: bytes, given: Store | None) -> tuple[Trace, Store | None]:
-    store = given
-    header_store = _header_store_name(data)
-    if store is None and header_store is not None:
-        path = Path(name).parent / header_store
-        try:
-            present = path.exists()
-        except (OSError, ValueError):  # a NUL byte, a name too long
-            present = False
-        if not present:
-            shown = header_store if len(header_store) <= 200 else header_store[:200] + "..."
-            raise InputError(
-                f"header names store {shown!r}, which does not exist",
-                file=name,
-                line=1,
-                fix="fix the path or drop 'store'",
-            )
-        store = SqliteStore(path, readonly=True)
-    known = store.has_id if store is not None else None
-    try:
-        return parse_trace_text(data, name, known_ids=known), store
-    except BaseException:
-        if store is not given:
-            _close(store)
-        raise
 
 
 @cli.command(epilog=_EPILOG)
@@ -697,7 +505,7 @@ def audit(
     given = _open_store(store_path)  # opened here too, so a bad store fails before any work
     if given is not None:
         given.close()
-    work: list[_Job] = []
+    work: list[Job] = []
     unread: dict[int, dict[str, Any]] = {}
     for i, path in enumerate(traces):
         try:
@@ -705,7 +513,7 @@ def audit(
         except InputError as exc:
             if not keep_going:
                 raise
-            unread[i] = {"error": _error_json(exc)}
+            unread[i] = {"error": error_json(exc)}
             data = b""
         work.append((path, data, store_path, mode, report_dir is not None, repair_dir is not None))
     todo = [w for i, w in enumerate(work) if i not in unread]
@@ -716,7 +524,7 @@ def audit(
         click.get_current_context().with_resource(command_session(ray_address, obj.stderr))
         ran = ray_work(todo, ray_address, lambda d, t: _progress(obj, d, t))
     else:
-        ran = _run_jobs(obj, jobs, todo)
+        ran = run_jobs(todo, jobs, lambda d, t: _progress(obj, d, t))
     done = iter(ran)
     # every trace is validated where it is audited; nothing is printed until all are done,
     # so bad input in any of them (the first, in input order) leaves no output at all
@@ -727,7 +535,7 @@ def audit(
     if not keep_going:
         for res in outcomes:
             if "error" in res:
-                raise _error_from_json(res["error"])
+                raise error_from_json(res["error"])
     entries = [
         res["result"] if "result" in res else {"trace": t, "error": res["error"], "exit": 2}
         for t, res in zip(traces, outcomes, strict=True)
@@ -739,7 +547,7 @@ def audit(
         from verifier.report import write_report
 
         index = write_report(report_dir, entries, [res.get("page") for res in outcomes])
-    written = _write_repairs(repair_dir, traces, outcomes) if repair_dir is not None else []
+    written = write_repairs(repair_dir, traces, outcomes) if repair_dir is not None else []
     for res in entries:
         if "error" in res:
             if fmt == "json":
@@ -770,91 +578,6 @@ def audit(
     if index is not None:
         obj.progress(f"report: {index}")
     return code
-
-
-def _policy_tally(policies: dict[str, dict[str, Any]], name: str) -> dict[str, Any]:
-    return policies.setdefault(
-        name, {"rewrites": 0, "verdicts": Counter(), "findings": Counter()}
-    )
-
-
-def summarize(entries: Sequence[dict[str, Any]], code: int) -> dict[str, Any]:
-    """The closing summary of an audit: traces, rewrites, verdicts, findings by rule and by
-    policy (``{"summary": {...}}``, the last JSON object of ``audit --summary``)."""
-    verdicts: Counter[str] = Counter()
-    by_rule: Counter[str] = Counter()
-    policies: dict[str, dict[str, Any]] = {}
-    rewrites = 0
-    for res in entries:
-        if "error" in res:
-            continue
-        where = {}
-        for r in res["rewrites"]:
-            rewrites += 1
-            verdicts[r["verdict"]] += 1
-            name = r["policy"] or "(no policy)"
-            where[(r["pass"], r["line"])] = name
-            tally = _policy_tally(policies, name)
-            tally["rewrites"] += 1
-            tally["verdicts"][r["verdict"]] += 1
-        for f in res["findings"]:
-            by_rule[f["code"]] += 1
-            name = where.get((f["pass"], f["line"]), "(at appends)")
-            _policy_tally(policies, name)["findings"][f["code"]] += 1
-    return {
-        "summary": {
-            "traces": len(entries),
-            "bad_files": sum(1 for r in entries if "error" in r),
-            "rewrites": rewrites,
-            "verdicts": dict(sorted(verdicts.items())),
-            "findings": sum(by_rule.values()),
-            "findings_by_rule": dict(sorted(by_rule.items())),
-            "policies": {
-                name: {
-                    "rewrites": p["rewrites"],
-                    "verdicts": dict(sorted(p["verdicts"].items())),
-                    "findings_by_rule": dict(sorted(p["findings"].items())),
-                }
-                for name, p in sorted(policies.items())
-            },
-            "exit": code,
-        }
-    }
-
-
-def summary_line(totals: dict[str, Any]) -> str:
-    """The summary as one line of text."""
-    s = totals["summary"]
-    bad = f", {s['bad_files']} bad file(s)" if s["bad_files"] else ""
-    verdicts = ", ".join(f"{v} {n}" for v, n in s["verdicts"].items())
-    rules = ", ".join(f"{c} {n}" for c, n in s["findings_by_rule"].items())
-    return (
-        f"summary: {s['traces']} trace(s){bad}; {s['rewrites']} rewrite(s)"
-        f"{f' ({verdicts})' if verdicts else ''}; {s['findings']} finding(s)"
-        f"{f' ({rules})' if rules else ''}; exit {s['exit']}"
-    )
-
-
-def _write_repairs(
-    folder: str, traces: Sequence[str], outcomes: Sequence[dict[str, Any]]
-) -> list[Path]:
-    """Write each refused rewrite's repaired window as DIR/STEM.pass-N.json, and the items
-    its repair spills as DIR/STEM.pass-N.spill.jsonl (a spill event to put before the
-    rewrite in the trace). All files are staged before any is put in place."""
-    out = make_folder(folder, "repair folder")
-    stems = [Path(t).stem for t in traces]
-    twice = {s for s in stems if stems.count(s) > 1}
-    files: list[tuple[str | Path, str | bytes]] = []
-    for i, (stem, res) in enumerate(zip(stems, outcomes, strict=True)):
-        name = f"{i + 1:04d}-{stem}" if stem in twice else stem
-        for rep in res.get("repairs", ()):
-            base = out / f"{name}.pass-{rep['pass']}"
-            window = json.dumps(rep["window"], ensure_ascii=False, indent=2) + "\n"
-            files.append((f"{base}.json", window))
-            if rep["spill"]:
-                event = {"event": "spill", "items": rep["spill"]}
-                files.append((f"{base}.spill.jsonl", json.dumps(event, ensure_ascii=False) + "\n"))
-    return [p for p in atomic_write_all(files) if p.suffix == ".json"]
 
 
 def _exit_from_json(results: Sequence[dict[str, Any]]) -> int:
@@ -910,9 +633,9 @@ def _load_for_graph(
 ) -> tuple[Trace, Store | None]:
     given = _open_store(store_path)
     try:
-        return _load(trace_path, read_input(trace_path), given, command)
+        return read_trace(trace_path, read_input(trace_path), given, command)
     except BaseException:
-        _close(given)
+        close_store(given)
         raise
 
 
@@ -949,7 +672,7 @@ def why_cmd(
         )
     graph = JustificationGraph()
     audit_trace(loaded, store=store, graph=graph, until_pass=pass_no)
-    _close(store)
+    close_store(store)
     try:
         answer = why(graph, item)
     except KeyError:
@@ -1031,7 +754,7 @@ def window_cmd(
             }
         )
     finally:
-        _close(store)
+        close_store(store)
     text = json.dumps(window_to_json(window, loaded.header.background), ensure_ascii=False)
     if out is None:
         obj.line(text)
@@ -1077,8 +800,8 @@ def ref_cmd(obj: _Out, file: str, item: str, store_path: str | None, fmt: str) -
         window = _load_window(file, "ref")
         found = window.by_id().get(item)
     else:
-        loaded, store = _load(file, data, _open_store(store_path), "ref")
-        _close(store)
+        loaded, store = read_trace(file, data, _open_store(store_path), "ref")
+        close_store(store)
         for ev in loaded.events:
             items = (
                 ev.items
@@ -1124,7 +847,7 @@ def graph_cmd(obj: _Out, trace: str, out: str, store_path: str | None, fmt: str)
     loaded, store = _load_for_graph(trace, store_path, "graph")
     graph = JustificationGraph()
     audit_trace(loaded, store=store, graph=graph)
-    _close(store)
+    close_store(store)
     path = export(graph, out)
     summary = {
         "trace": trace,
@@ -1444,10 +1167,10 @@ def demo(obj: _Out, report_dir: str, fmt: str) -> int:
         )
     from verifier.report import write_report
 
-    outcomes = [_work((t, read_input(t), None, "support", True, False)) for t in traces]
+    outcomes = [audit_job((t, read_input(t), None, "support", True, False)) for t in traces]
     for out in outcomes:
         if "error" in out:  # a bundled scenario is never bad input: this is a broken checkout
-            raise _error_from_json(out["error"])
+            raise error_from_json(out["error"])
     results = [out["result"] for out in outcomes]
     # written before any output, as for audit --report
     index = write_report(report_dir, results, [out.get("page") for out in outcomes])

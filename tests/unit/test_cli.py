@@ -10,7 +10,7 @@ from typing import Any
 import networkx as nx
 import pytest
 
-from verifier import cli
+from verifier import batch
 from verifier.cli import main
 from verifier.store import SqliteStore
 
@@ -181,7 +181,7 @@ def test_internal_error_exits_4_with_a_message(monkeypatch: pytest.MonkeyPatch) 
     def boom(*_a: Any, **_k: Any) -> Any:
         raise RuntimeError("kaboom")
 
-    monkeypatch.setattr(cli, "audit_trace", boom)
+    monkeypatch.setattr(batch, "audit_trace", boom)
     code, _, err = run("audit", str(SCENARIOS / "postgres_spilled_first.jsonl"))
     assert code == 4
     assert "internal error" in err and "kaboom" in err and "Traceback" not in err
