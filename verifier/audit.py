@@ -8,8 +8,8 @@ from typing import Any
 
 from verifier.check import Repair, RewriteResult, check_rewrite
 from verifier.findings import Finding
-from verifier.formula import parse
 from verifier.graph import JustificationGraph
+from verifier.parser import parse_formula
 from verifier.rules.composition import check_append
 from verifier.rules.context import MODE_SUPPORT, History, RewriteContext, WindowView
 from verifier.solver import Session
@@ -129,7 +129,7 @@ class Auditor:
         self.repair = repair
         self.store = LayeredStore(store)
         self.graph = graph if graph is not None else JustificationGraph()
-        self.session = Session([parse(b) for b in background])
+        self.session = Session([parse_formula(b) for b in background])
         self.history = History()
         if store is not None:
             entries = list(store.items())

@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from verifier.errors import FormulaError, InputError
-from verifier.formula import Formula, parse
+from verifier.formula import Formula
+from verifier.parser import parse_formula
 from verifier.window import (
     KINDS,
     MODALITIES,
@@ -236,7 +237,7 @@ def _formula_field(value: Any, name: str, ctx: _Ctx, item: str) -> Formula:
     if not isinstance(value, str):
         raise ctx.error(f"{name!r} must be a formula string", item=item)
     try:
-        return parse(value)
+        return parse_formula(value)
     except FormulaError as exc:
         raise ctx.error(
             exc.message if name == "formula" else f"{name}: {exc.message}",
@@ -401,7 +402,7 @@ def _build_shape(kind: str, keys: frozenset[str]) -> _Builder | None:
 
 def _formula_or_none(text: str) -> Formula | None:
     try:
-        return parse(text)
+        return parse_formula(text)
     except FormulaError:
         return None
 
@@ -698,7 +699,7 @@ def _background(value: Any, ctx: _Ctx) -> tuple[str, ...]:
         raise ctx.error("'background' must be a list of formula strings")
     for i, text in enumerate(value):
         try:
-            parse(text)
+            parse_formula(text)
         except FormulaError as exc:
             raise ctx.error(
                 f"background[{i}]: {exc.message}", fix=exc.fix or "fix the formula"
@@ -709,7 +710,7 @@ def _background(value: Any, ctx: _Ctx) -> tuple[str, ...]:
 
 def check_background(texts: Iterable[str], file: str, line: int | None = 1) -> None:
     """A background that is unsatisfiable on its own is bad input."""
-    formulas = [parse(t) for t in texts]
+    formulas = [parse_formula(t) for t in texts]
     if not formulas:
         return
     from verifier.solver import Session, greedy_model

@@ -31,9 +31,10 @@ from typing import Any
 from verifier.audit import Auditor, TraceReport
 from verifier.errors import FormulaError, OutputError
 from verifier.findings import RULES, SUMMARIES, cause_item
-from verifier.formula import evaluate, parse
+from verifier.formula import evaluate
 from verifier.fsutil import atomic_write_all
 from verifier.graph import JustificationGraph, WhyAnswer, why
+from verifier.parser import parse_formula
 from verifier.rules.context import MODE_SUPPORT
 from verifier.store import Store
 from verifier.window import Append, Item, Rewrite, Trace
@@ -438,7 +439,7 @@ def _truth_table(f: Mapping[str, Any]) -> str:
         cells = []
         for role, text in lines:
             try:
-                value: bool | None = evaluate(parse(text), cex)
+                value: bool | None = evaluate(parse_formula(text), cex)
             except FormulaError:
                 value = None
             shown = "?" if value is None else ("true" if value else "false")

@@ -22,7 +22,7 @@ from hypothesis import given, note, settings
 from hypothesis import strategies as st
 
 from verifier import MemoryStore, check_rewrite, item_from_json, load_policy, run_policy
-from verifier.formula import parse
+from verifier.parser import parse_formula
 from verifier.policies import Policy, PolicyResult, SpecPolicy, parse_spec, window_tokens
 from verifier.strategies import policy_windows, spec_texts
 
@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[2]
 MODELS = ROOT / "models" / "policies"
 SPECS = ROOT / "models" / "specs"
 
-parse("true")  # build the formula parser before hypothesis times the first example
+parse_formula("true")  # build the formula parser before hypothesis times the first example
 
 EXPRESSIBLE = [
     "spill_first",
