@@ -355,3 +355,62 @@ def test_bad_input_in_one_trace_leaves_no_output(tmp_path: Path, jobs: str) -> N
     code, out, err = run("audit", good[0], str(bad), good[1], "--jobs", jobs)
     assert code == 2 and out == ""
     assert f"{bad}:2" in err
+
+
+# -- the command line as a package: commands load on first use, every door opens ------------
+
+
+def test_every_command_is_found_where_the_group_says() -> None:
+    import click
+
+    from verifier.cli import COMMANDS, cli
+
+    ctx = click.Context(cli)
+    assert cli.list_commands(ctx) == sorted(COMMANDS)
+    for name in COMMANDS:
+        command = cli.get_command(ctx, name)
+        assert isinstance(command, click.Command) and command.name == name
+    assert cli.get_command(ctx, "nosuch") is None
+
+
+def test_version_imports_no_command_and_no_heavy_dependency() -> None:
+    import subprocess
+    import sys
+
+    heavy = ("z3", "networkx", "matplotlib", "hypothesis", "ray", "lark", "cvc5")
+    code = (
+        "import io, json, sys\n"
+        "from verifier.cli import main\n"
+        "code = main(sys.argv[1:], stdout=io.StringIO(), stderr=io.StringIO())\n"
+        f"heavy = {heavy!r}\n"
+        "print(json.dumps([code, sorted({m.split('.')[0] for m in sys.modules} & set(heavy)),"
+        " sorted(m for m in sys.modules if m.startswith('verifier.cli.'))]))\n"
+    )
+
+    def imported(*argv: str) -> list[Any]:
+        done = subprocess.run(
+            [sys.executable, "-c", code, *argv], capture_output=True, text=True, check=False
+        )
+        assert done.returncode == 0, done.stderr
+        result: list[Any] = json.loads(done.stdout)
+        return result
+
+    assert imported("--version") == [0, [], ["verifier.cli.common"]]
+    # a command's module, and what it imports, load when the command is asked for
+    code_, loaded, commands = imported("prove", "--help")
+    assert code_ == 0 and "z3" in loaded and "verifier.cli.prove" in commands
+    assert "verifier.cli.audit" not in commands
+
+
+def test_the_console_script_and_python_m_verifier_run_the_same_command() -> None:
+    import subprocess
+    import sys
+
+    trace = str(SCENARIOS / "postgres_spilled_first.jsonl")
+    code, out, _ = run("audit", trace, "--format", "json")
+    script = Path(sys.executable).parent / "ctxproof"
+    for argv in ([str(script)], [sys.executable, "-m", "verifier"]):
+        done = subprocess.run(
+            [*argv, "audit", trace, "--format", "json"], capture_output=True, text=True, check=False
+        )
+        assert (done.returncode, done.stdout) == (code, out)
