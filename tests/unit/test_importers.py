@@ -330,6 +330,8 @@ def expected_ids(msgs: list[dict[str, Any]], names: dict[tuple[str, int], str]) 
     rank: dict[str, int] = {}
     for m in msgs:
         key = json.dumps(m, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        if m["role"] == "tool":  # a result is the same message as long as its call id is
+            key = f"tool:{m['tool_call_id']}"
         j = rank.get(key, 0)
         rank[key] = j + 1
         name = names.setdefault((key, j), f"msg-{len(names)}")
@@ -578,8 +580,8 @@ def test_inspect_edit_compaction_clears_a_failed_result() -> None:
     assert [p for p, _ in seen][-2:] == ["inspect:compaction:edit", "append"]
     first = {it.id: it for _, w in seen[:3] for it in w}
     failed = first["call_qp1:result"]
-    # inspect's bash tool names its argument `cmd`: no `command`, so the arguments as JSON
-    assert (failed.modality, failed.source) == ("failed", 'bash: {"cmd":"cd /repo && pytest -q"}')
+    # inspect's bash tool names its argument `cmd`: that is the command
+    assert (failed.modality, failed.source) == ("failed", "bash: cd /repo && pytest -q")
     assert "No module named 'yaml'" in (failed.content or "")
     after = {it.id: it for it in seen[3][1]}
     assert after["call_qp1:cleared"].kind == "prose"

@@ -15,9 +15,10 @@ import hashlib
 import json
 import re
 import shlex
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from types import MappingProxyType
+from typing import Any, overload
 
 from verifier.errors import InputError, InternalError
 from verifier.io import MAX_ID_LENGTH, _Ctx, item_from_json, parse_trace_text
@@ -25,6 +26,7 @@ from verifier.window import canonical_json
 
 __all__ = [
     "Annotation",
+    "Extractor",
     "Message",
     "Snapshot",
     "ToolCall",
@@ -34,8 +36,12 @@ __all__ = [
     "command_of",
     "exit_code_in",
     "fit_id",
+    "gives_items",
     "is_placeholder",
+    "kept_text",
+    "message_count",
     "metadata_annotations",
+    "one_line",
     "split_at_markers",
 ]
 
@@ -74,6 +80,44 @@ def is_placeholder(content: str) -> bool:
     return any(p.fullmatch(text) for p in _PLACEHOLDERS)
 
 
+_TRUNCATION = re.compile(
+    r"\s*(?:\.\.\.|\u2026|\[truncated\]|\(truncated\)|\[output truncated\]"
+    r"|\[\.\.\.\s*[\d,]+\s+\w+\s+truncated\s*\.?\]|\[[\d,]+\s+\w+\s+truncated\s*\.?\]"
+    r"|<truncated[^<>\n]*>|\.\.\.\s*\[?truncated\]?)\s*",
+    re.IGNORECASE,
+)
+
+
+def kept_text(old: str, new: str) -> str | None:
+    """The part of ``old`` that ``new`` keeps when ``new`` is ``old`` cut, else None.
+
+    ``new`` is a cut of ``old`` when, less one truncation marker (``...``,
+    ``[truncated]``, ``[... N characters truncated]``, ...), it is a strict
+    prefix of ``old``, a strict suffix, or ``old`` with a middle part cut
+    (``docs/importers.md``, "Truncation"). The kept text is ``new`` as it is.
+
+    >>> kept_text("1 passed; FAILED test_x", "1 passed; [... 15 characters truncated]")
+    '1 passed; [... 15 characters truncated]'
+    >>> kept_text("abc", "abd") is None, kept_text("abc", "abc") is None
+    (True, True)
+    """
+    if new == old or not new.strip():
+        return None
+    if len(new) < len(old) and old.startswith(new):
+        return new
+    for marker in _TRUNCATION.finditer(new):
+        head, tail = new[: marker.start()], new[marker.end() :]
+        if not (head.strip() or tail.strip()):
+            continue
+        if len(head) + len(tail) >= len(old.strip()):
+            continue
+        if old.startswith(head) and old.endswith(tail):
+            return new
+        if old.lstrip().startswith(head.lstrip()) and old.rstrip().endswith(tail.rstrip()):
+            return new
+    return None
+
+
 def exit_code_in(content: str) -> int | None:
     """The exit code a tool result states by the text conventions, or None.
 
@@ -103,20 +147,23 @@ def fit_id(raw: str) -> str:
 def command_of(arguments: Any) -> str:
     """COMMAND of a tool call's source: its ``command`` argument, else its arguments.
 
-    A ``command`` string is used as it is and a list of strings is joined as a
-    shell would quote it; any other arguments are written as canonical JSON,
-    and a plain string argument as it is.
+    The command argument is ``command``, or ``cmd`` where there is no
+    ``command`` (inspect's bash tool, Codex ``exec_command``). A string is used
+    as it is and a list of strings is joined as a shell would quote it; any
+    other arguments are written as canonical JSON, and a plain string argument
+    as it is.
 
     >>> command_of({"command": "ls -la"}), command_of({"command": ["bash", "-lc", "ls -la"]})
     ('ls -la', "bash -lc 'ls -la'")
-    >>> command_of({"path": "a.py"})
-    '{"path":"a.py"}'
+    >>> command_of({"cmd": "pytest -q", "workdir": "/repo"}), command_of({"path": "a.py"})
+    ('pytest -q', '{"path":"a.py"}')
     """
-    if isinstance(arguments, Mapping) and "command" in arguments:
-        command = arguments["command"]
+    if isinstance(arguments, Mapping):
+        name = "command" if "command" in arguments else "cmd"
+        command = arguments.get(name)
         if isinstance(command, str):
             return command
-        if isinstance(command, list) and all(isinstance(c, str) for c in command):
+        if isinstance(command, list) and command and all(isinstance(c, str) for c in command):
             return shlex.join(command)
     if isinstance(arguments, str):
         return arguments
@@ -148,7 +195,9 @@ class ToolResult:
 
     ``exit_code`` is set when the format records it exactly; otherwise the text
     conventions of :func:`exit_code_in` apply. ``cleared`` is set when the
-    format marks the result as cleared whatever its text.
+    format marks the result as cleared whatever its text. ``declined`` is set
+    when the result is the user's refusal of the call (nothing ran): it is what
+    the user said, an observation with ``source: "user"``.
     """
 
     call_id: str
@@ -157,6 +206,7 @@ class ToolResult:
     error: bool = False
     exit_code: int | None = None
     cleared: bool = False
+    declined: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,7 +216,9 @@ class Message:
     ``key`` is the canonical JSON of the message as the format wrote it: two
     messages without an id of their own are the same message when their keys
     are equal. ``where`` names the message in its file for error messages
-    ("message 3", "line 12").
+    ("message 3", "line 12"). ``raw`` is the message as the format holds it and
+    ``record`` the record that carries it (a Claude Code line; else the message
+    itself): what an extractor is given (``docs/importers.md``, "Extractors").
     """
 
     role: str
@@ -180,6 +232,8 @@ class Message:
     summary: bool = False
     at: str | None = None
     annotations: tuple[Any, ...] = ()
+    raw: Any = field(default=None, compare=False, repr=False)
+    record: Any = field(default=None, compare=False, repr=False)
 
     def error(self, message: str, fix: str | None = None) -> InputError:
         """Bad input in this message: names the file and the message."""
@@ -271,6 +325,11 @@ def _occurrence_keys(messages: Sequence[Message]) -> list[str]:
 
 Ident = tuple[str, str, int]
 
+Extractor = Callable[[Any, Mapping[str, Any]], Any]
+"""``extract(message, context)``: commitments and claims a message gives (``--extract``)."""
+
+_EXTRACTED_KINDS = ("commitment", "claim")
+
 
 @dataclass
 class _State:
@@ -284,7 +343,26 @@ class _State:
     anchors: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     item_cache: dict[tuple[Ident, str], list[dict[str, Any]]] = field(default_factory=dict)
     seen: set[Ident] = field(default_factory=set)
+    originals: dict[str, str] = field(default_factory=dict)
+    """call id -> the content its result had when it was first an observation."""
+    extracted: dict[Ident, list[dict[str, Any]]] = field(default_factory=dict)
     fmt: str = "import"
+
+
+def message_count(snapshots: Sequence[Snapshot]) -> int:
+    """How many distinct messages the snapshots hold (as ``msg-K`` counts them)."""
+    state = _State()
+    _register(snapshots, state)
+    return len(state.names)
+
+
+def gives_items(snapshots: Sequence[Snapshot]) -> bool:
+    """Does any message of the snapshots give an item (text, a tool call or a result)?"""
+    return any(
+        m.text.strip() or m.calls or m.results or m.annotations
+        for snap in snapshots
+        for m in snap.messages
+    )
 
 
 def build_trace(
@@ -293,6 +371,8 @@ def build_trace(
     *,
     fmt: str = "import",
     name: str = "<import>",
+    extract: Extractor | None = None,
+    extract_name: str = "the extractor",
 ) -> str:
     """The trace (JSONL text) of a history given as snapshots.
 
@@ -300,17 +380,28 @@ def build_trace(
     "Ids"); a snapshot that extends the one before appends its new messages,
     any other one is a ``rewrite`` whose window is what the model then saw,
     followed by an ``append`` of the messages that arrived after it.
-    The trace is validated before it is returned.
+    ``extract`` is called once per message, at its first appearance, and the
+    items it returns follow the message's own (``docs/importers.md``,
+    "Extractors"). The trace is validated before it is returned.
 
     Raises:
-        InputError: the history gives two items the same id in one window, or
-            the annotations do not fit it.
+        InputError: the history gives no item, or two items the same id in one
+            window, or the annotations or the extractor's items do not fit it,
+            or the extractor raised.
     """
     state = _State(fmt=fmt)
     _register(snapshots, state)
+    if extract is not None:
+        _extract_all(snapshots, state, extract, extract_name, annotations)
     _anchor(annotations, snapshots, state)
     for snap in snapshots:
         _take(snap, state)
+    if not any(ev.get("items") or ev.get("window") for ev in state.events):
+        raise InputError(
+            "the history gives no item: no message has text, a tool call or a tool result",
+            file=name,
+            fix="check that the file is a session of the format named (or use FORMAT auto)",
+        )
     lines = [canonical_json({"event": "header", "format": TRACE_FORMAT})]
     lines.extend(canonical_json(ev) for ev in state.events)
     text = "\n".join(lines) + "\n"
@@ -329,17 +420,32 @@ def build_trace(
     return text
 
 
+def _stable_key(m: Message) -> str:
+    """What identifies a message without an id of its own across snapshots.
+
+    Its JSON, except for a message that carries tool results: a result is the
+    same item as long as its call id is, so such a message is its role, text,
+    result call ids and call ids (a cleared or cut result does not make it new).
+    """
+    if not m.results:
+        return m.key
+    return canonical(
+        [m.role, m.text, [r.call_id for r in m.results], [c.id for c in m.calls], m.summary]
+    )
+
+
 def _idents(messages: Sequence[Message]) -> list[Ident]:
-    """Identity of each message: its own id, else its key and rank among equal keys."""
+    """Identity of each message: its own id, else its stable key and rank among equal ones."""
     counts: dict[str, int] = {}
     out: list[Ident] = []
     for m in messages:
         if m.id is not None:
             out.append(("id", m.id, 0))
             continue
-        j = counts.get(m.key, 0)
-        counts[m.key] = j + 1
-        out.append(("key", m.key, j))
+        key = _stable_key(m)
+        j = counts.get(key, 0)
+        counts[key] = j + 1
+        out.append(("key", key, j))
     return out
 
 
@@ -354,11 +460,135 @@ def _register(snapshots: Sequence[Snapshot], state: _State) -> None:
                 state.calls.setdefault(call.id, call)
 
 
+class _SoFar(Sequence[Mapping[str, Any]]):
+    """A read-only view of the first ``n`` items of a growing list."""
+
+    __slots__ = ("_items", "_n")
+
+    def __init__(self, items: list[Mapping[str, Any]], n: int) -> None:
+        self._items, self._n = items, n
+
+    def __len__(self) -> int:
+        return self._n
+
+    @overload
+    def __getitem__(self, index: int) -> Mapping[str, Any]: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Mapping[str, Any]]: ...
+
+    def __getitem__(self, index: int | slice) -> Any:
+        if isinstance(index, slice):
+            return tuple(self._items[: self._n][index])
+        if not -self._n <= index < self._n:
+            raise IndexError("item index out of range")
+        return self._items[index % self._n]
+
+
+def _extract_all(
+    snapshots: Sequence[Snapshot],
+    s: _State,
+    extract: Extractor,
+    extract_name: str,
+    annotations: Sequence[Annotation],
+) -> None:
+    """Call the extractor once per message, in order of first appearance."""
+    history = _history_ids(snapshots, s)
+    noted = {str(raw.get("id")) for ann in annotations for raw in ann.items}
+    so_far: list[Mapping[str, Any]] = []
+    taken: dict[str, Message] = {}
+    done: set[Ident] = set()
+    for snap in snapshots:
+        for ident, m in zip(_idents(snap.messages), snap.messages, strict=True):
+            if ident in done:
+                continue
+            done.add(ident)
+            own = _own_items(m, s.names[ident], s)
+            so_far.extend(MappingProxyType(dict(it)) for it in own)
+            context = MappingProxyType(
+                {
+                    "format": s.fmt,
+                    "ids": tuple(it["id"] for it in own),
+                    "items": _SoFar(so_far, len(so_far)),
+                    "record": m.record if m.record is not None else m.raw,
+                }
+            )
+            try:
+                got = extract(m.raw, context)
+            except Exception as exc:
+                raise m.error(
+                    f"{extract_name} raised {one_line(exc)}",
+                    fix="fix the extractor so that it returns a list of item objects",
+                ) from None
+            items = _extracted_items(got, m, extract_name)
+            for it in items:
+                iid = it["id"]
+                if iid in history or iid in taken or iid in noted:
+                    raise m.error(
+                        f"{extract_name} gave item {iid!r}, whose id is already used",
+                        fix="give every extracted item an id of its own",
+                    )
+                taken[iid] = m
+            s.extracted[ident] = items
+            so_far.extend(MappingProxyType(dict(it)) for it in items)
+    defined = history | set(taken) | noted
+    for items in s.extracted.values():
+        for raw in items:
+            m = taken[raw["id"]]
+            for rel, ref in item_from_json(raw, _Ctx(m.file, None)).citations:
+                if ref not in defined:
+                    raise m.error(
+                        f"{extract_name} gave item {raw['id']!r}, which cites {rel} {ref!r},"
+                        " an id that neither the history nor the extractor gives",
+                        fix="cite an item id of the imported history (context['items'])",
+                    )
+
+
+def _extracted_items(got: Any, m: Message, extract_name: str) -> list[dict[str, Any]]:
+    """The extractor's answer for one message, checked: commitments and claims."""
+    if got is None:
+        return []
+    if isinstance(got, Mapping | str | bytes) or not isinstance(got, Iterable):
+        raise m.error(
+            f"{extract_name} returned a {type(got).__name__}, not a list of item objects",
+            fix="return a list of item dicts (or None for none)",
+        )
+    out: list[dict[str, Any]] = []
+    for raw in got:
+        if not isinstance(raw, Mapping):
+            raise m.error(
+                f"{extract_name} returned a {type(raw).__name__} in its list, not an item object",
+                fix="return a list of item dicts",
+            )
+        try:
+            item = item_from_json(dict(raw), _Ctx(m.file, None))
+        except InputError as exc:
+            raise m.error(
+                f"{extract_name} gave an invalid item: {exc.message}", fix=exc.fix
+            ) from None
+        if item.kind not in _EXTRACTED_KINDS:
+            raise m.error(
+                f"{extract_name} gave {item.kind} item {item.id!r}: an extractor gives"
+                " commitments and claims (observations and prose come from the history)",
+                fix="return commitment and claim items only",
+            )
+        out.append(json.loads(canonical(dict(raw))))
+    return out
+
+
+def one_line(exc: BaseException) -> str:
+    """An exception as one line: its type and message, white space collapsed, bounded."""
+    text = " ".join(str(exc).split())
+    out = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    return out if len(out) <= 300 else out[:297] + "..."
+
+
 def _anchor(annotations: Sequence[Annotation], snapshots: Sequence[Snapshot], s: _State) -> None:
     """Check the ``--annotations`` against the history and file them by the item they follow."""
     if not annotations:
         return
     history = _history_ids(snapshots, s)
+    extracted = {it["id"] for items in s.extracted.values() for it in items}
     given: set[str] = set()
     for ann in annotations:
         if ann.after not in history:
@@ -370,7 +600,7 @@ def _anchor(annotations: Sequence[Annotation], snapshots: Sequence[Snapshot], s:
             )
         for raw in ann.items:
             item = item_from_json(raw, _Ctx(ann.file, ann.line))
-            if item.id in history or item.id in given:
+            if item.id in history or item.id in given or item.id in extracted:
                 raise InputError(
                     "annotation id is already used",
                     file=ann.file,
@@ -380,7 +610,7 @@ def _anchor(annotations: Sequence[Annotation], snapshots: Sequence[Snapshot], s:
                 )
             given.add(item.id)
             s.anchors.setdefault(ann.after, []).append(dict(raw))
-    _check_citations(annotations, history | given)
+    _check_citations(annotations, history | given | extracted)
 
 
 def _check_citations(annotations: Sequence[Annotation], defined: set[str]) -> None:
@@ -441,11 +671,15 @@ def _append(messages: Sequence[Message], idents: Sequence[Ident], s: _State) -> 
 
 
 def _rewrite(snap: Snapshot, idents: Sequence[Ident], s: _State) -> None:
-    """A rewrite to the window the snapshot shows, then an append of what arrived after."""
+    """A rewrite to the window the snapshot shows, then an append of what arrived after.
+
+    The window runs up to the last message an earlier snapshot held (by identity:
+    a tool result by its call id, whatever its content now) or that is a summary.
+    """
     known = set(s.seen)
     cut = 0
     for i, (m, ident) in enumerate(zip(snap.messages, idents, strict=True)):
-        if ident in known or m.summary:
+        if ident in known or m.summary or any(r.call_id in s.originals for r in m.results):
             cut = i + 1
     window: list[dict[str, Any]] = []
     ids: set[str] = set()
@@ -468,7 +702,7 @@ def _rewrite(snap: Snapshot, idents: Sequence[Ident], s: _State) -> None:
 def _items(
     m: Message, ident: Ident, s: _State, *, as_summary: bool = False
 ) -> list[dict[str, Any]]:
-    """A message's items with the annotations that follow them."""
+    """A message's items with the annotations and extracted items that follow them."""
     cache_key = (ident, m.key + ("#summary" if as_summary else ""))
     cached = s.item_cache.get(cache_key)
     if cached is None:
@@ -478,6 +712,7 @@ def _items(
             cached.append(it)
             cached.extend(s.anchors.get(it["id"], ()))
         cached.extend(_message_annotations(m, own))
+        cached.extend(s.extracted.get(ident, ()))
         s.item_cache[cache_key] = cached
     s.seen.add(ident)
     return [dict(it) for it in cached]
@@ -524,11 +759,25 @@ def _text_item(m: Message, base: str, *, summary: bool) -> dict[str, Any] | None
 
 
 def _result_item(r: ToolResult, s: _State) -> dict[str, Any]:
-    """A tool result: an observation ``CALLID:result``, or a prose ``CALLID:cleared``."""
+    """A tool result: an observation ``CALLID:result``, or a placeholder where it was.
+
+    The placeholder is ``CALLID:cleared`` (its content is a placeholder, or gone)
+    or ``CALLID:truncated`` (its content is the first observation's, cut); its
+    text ends in `` (error)`` when the format still shows the error flag.
+    """
     call = s.calls.get(r.call_id)
-    if r.cleared or is_placeholder(r.content):
-        item: dict[str, Any] = {"id": fit_id(f"{r.call_id}:cleared"), "kind": "prose"}
-        item["text"] = r.content
+    original = s.originals.get(r.call_id)
+    kept = kept_text(original, r.content) if original is not None else None
+    item: dict[str, Any]
+    if r.declined:
+        item = {"id": fit_id(f"{r.call_id}:result"), "kind": "observation", "source": "user"}
+        item["content"] = r.content
+    elif r.cleared or is_placeholder(r.content) or (original is not None and not r.content.strip()):
+        item = {"id": fit_id(f"{r.call_id}:cleared"), "kind": "prose"}
+        item["text"] = (r.content.strip() or "[cleared]") + (" (error)" if r.error else "")
+    elif kept is not None:
+        item = {"id": fit_id(f"{r.call_id}:truncated"), "kind": "prose"}
+        item["text"] = kept + (" (error)" if r.error else "")
     else:
         exit_code = r.exit_code if r.exit_code is not None else exit_code_in(r.content)
         failed = r.error or (exit_code is not None and exit_code != 0)
@@ -543,6 +792,7 @@ def _result_item(r: ToolResult, s: _State) -> dict[str, Any]:
             item["source"] = source
         if exit_code is not None:
             item["exit_code"] = exit_code
+        s.originals.setdefault(r.call_id, r.content)
     if call is not None:
         item["call"] = fit_id(call.id)
     return item
