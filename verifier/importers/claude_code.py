@@ -1,15 +1,18 @@
 """Claude Code session files (JSONL, one record a line).
 
 Records with ``type`` ``user`` or ``assistant`` and a ``message`` are
-messages; they form a tree by ``parentUuid`` and the model sees the chain
-that ends at the latest one. A ``compact_boundary`` system record followed
-by an ``isCompactSummary`` user record is a compaction. Titles
-(``type: "summary"``), progress, sidechain records and other system records
-are no messages. See ``docs/importers.md`` ("claude-code").
+messages. The conversation is the ``parentUuid`` chain where records have one
+and the file's order where they do not: a record without ``parentUuid`` or
+without ``uuid`` continues the session. A ``compact_boundary`` system record
+followed by an ``isCompactSummary`` user record is a compaction, and the
+session goes on after it. Titles (``type: "summary"``), progress, sidechain
+records and other system records are no messages. Records of another
+``sessionId`` are another session. See ``docs/importers.md`` ("claude-code").
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,17 +26,28 @@ from verifier.importers.common import (
     canonical,
     metadata_annotations,
 )
+from verifier.importers.detect import describe
 from verifier.importers.sources import Source, read_jsonl, texts
 
 __all__ = ["record_message", "snapshots"]
 
 COMPACTION = "claude-code:compact_boundary"
 _HARNESS_ERROR = "<tool_use_error>"
+_DECLINED = re.compile(
+    r"doesn't want to (?:proceed|take this action)|does not want to proceed"
+    r"|\[Request interrupted by user for tool use\]",
+    re.IGNORECASE,
+)
 
 
 @dataclass
 class _Session:
-    """The tree read so far and the chain the model sees now."""
+    """The tree read so far and the chain the model sees now.
+
+    Keys are record uuids; a message without one has the key ``#FILE:LINE``.
+    ``windows`` maps a compaction's boundary, its summary and the last message
+    it kept to the window the compaction left.
+    """
 
     parents: dict[str, str | None] = field(default_factory=dict)
     messages: dict[str, Message] = field(default_factory=dict)
@@ -42,50 +56,123 @@ class _Session:
     current: list[str] = field(default_factory=list)
     out: list[Snapshot] = field(default_factory=list)
     pending: tuple[list[str], str] | None = None
+    session: tuple[str, str, int] | None = None
+    """(sessionId, file, line) of the first record that named one."""
+    sidechain: tuple[str, int] | None = None
+    """(file, line) of the first sidechain message, if any."""
 
     def snapshot(self, policy: str | None = None) -> None:
         self.out.append(Snapshot(tuple(self.messages[u] for u in self.current), policy))
 
 
 def snapshots(sources: Sequence[Source]) -> list[Snapshot]:
-    """The snapshots of one or more session files, read in order."""
+    """The snapshots of one or more session files, read in order (one session)."""
     session = _Session()
     for src in sources:
+        _refuse_json_document(src)
         for lineno, record in read_jsonl(src):
             _read(record, src.name, lineno, session)
     if session.pending is not None:
         _compact(session, None)
+    if not session.messages and session.sidechain is not None:
+        file, line = session.sidechain
+        raise InputError(
+            "every message of the file is a sidechain record (isSidechain: true): it holds a"
+            " subagent's session, not the main one",
+            file=file,
+            line=line,
+            fix="import the main session's file (the subagent's work is in it as a Task call"
+            " and its result)",
+        )
     session.snapshot()
     return session.out
+
+
+def _refuse_json_document(src: Source) -> None:
+    """A JSON document (not JSONL) given as a session file is named as what it is."""
+    head = src.data[:4096].lstrip(b"\xef\xbb\xbf \t\r\n")
+    if not head.startswith(b"[") and (not head.startswith(b"{") or _first_line_is_object(src)):
+        return
+    shape = describe(src)
+    raise InputError(
+        f"this is {shape.what}, not a Claude Code session file (JSONL: one record a line)",
+        file=src.name,
+        line=1,
+        fix=shape.fix_for("claude-code"),
+    )
+
+
+def _first_line_is_object(src: Source) -> bool:
+    """Does the first non-blank line hold a whole JSON object (as JSONL does)?"""
+    for line in src.data[:65536].decode("utf-8", "replace").split("\n", 64)[:64]:
+        if line.strip():
+            text = line.strip()
+            return text.startswith("{") and text.endswith("}")
+    return False
 
 
 def _read(record: Any, file: str, lineno: int, s: _Session) -> None:
     if not isinstance(record, dict):
         raise InputError("each line must be a JSON object", file=file, line=lineno)
     uuid = record.get("uuid")
-    if not isinstance(uuid, str) or not uuid or uuid in s.parents:
-        return  # no place in the tree, or a record written again (a replay): the first counts
-    parent = record.get("parentUuid")
-    s.parents[uuid] = parent if isinstance(parent, str) else None
+    has_uuid = isinstance(uuid, str) and bool(uuid)
+    if has_uuid and uuid in s.parents:
+        return  # a record written again (a replay): the first counts
     kind = record.get("type")
-    if kind == "system" and record.get("subtype") == "compact_boundary":
-        _boundary(record, uuid, s)
-    elif kind in ("user", "assistant") and "message" in record and not record.get("isSidechain"):
+    is_message = kind in ("user", "assistant") and "message" in record
+    if is_message and record.get("isSidechain"):
+        if s.sidechain is None:
+            s.sidechain = (file, lineno)
+        return
+    boundary = kind == "system" and record.get("subtype") == "compact_boundary"
+    if is_message or boundary:
+        _same_session(record, file, lineno, s)
+    key = str(uuid) if has_uuid else f"#{file}:{lineno}"
+    parent = record.get("parentUuid")
+    if has_uuid:
+        s.parents[key] = parent if isinstance(parent, str) and parent else None
+    if boundary:
+        _boundary(record, key, s)
+    elif is_message:
         message = record_message(record, file, f"line {lineno}")
-        s.messages[uuid] = message
+        if not has_uuid:
+            s.parents[key] = None
+        s.messages[key] = message
         if s.pending is not None:
-            _compact(s, uuid if message.summary else None)
+            _compact(s, key if message.summary else None)
             if message.summary:
                 return
-        _extend(uuid, s)
+        _extend(key, s)
+
+
+def _same_session(record: Mapping[str, Any], file: str, lineno: int, s: _Session) -> None:
+    """Records of another ``sessionId`` are another session: refused, naming both."""
+    sid = record.get("sessionId")
+    if not isinstance(sid, str) or not sid:
+        return
+    if s.session is None:
+        s.session = (sid, file, lineno)
+        return
+    first, first_file, first_line = s.session
+    if sid != first:
+        where = f"line {first_line}" if first_file == file else f"{first_file}:{first_line}"
+        raise InputError(
+            f"sessionId {sid!r} is another session than {first!r} ({where}): a trace holds"
+            " one session",
+            file=file,
+            line=lineno,
+            fix="import each session on its own (one file, or the files of one session)",
+        )
 
 
 def _boundary(record: Mapping[str, Any], uuid: str, s: _Session) -> None:
     """A compaction: the window before ends at ``logicalParentUuid``."""
+    if s.pending is not None:
+        _compact(s, None)  # a boundary with no summary after it: it left its kept messages
     s.boundaries.add(uuid)
     logical = record.get("logicalParentUuid")
-    last = logical if isinstance(logical, str) else (s.current[-1] if s.current else None)
-    before = _chain(last, s) if last is not None else []
+    last = logical if isinstance(logical, str) and logical else None
+    before = _chain(last, s) if last is not None else list(s.current)
     if before != s.current:
         s.snapshot()
         s.current = before
@@ -130,26 +217,38 @@ def _compact(s: _Session, summary: str | None) -> None:
     s.pending = None
     s.current = ([summary] if summary is not None else []) + [u for u in kept if u != summary]
     s.snapshot(COMPACTION)
-    s.windows[boundary] = list(s.current)
-    if s.current:
-        s.windows[s.current[-1]] = list(s.current)
+    for anchor in (boundary, summary, s.current[-1] if s.current else None):
+        if anchor is not None:
+            s.windows[anchor] = list(s.current)
 
 
-def _extend(uuid: str, s: _Session) -> None:
-    """A new message continues the chain the model sees, or starts another branch."""
-    parent = _message_parent(uuid, s)
-    extends = parent == s.current[-1] if s.current else parent is None
-    if extends or (parent is not None and s.windows.get(parent) == s.current):
-        s.current.append(uuid)
+def _extend(key: str, s: _Session) -> None:
+    """A new message continues the chain the model sees, or starts another branch.
+
+    It continues it when its parent (the nearest message or boundary up its
+    ``parentUuid``) ends the chain, or is the anchor of the window the chain is
+    (a compaction's boundary, summary or last kept message), or when it names
+    no parent at all (the file's order). Any other parent is a branch: a rewind
+    or an edited prompt.
+    """
+    parent = _message_parent(key, s)
+    if (
+        parent is None
+        or (s.current and parent == s.current[-1])
+        or s.windows.get(parent) == s.current
+    ):
+        if parent is None and s.current:
+            s.parents[key] = s.current[-1]  # what follows it chains through the session
+        s.current.append(key)
         return
     s.snapshot()
-    s.current = _chain(uuid, s)
+    s.current = _chain(key, s)
 
 
-def _message_parent(uuid: str, s: _Session) -> str | None:
+def _message_parent(key: str, s: _Session) -> str | None:
     """The nearest ancestor that is a message or a compaction boundary."""
-    node = s.parents.get(uuid)
-    seen = {uuid}
+    node = s.parents.get(key)
+    seen = {key}
     while node is not None and node not in seen:
         if node in s.messages or node in s.boundaries:
             return node
@@ -158,10 +257,10 @@ def _message_parent(uuid: str, s: _Session) -> str | None:
     return None
 
 
-def _chain(uuid: str, s: _Session) -> list[str]:
-    """The messages the model sees when ``uuid`` is the latest one."""
+def _chain(key: str, s: _Session) -> list[str]:
+    """The messages the model sees when ``key`` is the latest one."""
     collected: list[str] = []
-    node: str | None = uuid
+    node: str | None = key
     seen: set[str] = set()
     while node is not None and node not in seen:
         seen.add(node)
@@ -176,7 +275,11 @@ def _chain(uuid: str, s: _Session) -> list[str]:
 
 
 def record_message(record: Mapping[str, Any], file: str, where: str) -> Message:
-    """One user or assistant record as a :class:`Message` (its ``uuid`` is its id)."""
+    """One user or assistant record as a :class:`Message` (its ``uuid`` is its id).
+
+    A tool result the user declined (``is_error``, and its text says the user did
+    not want to proceed) is the user's decision, not a failed command.
+    """
     body = record.get("message")
     base = Message(str(record.get("type")), canonical(body), file, where)
     if not isinstance(body, dict):
@@ -186,18 +289,21 @@ def record_message(record: Mapping[str, Any], file: str, where: str) -> Message:
     text, calls, results = _blocks(content, base)
     at = record.get("timestamp") if isinstance(record.get("timestamp"), str) else None
     notes = metadata_annotations(record.get("metadata"), file, where)
+    uuid = record.get("uuid")
     return Message(
         str(role),
         base.key,
         file,
         where,
-        str(record["uuid"]),
+        uuid if isinstance(uuid, str) and uuid else None,
         text,
         calls,
         results,
         summary=bool(record.get("isCompactSummary")),
         at=at,
         annotations=notes,
+        raw=body,
+        record=record,
     )
 
 
@@ -255,4 +361,5 @@ def _result(block: Mapping[str, Any], base: Message) -> ToolResult:
         raise base.error("a tool_result block needs a 'tool_use_id'")
     content = texts(block.get("content"))
     error = block.get("is_error") is True or content.lstrip().startswith(_HARNESS_ERROR)
-    return ToolResult(call_id, content, error=error)
+    declined = block.get("is_error") is True and _DECLINED.search(content) is not None
+    return ToolResult(call_id, content, error=error and not declined, declined=declined)
