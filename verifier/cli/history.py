@@ -18,7 +18,9 @@ __all__ = ["import_cmd"]
 
 
 @click.command(name="import")
-@click.argument("history_format", metavar="FORMAT", type=click.Choice(IMPORT_FORMATS))
+@click.argument(
+    "history_format", metavar="FORMAT", type=click.Choice((*IMPORT_FORMATS, "auto"))
+)
 @click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.option(
     "-o",
@@ -47,8 +49,9 @@ def import_cmd(
 ) -> int:
     """Import a real agent history (FILE... in order) as a trace.
 
-    Without -o the trace goes to stdout; with -o it is written atomically and a
-    summary line (text or JSON) goes to stdout. See docs/importers.md.
+    FORMAT auto picks the format from the content. Without -o the trace goes
+    to stdout; with -o it is written atomically and a summary line (text or
+    JSON) goes to stdout. See docs/importers.md.
     """
     from verifier.importers import import_history
 
