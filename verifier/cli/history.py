@@ -36,6 +36,13 @@ __all__ = ["import_cmd"]
     help='JSONL of {"after": ID, "items": [...]}: commitments and claims to add.',
 )
 @click.option("--sample", "sample", help="inspect: the sample to import (ID or ID:EPOCH).")
+@click.option(
+    "--extract",
+    "extract",
+    metavar="MODULE:FUNCTION",
+    help="An extractor, extract(message, context), giving commitments and claims"
+    " (MODULE:FUNCTION or path.py:function).",
+)
 @format_option
 @click.pass_obj
 def import_cmd(
@@ -45,6 +52,7 @@ def import_cmd(
     out: str | None,
     annotations: str | None,
     sample: str | None,
+    extract: str | None,
     fmt: str,
 ) -> int:
     """Import a real agent history (FILE... in order) as a trace.
@@ -60,6 +68,7 @@ def import_cmd(
         [Path(f) for f in files],
         Path(annotations) if annotations else None,
         sample=sample,
+        extract=extract,
     )
     if out is None:
         obj.stdout.write(text)
