@@ -251,7 +251,17 @@ def test_import_out_is_written_whole(tmp_path: Path) -> None:
     target = tmp_path / "trace.jsonl"
     code, out, _ = run("import", "openai", str(fixture), "-o", str(target), "--format", "json")
     assert code == 0
-    assert json.loads(out) == {"out": str(target), "appends": 2, "rewrites": 1, "items": 9}
+    assert json.loads(out) == {
+        "out": str(target),
+        "format": "openai",
+        "appends": 2,
+        "rewrites": 1,
+        "items": 9,
+        "messages": 8,
+        "kinds": {"commitment": 0, "claim": 0, "observation": 5, "prose": 5, "stub": 0},
+        "commitments_and_claims": 0,
+        "note": "nothing here is checked as a commitment: annotate or extract",
+    }
     assert target.read_text() == import_history("openai", [fixture])
     assert list(tmp_path.iterdir()) == [target]
     code, _, _ = run("audit", str(target))

@@ -61,9 +61,9 @@ def import_cmd(
     to stdout; with -o it is written atomically and a summary line (text or
     JSON) goes to stdout. See docs/importers.md.
     """
-    from verifier.importers import import_history
+    from verifier.importers import import_session
 
-    text = import_history(
+    imported = import_session(
         history_format,
         [Path(f) for f in files],
         Path(annotations) if annotations else None,
@@ -71,27 +71,11 @@ def import_cmd(
         extract=extract,
     )
     if out is None:
-        obj.stdout.write(text)
+        obj.stdout.write(imported.trace)
         return EXIT_OK
-    atomic_write(out, text)
-    counts = _event_counts(text)
+    atomic_write(out, imported.trace)
     if fmt == "json":
-        obj.line(json.dumps({"out": out, **counts}))
+        obj.line(json.dumps({"out": out, "format": imported.format, **imported.coverage.to_json()}))
     else:
-        obj.line(
-            f"{out}: {counts['appends']} append(s), {counts['rewrites']} rewrite(s),"
-            f" {counts['items']} item(s)"
-        )
+        obj.line(imported.coverage.line(out))
     return EXIT_OK
-
-
-def _event_counts(text: str) -> dict[str, int]:
-    counts = {"appends": 0, "rewrites": 0, "items": 0}
-    for line in text.splitlines()[1:]:
-        event = json.loads(line)
-        if event["event"] == "append":
-            counts["appends"] += 1
-            counts["items"] += len(event["items"])
-        elif event["event"] == "rewrite":
-            counts["rewrites"] += 1
-    return counts
