@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 
 from verifier.rules.context import MODE_COUNT, RewriteContext, WindowView, cite, show
@@ -266,12 +267,42 @@ def _wr007(ctx: RewriteContext, changed: list[Item]) -> None:
             legit = _legit_observations(ctx)
         if real.key in legit:
             continue
+        old = ctx.before.resolve(it.id)
+        if old is not None and old.kind == "observation":
+            ctx.report(
+                "WR007",
+                [it.id],
+                f"observation {it.id!r} was changed by a rewrite ({_change(old, real)}), and no"
+                " append created that version; only appends create observations: put back the"
+                " appended version, or remove it and leave a placeholder",
+            )
+            continue
         ctx.report(
             "WR007",
             [it.id],
             f"observation {it.id!r} was put in the window by a rewrite, and no append created"
             " it; only appends create observations: remove it",
         )
+
+
+def _change(old: Item, new: Item) -> str:
+    """What a rewrite changed in an observation, field by field with the values (text,
+    tokens and score aside: the rules do not read them)."""
+
+    def short(value: object) -> str:
+        text = repr(value)
+        return text if len(text) <= 60 else text[:57] + "..."
+
+    a, b = json.loads(old.raw), json.loads(new.raw)
+    skip = {"text", "tokens", "score"}
+    if a.get("content") != b.get("content"):
+        skip.add("digest")  # the digest follows the content
+    out = [
+        f"{name} {short(a.get(name))} -> {short(b.get(name))}"
+        for name in sorted(set(a) | set(b))
+        if name not in skip and a.get(name) != b.get(name)
+    ]
+    return "; ".join(out) or "changed"
 
 
 def _wr008(ctx: RewriteContext) -> None:
