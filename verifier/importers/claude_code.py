@@ -60,6 +60,8 @@ class _Session:
     """(sessionId, file, line) of the first record that named one."""
     sidechain: tuple[str, int] | None = None
     """(file, line) of the first sidechain message, if any."""
+    loose: set[str] = field(default_factory=set)
+    """Messages that continued the session by the file's order (no uuid or no parentUuid)."""
 
     def snapshot(self, policy: str | None = None) -> None:
         self.out.append(Snapshot(tuple(self.messages[u] for u in self.current), policy))
@@ -172,7 +174,7 @@ def _boundary(record: Mapping[str, Any], uuid: str, s: _Session) -> None:
     s.boundaries.add(uuid)
     logical = record.get("logicalParentUuid")
     last = logical if isinstance(logical, str) and logical else None
-    before = _chain(last, s) if last is not None else list(s.current)
+    before = list(s.current) if _continues(last, s) else _chain(last, s) if last else []
     if before != s.current:
         s.snapshot()
         s.current = before
@@ -232,17 +234,32 @@ def _extend(key: str, s: _Session) -> None:
     or an edited prompt.
     """
     parent = _message_parent(key, s)
-    if (
-        parent is None
-        or (s.current and parent == s.current[-1])
-        or s.windows.get(parent) == s.current
-    ):
-        if parent is None and s.current:
-            s.parents[key] = s.current[-1]  # what follows it chains through the session
+    if _continues(parent, s):
+        if parent is None:
+            s.loose.add(key)
+            if s.current:
+                s.parents[key] = s.current[-1]  # what follows it chains through the session
         s.current.append(key)
         return
     s.snapshot()
     s.current = _chain(key, s)
+
+
+def _continues(parent: str | None, s: _Session) -> bool:
+    """Does a message whose parent is ``parent`` continue the chain the model sees?
+
+    It does when ``parent`` is None, ends the chain, is the anchor of the window
+    the chain is, or is followed in the chain only by messages that continued
+    it by the file's order.
+    """
+    if parent is None or s.windows.get(parent) == s.current:
+        return True
+    for node in reversed(s.current):
+        if node == parent:
+            return True
+        if node not in s.loose:
+            return False
+    return False
 
 
 def _message_parent(key: str, s: _Session) -> str | None:
