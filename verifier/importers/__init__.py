@@ -68,7 +68,7 @@ def snapshots_of(fmt: str, inputs: Sequence[Input], *, sample: str | None = None
 
 
 def _snapshots(
-    fmt: str, sources: Sequence[Source], sample: str | None
+    fmt: str, sources: Sequence[Source], sample: str | None, *, keep_records: bool = True
 ) -> tuple[str, list[Snapshot]]:
     if fmt == "auto":
         fmt = detect_format(sources)
@@ -83,6 +83,8 @@ def _snapshots(
     module = importlib.import_module(f"verifier.importers.{_MODULES[fmt]}")
     if fmt == "inspect":
         snaps: list[Snapshot] = module.snapshots(sources, sample=sample)
+    elif fmt == "claude-code":
+        snaps = module.snapshots(sources, keep_records=keep_records)
     else:
         snaps = module.snapshots(sources)
     if not gives_items(snaps):
@@ -122,7 +124,7 @@ def import_session(
     """
     sources = load_sources(paths_or_texts)
     function, name = _extractor(extract)
-    fmt, snaps = _snapshots(fmt, sources, sample)
+    fmt, snaps = _snapshots(fmt, sources, sample, keep_records=function is not None)
     notes = read_annotations(annotations) if annotations is not None else []
     text = build_trace(
         snaps, notes, fmt=fmt, name=f"<import {fmt}>", extract=function, extract_name=name

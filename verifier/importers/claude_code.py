@@ -60,6 +60,8 @@ class _Session:
     """(sessionId, file, line) of the first record that named one."""
     sidechain: tuple[str, int] | None = None
     """(file, line) of the first sidechain message, if any."""
+    keep: bool = True
+    """Keep each message's record and body (for an extractor)."""
     loose: set[str] = field(default_factory=set)
     """Messages that continued the session by the file's order (no uuid or no parentUuid)."""
 
@@ -67,9 +69,13 @@ class _Session:
         self.out.append(Snapshot(tuple(self.messages[u] for u in self.current), policy))
 
 
-def snapshots(sources: Sequence[Source]) -> list[Snapshot]:
-    """The snapshots of one or more session files, read in order (one session)."""
-    session = _Session()
+def snapshots(sources: Sequence[Source], *, keep_records: bool = True) -> list[Snapshot]:
+    """The snapshots of one or more session files, read in order (one session).
+
+    ``keep_records`` keeps each message's record (what an extractor is given);
+    without it a long session's parsed records are not held in memory.
+    """
+    session = _Session(keep=keep_records)
     for src in sources:
         _refuse_json_document(src)
         for lineno, record in read_jsonl(src):
@@ -136,7 +142,7 @@ def _read(record: Any, file: str, lineno: int, s: _Session) -> None:
     if boundary:
         _boundary(record, key, s)
     elif is_message:
-        message = record_message(record, file, f"line {lineno}")
+        message = record_message(record, file, f"line {lineno}", keep=s.keep)
         if not has_uuid:
             s.parents[key] = None
         s.messages[key] = message
@@ -291,14 +297,21 @@ def _chain(key: str, s: _Session) -> list[str]:
     return collected[::-1]
 
 
-def record_message(record: Mapping[str, Any], file: str, where: str) -> Message:
+def record_message(
+    record: Mapping[str, Any], file: str, where: str, *, keep: bool = True
+) -> Message:
     """One user or assistant record as a :class:`Message` (its ``uuid`` is its id).
 
     A tool result the user declined (``is_error``, and its text says the user did
     not want to proceed) is the user's decision, not a failed command.
     """
     body = record.get("message")
-    base = Message(str(record.get("type")), canonical(body), file, where)
+    uuid = record.get("uuid")
+    has_uuid = isinstance(uuid, str) and bool(uuid)
+    # a record's content is fixed by its uuid (the first record with it counts): the uuid
+    # is its key; a record without one is known by its JSON
+    key = f"uuid:{uuid}" if has_uuid else canonical(body)
+    base = Message(str(record.get("type")), key, file, where)
     if not isinstance(body, dict):
         raise base.error("'message' must be an object", fix="write the message as an object")
     role = body.get("role", record.get("type"))
@@ -306,21 +319,20 @@ def record_message(record: Mapping[str, Any], file: str, where: str) -> Message:
     text, calls, results = _blocks(content, base)
     at = record.get("timestamp") if isinstance(record.get("timestamp"), str) else None
     notes = metadata_annotations(record.get("metadata"), file, where)
-    uuid = record.get("uuid")
     return Message(
         str(role),
         base.key,
         file,
         where,
-        uuid if isinstance(uuid, str) and uuid else None,
+        str(uuid) if has_uuid else None,
         text,
         calls,
         results,
         summary=bool(record.get("isCompactSummary")),
         at=at,
         annotations=notes,
-        raw=body,
-        record=record,
+        raw=body if keep else None,
+        record=record if keep else None,
     )
 
 
