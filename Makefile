@@ -8,7 +8,8 @@ FW_BIN := $(FW_VENV)/bin
 FW_STAMP := $(FW_VENV)/.installed
 FW_EXTRAS := dev,policies-langchain,policies-autogen,policies-pydantic-ai
 
-.PHONY: demo test test-slow bench bench-check-large bench-prove bench-distributed frameworks \
+.PHONY: demo test test-slow bench bench-check-large bench-prove bench-import bench-distributed \
+  frameworks \
   test-frameworks screenshot clean
 
 # The ray extra's tests (a local cluster) run with the suite; where Ray has no wheel
@@ -59,6 +60,7 @@ BENCH_PYTEST := $(BIN)/pytest -q --benchmark-only --benchmark-columns=median,iqr
 
 bench: $(STAMP) bench-prove
 	$(BENCH_PYTEST) benchmarks --ignore=benchmarks/test_bench_prove.py \
+	  --ignore=benchmarks/test_bench_import.py \
 	  --benchmark-json=benchmarks/results/bench.json $(BENCH_ARGS)
 	$(BIN)/python -m benchmarks.report > benchmarks/RESULTS.md
 
@@ -68,6 +70,13 @@ bench-check-large: $(STAMP)
 	$(BENCH_PYTEST) benchmarks/test_bench_check.py benchmarks/test_bench_check_faults.py \
 	  --bench-large -k "100k or 300k" \
 	  --benchmark-json=benchmarks/results/check-large.json $(BENCH_ARGS)
+	$(BIN)/python -m benchmarks.report > benchmarks/RESULTS.md
+
+# import of a 10 MB and a 50 MB Claude Code session with 5 compactions (the session files are
+# generated once into the temporary folder), saved beside the other runs
+bench-import: $(STAMP)
+	$(BENCH_PYTEST) benchmarks/test_bench_import.py \
+	  --benchmark-json=benchmarks/results/import.json $(BENCH_ARGS)
 	$(BIN)/python -m benchmarks.report > benchmarks/RESULTS.md
 
 bench-prove: $(STAMP)

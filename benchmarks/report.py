@@ -29,6 +29,8 @@ RUNS = {
     " a quarter of 100k items broken",
     "prove.json": "`make bench-prove`",
     "prove-large.json": "the target problems of `--bench-prove-large` for spill-first",
+    "import.json": "`make bench-import`: a 10 MB and a 50 MB Claude Code session with 5"
+    " compactions",
 }
 
 
@@ -104,6 +106,14 @@ def _note_prove(b: Obj) -> str:
     return f"{e['encoding']}: {what}; {e.get('z3_checks') or 0:.0f} z3 checks"
 
 
+def _note_import(b: Obj) -> str:
+    e = b["extra_info"]
+    size = f"{e['bytes'] / 2**20:.1f} MiB file"
+    if e.get("role") != "import":
+        return size
+    return f"{size}; {e['rewrites']} rewrites; peak {e['peak_mib']:.0f} MiB"
+
+
 NOTES: dict[str, Callable[[Obj], str]] = {
     "test_bench_check": _note_check,
     "test_bench_check_faults": _note_check_faults,
@@ -111,6 +121,7 @@ NOTES: dict[str, Callable[[Obj], str]] = {
     "test_bench_audit": _note_audit,
     "test_bench_fuzz": _note_fuzz,
     "test_bench_prove": _note_prove,
+    "test_bench_import": _note_import,
 }
 
 
