@@ -610,3 +610,26 @@ def test_import_summary_line(tmp_path: Path) -> None:
         " and claim(s), 9 observation(s), 11 prose; nothing here is checked as a commitment:"
         " annotate or extract\n"
     )
+
+
+@pytest.mark.parametrize(
+    ("fmt", "name", "kw"),
+    [
+        ("openai", "openai/chat_snapshots.json", {}),
+        ("openai", "openai/codex_two_compactions.jsonl", {}),
+        ("anthropic", "anthropic/two_compactions.json", {}),
+        ("langchain", "langchain/two_summaries.json", {}),
+        ("inspect", "inspect/repo_fix.json", {"sample": "fix-1"}),
+        ("claude-code", "claude-code/session_goes_on.jsonl", {}),
+    ],
+)
+def test_every_format_gives_the_extractor_its_message_object(
+    fmt: str, name: str, kw: dict[str, Any]
+) -> None:
+    given: list[tuple[Any, Any]] = []
+
+    def extract(message: Any, context: Any) -> None:
+        given.append((message, context["record"]))
+
+    import_history(fmt, [H / name], extract=extract, **kw)
+    assert given and all(isinstance(m, dict) and isinstance(r, dict) for m, r in given)

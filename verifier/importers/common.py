@@ -505,16 +505,19 @@ def _extract_all(
             done.add(ident)
             own = _own_items(m, s.names[ident], s)
             so_far.extend(MappingProxyType(dict(it)) for it in own)
+            # the message as the format holds it: its object (the key is its canonical JSON
+            # where the format did not keep it)
+            held = m.raw if m.raw is not None else json.loads(m.key)
             context = MappingProxyType(
                 {
                     "format": s.fmt,
                     "ids": tuple(it["id"] for it in own),
                     "items": _SoFar(so_far, len(so_far)),
-                    "record": m.record if m.record is not None else m.raw,
+                    "record": m.record if m.record is not None else held,
                 }
             )
             try:
-                got = extract(m.raw, context)
+                got = extract(held, context)
             except Exception as exc:
                 raise m.error(
                     f"{extract_name} raised {one_line(exc)}",
