@@ -633,3 +633,15 @@ def test_every_format_gives_the_extractor_its_message_object(
 
     import_history(fmt, [H / name], extract=extract, **kw)
     assert given and all(isinstance(m, dict) and isinstance(r, dict) for m, r in given)
+
+
+def test_the_documented_rule_based_extractor_runs(tmp_path: Path) -> None:
+    import re
+
+    page = (ROOT / "docs" / "importers.md").read_text("utf-8")
+    code = next(b for b in re.findall(r"```python\n(.*?)```", page, re.S) if "NOT_TOUCH" in b)
+    path = tmp_path / "rules.py"
+    path.write_text(code)
+    imp = import_session("claude-code", [CC_ON], extract=f"{path}:extract")
+    assert imp.coverage.commitments_and_claims == 1
+    assert ("CF001", ("u-0001:keep:0",)) in findings(parse_trace_text(imp.trace))
