@@ -158,7 +158,7 @@ def _jsonl_values(text: str) -> list[Any] | None:
 
 def _describe_jsonl(values: list[Any]) -> Shape:
     objs = [v for v in values if isinstance(v, dict)]
-    if any(o.get("type") in _CODEX_TYPES and "payload" in o for o in objs):
+    if any(_kind(o) in _CODEX_TYPES and "payload" in o for o in objs):
         return Shape("openai", "a Codex rollout (JSONL of type/payload records)", "jsonl")
     if any(_is_cc_record(o) for o in objs):
         return Shape("claude-code", _NAMES["claude-code"], "jsonl")
@@ -221,8 +221,14 @@ def _document(fmt: str | None, what: str, sure: bool = True) -> Shape:
     return Shape(fmt, what, "json", hint, sure)
 
 
+def _kind(obj: Mapping[str, Any], key: str = "type") -> str | None:
+    """A string field of an object, or None (a mutated file may hold any value there)."""
+    value = obj.get(key)
+    return value if isinstance(value, str) else None
+
+
 def _is_cc_record(obj: Mapping[str, Any]) -> bool:
-    if obj.get("type") not in _CC_TYPES:
+    if _kind(obj) not in _CC_TYPES:
         return False
     return any(k in obj for k in ("uuid", "sessionId", "parentUuid", "leafUuid")) or (
         isinstance(obj.get("message"), dict) and "role" not in obj
@@ -278,9 +284,9 @@ def _message_format(m: Mapping[str, Any]) -> str | None:
             return "openai"
     if m.get("role") == "tool" and isinstance(m.get("function"), str):
         return "inspect"
-    if m.get("source") in ("input", "generate") and "role" in m:
+    if _kind(m, "source") in ("input", "generate") and "role" in m:
         return "inspect"
-    kind = m.get("type")
+    kind = _kind(m)
     if kind in _RESPONSES_TYPES or (kind == "message" and "role" in m):
         return "responses"
     if m.get("role") == "tool" and "tool_call_id" in m:
@@ -289,7 +295,7 @@ def _message_format(m: Mapping[str, Any]) -> str | None:
         return "openai"
     content = m.get("content")
     if isinstance(content, list):
-        kinds = {b.get("type") for b in content if isinstance(b, dict)}
+        kinds = {_kind(b) for b in content if isinstance(b, dict)}
         if kinds & _ANTHROPIC_BLOCKS:
             return "anthropic"
         if kinds & _OPENAI_PARTS:
