@@ -66,7 +66,9 @@ def _recorded(name: str, pressure: str) -> tuple[tuple[Call, ...], int]:
         calls.append(copy.deepcopy((window, budget, kw)))
         return inner.function(window, budget, **kw)
 
-    wrapped = Policy(inner.name, run, inner.takes_pass_no, inner.takes_ages, inner.spec)
+    wrapped = Policy(
+        inner.name, run, inner.takes_pass_no, inner.takes_ages, inner.spec, inner.takes_store
+    )
     chunk = _explore(wrapped, pressure)
     return tuple(calls), chunk.rewrites
 

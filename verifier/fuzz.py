@@ -579,6 +579,7 @@ class _Agent:
             self.budget,
             pass_no=pass_no,
             ages=ages,
+            store=self.stored,
             check_determinism=True,
         )
         if not res.ok:

@@ -25,15 +25,16 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from verifier.errors import InputError
 from verifier.findings import Finding
 from verifier.io import item_from_json, item_from_plain
-from verifier.policies.loading import Policy, as_policy, load_policy, one_line
+from verifier.policies.loading import Policy, as_policy, load_policy, one_line, spec_policy
 from verifier.policies.spec import Spec, SpecPolicy, load_spec, parse_spec
+from verifier.store import Store
 from verifier.window import Item, Window, canonical_json
 
 __all__ = [
@@ -42,6 +43,7 @@ __all__ = [
     "PolicyResult",
     "Spec",
     "SpecPolicy",
+    "StoreView",
     "item_tokens",
     "load_policy",
     "load_spec",
@@ -49,6 +51,7 @@ __all__ = [
     "pressure_of",
     "run_policy",
     "run_twice",
+    "spec_policy",
     "window_tokens",
 ]
 
@@ -106,6 +109,45 @@ class AgeTracker:
 
     def ages(self) -> dict[str, int]:
         return {i: self.rewrites - at for i, at in self.first.items()}
+
+
+class StoreView(Mapping[str, dict[str, Any]]):
+    """The durable store as a policy reads it: ``ref`` -> the stored item, as a plain dict.
+
+    Read-only, and every read gives a fresh dict: a policy cannot change what the
+    harness stored. Made from a :class:`~verifier.store.Store` (entries verified as
+    they are read) or from a mapping of refs to item dicts; empty without either.
+
+    >>> view = StoreView({"sha256:ab": {"id": "c1", "kind": "prose"}})
+    >>> view["sha256:ab"], len(view), view.get("sha256:cd")
+    ({'id': 'c1', 'kind': 'prose'}, 1, None)
+    """
+
+    __slots__ = ("_source",)
+
+    def __init__(self, source: Store | Mapping[str, Mapping[str, Any]] | None = None) -> None:
+        self._source: Store | Mapping[str, Mapping[str, Any]] = {} if source is None else source
+
+    def __getitem__(self, ref: str) -> dict[str, Any]:
+        if isinstance(self._source, Store):
+            item = self._source.get(ref) if isinstance(ref, str) else None
+            if item is None:
+                raise KeyError(ref)
+            found: dict[str, Any] = json.loads(item.raw)
+            return found
+        copied: dict[str, Any] = json.loads(json.dumps(self._source[ref]))
+        return copied
+
+    def __iter__(self) -> Iterator[str]:
+        if isinstance(self._source, Store):
+            return (it.ref for it in self._source.items())
+        return iter(list(self._source))
+
+    def __len__(self) -> int:
+        return len(self._source)
+
+    def __repr__(self) -> str:
+        return f"StoreView({len(self)} entries)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -260,14 +302,25 @@ def _normalize(
     return tuple(items), spill, claimed, spilled
 
 
+StoreLike = Store | Mapping[str, Mapping[str, Any]]
+"""What a caller may give a policy as the store: a store, or refs -> item dicts."""
+
+
 def _call(
-    policy: Policy, window: list[dict[str, Any]], budget: int, pass_no: int, ages: Any
+    policy: Policy,
+    window: list[dict[str, Any]],
+    budget: int,
+    pass_no: int,
+    ages: Any,
+    store: StoreLike | None,
 ) -> Any:
     kwargs: dict[str, Any] = {}
     if policy.takes_pass_no:
         kwargs["pass_no"] = pass_no
     if policy.takes_ages:
         kwargs["ages"] = dict(ages or {})
+    if policy.takes_store:
+        kwargs["store"] = StoreView(store)
     return policy.function(window, budget, **kwargs)
 
 
@@ -278,6 +331,7 @@ def run_policy(
     *,
     pass_no: int = 1,
     ages: Mapping[str, int] | None = None,
+    store: StoreLike | None = None,
     known: Callable[[str], bool] | None = None,
     check_determinism: bool = False,
 ) -> PolicyResult:
@@ -285,7 +339,9 @@ def run_policy(
 
     The policy gets a deep copy of the window as plain dicts (each item exactly
     as it was written) and ``budget``; policies whose signature accepts the
-    keyword arguments ``pass_no`` and ``ages`` (or ``**kwargs``) get them too.
+    keyword arguments ``pass_no``, ``ages`` and ``store`` (or ``**kwargs``) get
+    them too: ``store`` as a read-only :class:`StoreView` of the store given
+    (empty when none is).
     The return is normalised: a list of item dicts, or a dict with ``window``,
     ``spill`` and ``claimed_preserved``. An exception, a wrong return type, an
     invalid item, a duplicate id, a ``spill`` id that was not in the window, or
@@ -298,9 +354,12 @@ def run_policy(
     policy that is not callable, a budget that is not an int >= 0.
     """
     if check_determinism:
-        return run_twice(policy, window, budget, pass_no=pass_no, ages=ages, known=known)
+        return run_twice(
+            policy, window, budget, pass_no=pass_no, ages=ages, store=store, known=known
+        )
     pol, before = _prepare(policy, window, budget)
-    return _result(pol, before, _raw_run(pol, before, budget, pass_no, ages), pass_no, known)
+    raw = _raw_run(pol, before, budget, pass_no, ages, store)
+    return _result(pol, before, raw, pass_no, known)
 
 
 def _prepare(
@@ -315,14 +374,19 @@ def _prepare(
 
 
 def _raw_run(
-    pol: Policy, before: tuple[Item, ...], budget: int, pass_no: int, ages: Any
+    pol: Policy,
+    before: tuple[Item, ...],
+    budget: int,
+    pass_no: int,
+    ages: Any,
+    store: StoreLike | None,
 ) -> tuple[bool, Any]:
     """Call the policy on its own copy of the window: (True, what it returned), or
     (False, the exception's one-line message)."""
     # fresh objects, parsed in one go: the policy's own copy of every item
     given = json.loads("[" + ",".join(it.raw for it in before) + "]")
     try:
-        return True, _call(pol, given, budget, pass_no, ages)
+        return True, _call(pol, given, budget, pass_no, ages, store)
     except (Exception, SystemExit) as exc:
         return False, one_line(exc)
 
@@ -366,6 +430,7 @@ def run_twice(
     *,
     pass_no: int = 1,
     ages: Mapping[str, int] | None = None,
+    store: StoreLike | None = None,
     known: Callable[[str], bool] | None = None,
 ) -> PolicyResult:
     """Run a policy twice on equal copies of the same input.
@@ -374,8 +439,8 @@ def run_twice(
     included); a PL002 policy-nondeterministic result when the outputs differ.
     """
     pol, before = _prepare(policy, window, budget)
-    raw_first = _raw_run(pol, before, budget, pass_no, None if ages is None else dict(ages))
-    raw_second = _raw_run(pol, before, budget, pass_no, None if ages is None else dict(ages))
+    raw_first = _raw_run(pol, before, budget, pass_no, _copy(ages), store)
+    raw_second = _raw_run(pol, before, budget, pass_no, _copy(ages), store)
     first = _result(pol, before, raw_first, pass_no, known)
     if _same(raw_first, raw_second):
         return first  # equal returns: one validation serves both
@@ -390,6 +455,10 @@ def run_twice(
         + _difference(first, second),
         items=_differing_ids(first, second),
     )
+
+
+def _copy(ages: Mapping[str, int] | None) -> dict[str, int] | None:
+    return None if ages is None else dict(ages)
 
 
 def _describe(res: PolicyResult) -> str:
