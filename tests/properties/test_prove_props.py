@@ -3,7 +3,7 @@
 Two comparisons, against the oracle below:
 
 * **per window, sampled** (hypothesis, 100 examples for each spec and each
-  mode, 2,200 in all): the encoding pinned to one concrete state — up
+  mode, 2,400 in all): the encoding pinned to one concrete state — up
   to 4 slots as a pass starts (induction), or up to 5 items appended over 3
   passes (BMC) — must predict the interpreter's window after every pass and
   exactly the findings of the eight rules the audit reports (BMC: WR001 and
@@ -31,8 +31,8 @@ from hypothesis import strategies as st
 from verifier import MemoryStore, check_rewrite, item_from_json, run_policy
 from verifier.audit import audit_trace
 from verifier.io import parse_trace_text
-from verifier.policies.loading import Policy
-from verifier.policies.spec import Spec, SpecPolicy, load_spec, parse_spec
+from verifier.policies import spec_policy
+from verifier.policies.spec import Spec, load_spec, parse_spec
 from verifier.prove import PROPERTIES, Encoding
 from verifier.prove.replay import ConcreteSlot, Scenario, build_trace, item_objects, slot_id
 from verifier.prove.smt import Term
@@ -209,8 +209,7 @@ def check_rewrite_findings(spec: Spec, sc: Scenario) -> set[str]:
     stored, window, ages = item_objects(sc)
     store = MemoryStore()
     store.spill([item_from_json(obj) for obj in stored])
-    policy = Policy(spec.name, SpecPolicy(spec), True, True, spec)
-    res = run_policy(policy, window, sc.budget, pass_no=1, ages=ages)
+    res = run_policy(spec_policy(spec), window, sc.budget, pass_no=1, ages=ages, store=store)
     assert res.ok, res.message
     store.spill(list(res.spilled))
     result = check_rewrite(
@@ -294,6 +293,9 @@ EXTRA = {
     "newest-first": 'order = ["-position"]\ndemote_orphans = true\n[[rule]]\n'
     'when = { tokens = { gt = 4.5, le = 16 } }\ndo = "summarize"\n[[rule]]\n'
     'when = { pressure = { ge = 0.1 } }\ndo = "evict"',
+    "results-and-stubs": 'stop = "all"\n[[rule]]\nwhen = { stub = true, result = true }\n'
+    'do = "evict"\n[[rule]]\nwhen = { result = true, negative = false }\ndo = "spill"\n'
+    '[[rule]]\nwhen = { kind = ["prose"], cited = false }\ndo = "evict"',
 }
 SPECS: dict[str, Spec] = {
     **MODEL_SPECS,

@@ -127,7 +127,7 @@ def test_a_module_and_function(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
 def test_a_spec_file() -> None:
     policy = load_policy(str(ROOT / "models" / "specs" / "keep_recent.toml"))
     assert policy.name == "keep-recent" and policy.spec is not None
-    assert (policy.takes_pass_no, policy.takes_ages) == (True, True)
+    assert (policy.takes_pass_no, policy.takes_ages, policy.takes_store) == (True, True, True)
     res = run_policy(policy, WINDOW, 20)
     assert [it.id for it in res.window] == ["o1"]
 

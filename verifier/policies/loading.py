@@ -49,8 +49,8 @@ class Policy:
 
 
 def spec_policy(spec: Spec) -> Policy:
-    """A spec run by its interpreter, as a policy that takes pass_no and ages."""
-    return Policy(spec.name, SpecPolicy(spec), True, True, spec)
+    """A spec run by its interpreter, as a policy that takes every keyword argument."""
+    return Policy(spec.name, SpecPolicy(spec), True, True, spec, True)
 
 
 def one_line(exc: BaseException) -> str:

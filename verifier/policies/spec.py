@@ -67,7 +67,7 @@ _LIST_CONDITIONS: dict[str, tuple[str, ...]] = {
     "type": TYPES,
     "modality": MODALITIES,
 }
-_BOOL_CONDITIONS: tuple[str, ...] = ("load_bearing", "negative", "cited", "stub")
+_BOOL_CONDITIONS: tuple[str, ...] = ("load_bearing", "negative", "cited", "result", "stub")
 _NUMBER_CONDITIONS: tuple[str, ...] = ("age", "score", "tokens", "pressure")
 _TOP_KEYS: tuple[str, ...] = ("format", "name", "order", "stop", "stub_tokens", "demote_orphans")
 _RULE_KEYS: tuple[str, ...] = ("when", "do")
@@ -102,6 +102,7 @@ class When:
     load_bearing: bool | None = None
     negative: bool | None = None
     cited: bool | None = None
+    result: bool | None = None
     stub: bool | None = None
     age: tuple[Comparison, ...] | None = None
     score: tuple[Comparison, ...] | None = None
@@ -333,8 +334,25 @@ def summary_id(pass_no: int) -> str:
     return f"summary@{pass_no}"
 
 
+def _resolve(stub: Item, store: Mapping[str, Mapping[str, Any]] | None) -> Item | None:
+    """The item a stub stands for, where the store resolves it: an entry under the stub's
+    ``ref`` that hashes to it and has the stub's id (else None)."""
+    ref = stub.stub_ref
+    if store is None or ref is None:
+        return None
+    obj = store.get(ref)
+    if not isinstance(obj, Mapping):
+        return None
+    try:
+        item = item_from_json(dict(obj))
+    except (InputError, ValueError, TypeError, RecursionError):
+        return None  # not an item: nothing it could stand for
+    return item if item.id == stub.id and item.ref == ref else None
+
+
 def _cited_ids(items: Sequence[Item]) -> set[str]:
-    """Ids some other item cites as rationale, witness, derived_from or call."""
+    """Ids some other item cites as rationale, witness, derived_from or call (each item
+    here is the one the window shows, or what its stub stands for)."""
     out: set[str] = set()
     for it in items:
         refs = [*it.rationale, *it.witnesses, *it.derived_from]
@@ -342,6 +360,11 @@ def _cited_ids(items: Sequence[Item]) -> set[str]:
             refs.append(it.call)
         out.update(r for r in refs if r != it.id)
     return out
+
+
+def _answers_a_call(it: Item | None) -> bool:
+    """A result: an observation, or a prose placeholder, with ``call``."""
+    return it is not None and it.kind in ("observation", "prose") and it.call is not None
 
 
 def _negative(it: Item, by_id: Mapping[str, Item]) -> bool:
@@ -365,6 +388,7 @@ class _Facts:
     score: int
     negative: bool
     cited: bool
+    result: bool
 
 
 def _matches(w: When, f: _Facts, pressure: float) -> bool:
@@ -377,6 +401,7 @@ def _matches(w: When, f: _Facts, pressure: float) -> bool:
         (w.load_bearing, it.load_bearing == w.load_bearing),
         (w.negative, f.negative == w.negative),
         (w.cited, f.cited == w.cited),
+        (w.result, f.result == w.result),
         (w.stub, (it.kind == "stub") == w.stub),
     ]
     if any(given is not None and not ok for given, ok in checks):
@@ -390,15 +415,27 @@ def _matches(w: When, f: _Facts, pressure: float) -> bool:
     return all(cmp is None or all(c.holds(x) for c in cmp) for cmp, x in numbers)
 
 
-def _read(originals: Sequence[dict[str, Any]], ages: Mapping[str, int]) -> list[_Facts]:
-    """What the conditions read of each item, as the pass starts."""
+def _read(
+    originals: Sequence[dict[str, Any]],
+    ages: Mapping[str, int],
+    store: Mapping[str, Mapping[str, Any]] | None,
+) -> list[_Facts]:
+    """What the conditions read of each item, as the pass starts.
+
+    For ``cited`` and ``result`` a stub is the item it stands for where the store
+    resolves it, and an item that neither cites nor answers anything where it does
+    not; for every other condition a stub is itself.
+    """
     items = [item_from_json(obj) for obj in originals]
     by_id: dict[str, Item] = {}
     for it in items:
         if it.id in by_id:
             raise ValueError(f"the window holds id {it.id!r} twice; ids are unique in a window")
         by_id[it.id] = it
-    cited = _cited_ids(items)
+    shown: list[Item | None] = [
+        _resolve(it, store) if it.kind == "stub" else it for it in items
+    ]
+    cited = _cited_ids([it for it in shown if it is not None])
     return [
         _Facts(
             it,
@@ -408,6 +445,7 @@ def _read(originals: Sequence[dict[str, Any]], ages: Mapping[str, int]) -> list[
             it.score if it.score is not None else 0,
             _negative(it, by_id),
             it.id in cited,
+            _answers_a_call(shown[i]),
         )
         for i, it in enumerate(items)
     ]
@@ -466,8 +504,10 @@ class SpecPolicy:
 
     Takes the window as plain item dicts and returns ``{"window", "spill",
     "claimed_preserved"}``; ``claimed_preserved`` lists exactly the ids whose
-    item the spec left unchanged. The semantics, including every point the
-    language leaves to the interpreter, are in docs/spec-language.md.
+    item the spec left unchanged. ``store`` (refs -> stored item dicts) is what
+    ``cited`` and ``result`` read a stub through; without it no stub resolves.
+    The semantics, including every point the language leaves to the
+    interpreter, are in docs/spec-language.md.
     """
 
     def __init__(self, spec: Spec) -> None:
@@ -484,9 +524,10 @@ class SpecPolicy:
         *,
         pass_no: int = 1,
         ages: Mapping[str, int] | None = None,
+        store: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> dict[str, list[Any]]:
         originals = [copy.deepcopy(dict(obj)) for obj in window]
-        facts = _read(originals, ages or {})
+        facts = _read(originals, ages or {}, store)
         total = sum(f.tokens for f in facts)
         pressure = _pressure(total, budget)
         n = len(facts)
