@@ -389,7 +389,7 @@ def _when_text(draw: st.DrawFn) -> str:
         if draw(st.integers(0, 3)) == 0:
             chosen = draw(st.lists(st.sampled_from(choices), min_size=1, max_size=3, unique=True))
             parts.append(f"{key} = {_toml_list(chosen)}")
-    for key in ("load_bearing", "negative", "cited", "stub"):
+    for key in ("load_bearing", "negative", "cited", "result", "stub"):
         if draw(st.integers(0, 5)) == 0:
             parts.append(f"{key} = {'true' if draw(st.booleans()) else 'false'}")
     for key, top in (("age", 4), ("score", 100), ("tokens", 40)):

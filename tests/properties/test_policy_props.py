@@ -154,7 +154,9 @@ def test_a_spec_never_lies_about_preservation(
     window, stored, budget = case
     policy = SpecPolicy(parse_spec(text))
     ages = {it["id"]: data.draw(st.integers(0, 4)) for it in window}
-    res = run_policy(policy, window, budget, pass_no=pass_no, ages=ages)
+    store = MemoryStore()
+    store.spill([item_from_json(o) for o in stored])  # the window's stubs resolve
+    res = run_policy(policy, window, budget, pass_no=pass_no, ages=ages, store=store)
     assert res.ok, res.message  # a spec's output is always a valid window
     before = {it["id"]: it for it in window}
     unchanged = [it.id for it in res.window if it.id in before and it.as_json() == before[it.id]]
@@ -168,8 +170,6 @@ def test_a_spec_never_lies_about_preservation(
         and not (policy.spec.demote_orphans)
     ):
         assert [it.as_json() for it in res.window] == window  # it fits: nothing to do
-    store = MemoryStore()
-    store.spill([item_from_json(o) for o in stored])
     store.spill(list(res.spilled))
     result = check_rewrite(
         [item_from_json(o) for o in window],
