@@ -49,6 +49,14 @@ def test_corpus_verdicts(case: str) -> None:
         assert code not in codes, [f for f in report.findings if f.code == code]
     if "verdicts" in spec:
         assert [r.verdict for r in report.rewrites] == spec["verdicts"]
+    if "repairs" in spec:
+        # every refused or undecided rewrite's repair: its verdict and what it did
+        repairs = [
+            [r.pass_, r.repair.verdict, list(r.repair.actions)]
+            for r in report.rewrites
+            if r.repair is not None
+        ]
+        assert repairs == spec["repairs"]
     assert report.exit_code == spec["exit"]
 
 

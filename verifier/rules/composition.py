@@ -128,9 +128,11 @@ def _knowledge(ctx: RewriteContext) -> list[Item]:
 
 
 def _alone(ctx: RewriteContext, f: Formula) -> Result:
-    """Is f satisfiable with the background? (Literals without the solver.)"""
-    if (isinstance(f, Atom | Const) and f != FALSE) or (
-        isinstance(f, Not) and isinstance(f.arg, Atom) and f.arg.name not in ctx.session.bg_atom_set
+    """Is f satisfiable with the background? (A literal the background does not name,
+    without the solver.)"""
+    literal = f.arg if isinstance(f, Not) else f
+    if (isinstance(f, Const) and f != FALSE) or (
+        isinstance(literal, Atom) and literal.name not in ctx.session.bg_atom_set
     ):
         return Result(Verdict.HOLDS)
     return ctx.session.satisfiable([f])
@@ -256,10 +258,12 @@ def _consistency(ctx: RewriteContext, appended: tuple[Item, ...]) -> None:
             ctx.unknown(f"consistency of {it.id!r}", alone)
             continue
         if alone.fails:
+            # unsatisfiable by itself, or only with the background: say which
+            what = "contradicts the background" if extend_model({}, f, 12) else "is unsatisfiable"
             ctx.report(
                 "CP004",
                 [it.id],
-                f"{it.id!r} ({show(f)}) is unsatisfiable on its own: it can contradict no"
+                f"{it.id!r} ({show(f)}) {what} on its own: it can contradict no"
                 " commitment, and it is no premise from now on; correct it",
             )
             ctx.newly_excluded.append(it.id)
@@ -351,7 +355,12 @@ def _inconsistent(
         excluded += [a.id for a in appended if a.id not in excluded]
     names = cite(a.id for a in appended)
     verb = "contradicts" if len(appended) == 1 else "contradict"
-    against = f" {verb} {cite(o.id for o in others)}" if others else " contradict each other"
+    if others:
+        against = f" {verb} {cite(o.id for o in others)}"
+    elif len(appended) > 1:
+        against = " contradict each other"
+    else:  # no core was found (the solver could not tell): the content as a whole
+        against = " contradicts the window's content"
     if claims:
         many = len(claims) > 1
         advice = (

@@ -20,6 +20,7 @@ def check_witnesses(ctx: RewriteContext) -> None:
     """Run WR001–WR008 on one rewrite."""
     changed = ctx.changed()
     changed_ids = {it.id for it in changed}
+    _demotions(ctx, changed)
     _wr001_002(ctx, changed_ids)
     _wr003(ctx)
     _wr004(ctx)
@@ -39,6 +40,24 @@ def check_witnesses(ctx: RewriteContext) -> None:
         check_item_witnesses(ctx, real, ctx.after)
     _wr007(ctx, changed)
     _wr008(ctx)
+
+
+def _demotions(ctx: RewriteContext, changed: list[Item]) -> None:
+    """The items this rewrite demoted: tagged ``unwitnessed`` where they said anything else
+    (stubs read as what they resolve to). A demotion is permitted unless a rule objects:
+    with nothing found, the verdict is ``accept-demoted``. Lowering ``verified`` to
+    ``unverified`` is no demotion."""
+    for it in changed:
+        new = ctx.after.resolve(it.id)
+        old = ctx.before.resolve(it.id)
+        if (
+            new is not None
+            and old is not None
+            and old.kind in ("commitment", "claim", "observation")
+            and new.modality == "unwitnessed"
+            and old.modality != "unwitnessed"
+        ):
+            ctx.demoted.append(it.id)
 
 
 def _surviving_ids(ctx: RewriteContext, view: WindowView, item: Item) -> list[str]:
@@ -66,8 +85,6 @@ def _wr001_002(ctx: RewriteContext, changed_ids: set[str]) -> None:
             or ctx.negative(old, ctx.before)
             or ctx.negative(new, ctx.after)
         )
-        if old.modality == "verified" and new.modality in ("unwitnessed", "unverified"):
-            ctx.demoted.append(old.id)  # a demotion, permitted unless a rule below objects
         was = ctx.checkable(old, ctx.before, "before")
         if not was:
             continue
@@ -103,8 +120,6 @@ def _wr001_002(ctx: RewriteContext, changed_ids: set[str]) -> None:
                 f"{old.kind} {old.id!r} lost its witnesses but still says {new.modality!r}; tag it"
                 " 'unwitnessed' or keep a witness stub",
             )
-        elif old.modality in WITNESSED and old.id not in ctx.demoted:
-            ctx.demoted.append(old.id)
 
 
 def _wr003(ctx: RewriteContext) -> None:
