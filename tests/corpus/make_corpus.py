@@ -1995,10 +1995,11 @@ case(n, [
     repairs=[(3, "accept", ["revert 'o1'",
                             "restore call 'call1' of result 'o1'"])],
     why=TR + "'The stub itself is WR006's, and nothing else is charged for "
-        "the stub': the result o1 stands as an unresolvable stub while the "
-        "rewrite dropped its call call1; the stub is WR006's and is no "
-        "TP001 orphan. The repair reverts the stub, and the result it "
-        "restores gets its call back.")
+        "the stub': the result o1 stands as a stub that does not resolve "
+        "while the rewrite dropped its call call1. What the stub stands for "
+        "cannot be read, so it is charged with WR006 alone, not TP001. The "
+        "repair reverts the stub; the result it puts back gets its call "
+        "back.")
 
 # ------------------------------------- unresolvable stubs: CP001, WR005, WR001
 

@@ -26,6 +26,7 @@ RESULT: Obj = {**OBS, "call": "call1"}
 NOTE: Obj = {"id": "p1", "kind": "prose", "text": "notes"}
 CLAIM: Obj = {"id": "k1", "kind": "claim", "formula": "t", "witnesses": ["o1"]}
 CLAIM["modality"] = "verified"
+REASON: Obj = {"id": "r1", "kind": "prose", "text": "why"}
 
 
 def its(*objs: Obj) -> list[Item]:
@@ -76,10 +77,22 @@ def test_a_stub_naming_another_stored_item_is_unresolvable_and_charged_nothing_e
     assert "points at the stored item 'p1'" in res.findings[0].message
 
 
-def test_a_result_behind_an_unresolvable_stub_is_no_tp001_orphan() -> None:
+def test_a_result_behind_an_unresolvable_stub_is_charged_wr006_alone() -> None:
     res = check_rewrite(its(CALL, RESULT), its(stub(RESULT, MISSING)))
     assert codes(res.findings) == [("WR006", ("o1",))]
     assert res.repair is not None and res.repair.verdict == "accept"
+
+
+def test_a_kept_commitment_behind_an_unresolvable_stub_is_charged_wr006_alone() -> None:
+    # its rationale dropped: with a stub that resolves, CF004 [c1, r1]
+    c = {"id": "c1", "kind": "commitment", "type": "decision", "rationale": ["r1"]}
+    store = MemoryStore()
+    store.spill(its(c))
+    assert codes(check_rewrite(its(REASON, c), its(stub(c)), store=store).findings) == [
+        ("CF004", ("c1", "r1"))
+    ]
+    res = check_rewrite(its(REASON, c), its(stub(c, MISSING)), store=store)
+    assert codes(res.findings) == [("WR006", ("c1",))]
 
 
 def test_claiming_an_unresolvable_stub_preserved_is_wr006_alone() -> None:
@@ -137,7 +150,6 @@ def test_a_later_use_of_a_primitive_the_store_holds_is_no_cp001() -> None:
 
 # -- CF004 on new commitments ------------------------------------------------------------------
 
-REASON: Obj = {"id": "r1", "kind": "prose", "text": "why"}
 FACT: Obj = {"id": "n1", "kind": "claim", "formula": "a"}
 NEW: Obj = {
     "id": "c1",

@@ -295,8 +295,6 @@ def _cf006(ctx: RewriteContext) -> None:
             )
             continue
         if not preserved(ctx.before, ctx.after, cid):
-            if old is not None and new.kind == "stub" and ctx.after.resolve(cid) is None:
-                continue  # a stub the store cannot resolve is WR006's, and nothing else's
             what = "is new" if old is None else "was altered"
             ctx.report(
                 "CF006",

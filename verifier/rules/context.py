@@ -295,6 +295,12 @@ class RewriteContext:
     def report(
         self, code: str, items: Iterable[str], message: str, result: Result | None = None
     ) -> None:
+        """Record a finding; a CF, WR or TP finding concerning a stub of the window after
+        that the store cannot resolve is dropped: that stub is WR006's, and nothing else
+        is charged for it (docs/rules.md, "Stubs the store cannot resolve")."""
+        items = tuple(items)
+        if code != "WR006" and not code.startswith("CP") and self._unresolvable(items[0]):
+            return
         cex = None
         refutes = None
         shown = result.shown_counterexample() if result is not None else None
@@ -368,6 +374,9 @@ class RewriteContext:
                     f, counterexample=tuple(sorted(chosen.items()))
                 )
 
+    def _unresolvable(self, item_id: str) -> bool:
+        return self.after.is_stub(item_id) and self.after.resolve(item_id) is None
+
     def unknown(self, what: str, result: Result) -> None:
         self.undecided.append(f"{what}: {result.reason or 'unknown'}")
 
@@ -420,6 +429,17 @@ class RewriteContext:
             ids.update(i for i in self.before.by_id if i not in self.after.by_id)
             self._touched = ids
         return self._touched
+
+    def stands_for(self, it: Item, real: Item | None) -> Item | None:
+        """What an entry of a window stands for: itself, what its stub resolves to, or,
+        for a stub the store cannot resolve, the version of that id seen last (in the
+        window before, else earlier in the session): such a stub is still an entry with
+        its id (a call whose result stands as one is answered); never a surviving
+        witness."""
+        if real is not None or it.kind != "stub":
+            return real
+        earlier = self.before.resolve(it.id)
+        return earlier if earlier is not None else self.history.last_seen.get(it.id)
 
     def earlier_version(self, item_id: str) -> Item | None:
         old = self.before.resolve(item_id)

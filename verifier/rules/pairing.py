@@ -6,37 +6,24 @@ item that requested it (an assistant's tool call). Provider APIs reject a
 history where one half of a pair is kept without the other, and a model
 misreads it. A rewrite is charged only with the pairs it orphaned: an orphan
 that an append made, or that the window before already held, is not its doing.
-A stub is an entry with its id whether or not the store resolves it: the pairing
-holds through a stub that does not resolve, and that stub is charged with nothing but
-WR006 (a result standing as one is no TP001 orphan).
+A stub is an entry with its id whether or not the store resolves it: a call whose
+result stands as a stub the store cannot resolve is not orphaned (the result is known
+by its id, as the session last saw it). That stub itself is charged with nothing but
+WR006 (RewriteContext.report).
 """
 
 from __future__ import annotations
 
 from verifier.rules.context import RewriteContext, WindowView, cite
-from verifier.window import Item
 
 __all__ = ["check_pairing", "results_by_call"]
-
-
-def _stands_for(ctx: RewriteContext, it: Item, real: Item | None) -> Item | None:
-    """The item an entry of the window is, as pairing reads it.
-
-    An item is itself and a stub what the store resolves it to. A stub the store
-    cannot resolve is still an entry with that id: it stands for the version of
-    that id seen last (in the window before, else earlier in the session).
-    """
-    if real is not None or it.kind != "stub":
-        return real
-    earlier = ctx.before.resolve(it.id)
-    return earlier if earlier is not None else ctx.history.last_seen.get(it.id)
 
 
 def _call_of(ctx: RewriteContext, view: WindowView, item_id: str) -> str | None:
     it = view.get(item_id)
     if it is None:
         return None
-    real = _stands_for(ctx, it, view.resolve(item_id))
+    real = ctx.stands_for(it, view.resolve(item_id))
     return real.call if real is not None else None
 
 
@@ -44,7 +31,7 @@ def results_by_call(ctx: RewriteContext, view: WindowView) -> dict[str, list[str
     """call id -> ids of the results in the window (item or stub), in window order."""
     out: dict[str, list[str]] = {}
     for it, real in view.resolved():
-        real = _stands_for(ctx, it, real)
+        real = ctx.stands_for(it, real)
         call = real.call if real is not None else None
         if call is not None:
             out.setdefault(call, []).append(it.id)
@@ -57,7 +44,6 @@ def check_pairing(ctx: RewriteContext) -> None:
     results_before = results_by_call(ctx, before)
     results_after = results_by_call(ctx, after)
     for it, real in after.resolved():
-        # a result standing as a stub the store cannot resolve is charged nothing but WR006
         call = real.call if real is not None else None
         if call is None or call in after:
             continue
