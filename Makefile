@@ -8,8 +8,8 @@ FW_BIN := $(FW_VENV)/bin
 FW_STAMP := $(FW_VENV)/.installed
 FW_EXTRAS := dev,policies-langchain,policies-autogen,policies-pydantic-ai
 
-.PHONY: demo test test-slow bench bench-check-large bench-prove bench-import bench-distributed \
-  frameworks \
+.PHONY: demo test test-slow mutate bench bench-check-large bench-prove bench-import \
+  bench-distributed frameworks \
   test-frameworks screenshot clean
 
 # The ray extra's tests (a local cluster) run with the suite; where Ray has no wheel
@@ -33,6 +33,15 @@ test: $(STAMP)
 # The long tier: tests marked slow (the bad-input fuzzer at length).
 test-slow: $(STAMP)
 	$(BIN)/pytest -q -m slow
+
+# Mutation testing of the rules (not in make test, not in CI: half an hour or more on two
+# cores): single-point mutants of verifier/rules/ and verifier/check.py, each run against
+# the rule tests (the corpus, the readings' unit tests) with a time limit, the survivors
+# against the wider suite; prints the score per rule family and every survivor.
+# MUTATE_ARGS adds options, e.g. --jobs 2, --sample 6 (every sixth mutant), --no-wider.
+MUTATE_ARGS ?=
+mutate: $(STAMP)
+	$(BIN)/python tests/mutation.py $(MUTATE_ARGS)
 
 $(FW_STAMP): pyproject.toml
 	$(PY) -m venv $(FW_VENV)
