@@ -189,9 +189,12 @@ def consistent(name, bg, *formulas):
 
 
 def case(name, events, *, fires=(), verdicts=(), why, mode="support",
-         not_fire=None, exit=None, target=CORPUS, repairs=None):
+         not_fire=None, exit=None, target=CORPUS, repairs=None,
+         undecided_appends=()):
     """Register a trace.  `fires` holds (CODE, line, [ids]); pass is derived.
 
+    `undecided_appends` holds the lines of the appends whose questions the
+    solver could not settle (vacuous premises); every other append is decided.
     `repairs`, when given, holds (line, verdict, [actions...]) for every
     rewrite that gets a repair (each refused or undecided one): the verdict
     of the repaired rewrite and what the repair did, in order.
@@ -236,7 +239,10 @@ def case(name, events, *, fires=(), verdicts=(), why, mode="support",
     exp = {
         "exit": exit, "witness_mode": mode, "must_fire": must,
         "must_not_fire": not_fire, "verdicts": list(verdicts), "why": why,
+        "undecided_appends": list(undecided_appends),
     }
+    for line in undecided_appends:
+        assert events[line - 1]["event"] == "append", (name, line)
     if repairs is not None:
         repaired = {n for n, v in zip(rewrite_lines, verdicts, strict=True)
                     if v in ("refuse", "undecided")}
@@ -1914,7 +1920,7 @@ case("undecided_append_vacuous.jsonl", [
     append(o_mt_fail),
     append(o_flaky_pass),
     append(k_flaky),
-], verdicts=[], exit=3,
+], verdicts=[], exit=3, undecided_appends=[4],
     why=SR + "'Vacuous entailments at an append make the trace undecided "
         "(exit 3 when nothing is found).' o2 supersedes o1 (same source), "
         "so the content stays consistent (no CP004), but k1 cites both, "
@@ -2558,7 +2564,7 @@ case("undecided_store_contradicts_itself.jsonl", [
     spill(c_store_my),
     append(n_crypto_c),
     rewrite("summarize-v2", [p_work, n_crypto_c, n_pg]),
-], verdicts=["undecided"], exit=3,
+], verdicts=["undecided"], exit=3, undecided_appends=[5],
     repairs=[(6, "accept", ["keep the window as it was"])],
     why="§8 'When the premises of an entailment are unsatisfiable all the "
         "same, every entailment is vacuous: ... undecided'; §4 fine print "
@@ -2585,6 +2591,72 @@ case("undecided_store_consistent_quiet.jsonl", [
         "entails n1 (db.postgres): accept.")
 consistent("undecided_store_consistent_quiet.jsonl", BG_DB, "db.postgres",
            "db.postgres & pg.v14")
+
+# ------------------------------------------- CF004: a rationale re-pointed
+
+r_mig_locks = commitment("r1", "invariant", "migrations.advisory_locks",
+                         text="migrations take advisory locks (sqitch)")
+r_job_locks = commitment("r2", "invariant", "jobs.advisory_lock_queue",
+                         text="the job queue takes advisory locks")
+c_pg_locks = commitment("c1", "decision", "db.postgres", rationale=["r1"],
+                        text="database choice: Postgres (advisory locks)")
+m_locks = commitment("m1", "invariant",
+                     "migrations.advisory_locks & jobs.advisory_lock_queue",
+                     covers=["r1", "r2"],
+                     text="migrations and the job queue take advisory locks")
+
+case("cf004_merge_repointed_quiet.jsonl", [
+    header(),
+    append(r_mig_locks, r_job_locks, c_pg_locks),
+    rewrite("merge-v1", [m_locks, changed(c_pg_locks, rationale=["m1"])]),
+], verdicts=["accept"],
+    why="§4 CF004 and CF007: the rewrite merges r1 and r2 into m1, a valid "
+        "merge, and re-points c1's rationale from r1 to m1, which carries "
+        "it: the reason is kept (no CF004), and the covered r1, r2 are not "
+        "dropped (no CF001).")
+
+case("cf004_merge_repointed_fires.jsonl", [
+    header(),
+    append(r_mig_locks, r_job_locks, c_pg_locks),
+    rewrite("merge-v1", [changed(m_locks, formula="jobs.advisory_lock_queue",
+                                 covers=["r2"]),
+                         changed(c_pg_locks, rationale=["m1"])]),
+], fires=[("CF001", 3, ["r1"]), ("CF004", 3, ["c1", "r1"])],
+    verdicts=["refuse"],
+    why="§4 CF004: the twin of cf004_merge_repointed_quiet where m1 covers "
+        "r2 only: re-pointing c1 to m1 does not carry r1, which is dropped "
+        "with no record (CF001) and was c1's rationale (CF004).")
+
+# ------------------------------------------ WR003: a rise from unwitnessed
+
+case("wr003_unwitnessed_fires.jsonl", [
+    header(),
+    append(o_tests),
+    append(changed(k_tests_cited, modality="unwitnessed")),
+    rewrite("summarize-v2", [o_tests, changed(k_tests_cited,
+                                              modality="verified")]),
+], fires=[("WR003", 4, ["k1"])], verdicts=["refuse"],
+    why="§2 'Never upward: unverified and unwitnessed cannot become verified "
+        "or failed without a new supporting primitive'; §4 fine print "
+        "WR003. k1 was tagged unwitnessed citing o1; it rises to verified "
+        "citing the same o1, no new witness: WR003.")
+
+# ----------------------------- an appended item that stays, within its append
+
+k_warm2 = claim("k2", "cache.warm",
+                text="the cache is warm again (from the deploy log)")
+
+case("exclusion_same_append_stays_fires.jsonl", [
+    header(),
+    append(k_warm, p_cache),
+    append(o_dbsize, k_warm2),
+], fires=[("CP004", 3, ["o1", "k1"]), ("CP004", 3, ["o1", "k2"])],
+    verdicts=[],
+    why=SR + "'CP004 excludes the claims of its core when it has any': o1 "
+        "contradicts the claim k1, which is excluded; o1 stays a premise, "
+        "for the same append's later items too (third reading), so k2, "
+        "which contradicts o1, is CP004 [o1, k2] ('the core's appended "
+        "items in append order').")
 
 # ------------------------------------------------------------------ repairs
 
