@@ -13,6 +13,7 @@ through ``ctxproof audit`` with its rule.
 from __future__ import annotations
 
 import io
+import itertools
 import re
 import subprocess
 import sys
@@ -20,10 +21,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
 
 from verifier import MemoryStore, check_rewrite, item_from_json, load_policy, run_policy, stub_for
 from verifier.cli import main
 from verifier.errors import InputError
+from verifier.fuzz import Plan, run_session, session_plans
 from verifier.policies import window_tokens
 from verifier.policies.thirdparty import ADAPTERS, Adapter
 from verifier.policies.thirdparty._common import assemble, slots_of
@@ -148,6 +151,8 @@ def every_kind() -> list[Obj]:
         },
         {"id": "c2", "kind": "prose", "text": "Bash: ls"},
         {"id": "c2:cleared", "kind": "prose", "text": "[cleared]", "call": "c2"},
+        {"id": "c3", "kind": "prose", "text": "Bash: make lint"},
+        {"id": "c3:cleared", "kind": "prose", "text": "[cleared] (error)", "call": "c3"},
         {"id": "k1", "kind": "claim", "formula": "!tests.pass", "witnesses": ["c1:result"]},
         {"id": "summary@1", "kind": "prose", "text": "Here is a summary of the conversation"},
         {"id": "skipped@1", "kind": "prose", "text": "Skipped 4 messages."},
@@ -334,14 +339,32 @@ def test_cleared_results_are_placeholders_that_keep_the_pairing() -> None:
     framework("langchain")
     after = rewrite("langchain:clear_tool_uses_policy", session_window(), 60)
     placeholder = next(it for it in after if it["id"] == "call1:cleared")
+    # r1 failed: ClearToolUsesEdit's copy keeps status="error", and the placeholder says so
     assert placeholder == {
         "id": "call1:cleared",
         "kind": "prose",
-        "text": "[cleared]",
+        "text": "[cleared] (error)",
         "call": "call1",
-        "tokens": 3,
+        "tokens": 5,
     }
     assert "r1" not in {it["id"] for it in after}
+
+
+def test_a_cleared_passing_result_says_no_error() -> None:
+    framework("langchain")
+    window = session_window()
+    window[4] = obs("r1", "call1", "make test", "tests.pass", True)
+    after = rewrite("langchain:clear_tool_uses_policy", window, 60)
+    placeholder = next(it for it in after if it["id"] == "call1:cleared")
+    assert placeholder["text"] == "[cleared]"
+
+
+def test_pydantic_ai_harness_keeps_the_failed_outcome_of_a_cleared_result() -> None:
+    framework("pydantic_ai")
+    after = rewrite("pydantic_ai:clear_tool_results_policy", session_window(), 60)
+    placeholder = next(it for it in after if it["id"] == "call1:cleared")
+    assert placeholder["text"] == "[tool result cleared] (error)"
+    assert placeholder["call"] == "call1"
 
 
 def test_a_cleared_result_stays_cleared_on_the_next_pass() -> None:
@@ -385,8 +408,14 @@ def test_langchain_round_trip_carries_ids_in_langchain_fields() -> None:
     call = sent[3]
     assert [c["id"] for c in call.tool_calls] == ["c1"]
     result = sent[4]
-    assert result.type == "tool" and result.tool_call_id == "c1"
+    assert result.type == "tool" and result.tool_call_id == "c1" and result.name == "Bash"
     assert result.status == "error" and result.artifact == {"exit_code": 2}
+    # a call's text that is its NAME: COMMAND is said by the call itself, as a model's is
+    assert call.content == "" and call.tool_calls[0]["args"] == {"command": "make test"}
+    # a placeholder: cleared already, its error flag where LangChain keeps it
+    assert (sent[6].content, sent[6].status) == ("[cleared]", "success")
+    assert (sent[8].content, sent[8].status) == ("[cleared]", "error")
+    assert sent[8].response_metadata["context_editing"]["cleared"] is True
     assert sent[0].type == "system" and sent[1].type == "human"
     assert sent[2].additional_kwargs == {"ctxproof": [window[2]]}
     back = assemble(window, from_messages(sent, sent), 1)
@@ -404,7 +433,9 @@ def test_autogen_round_trip_carries_call_ids() -> None:
     call, result = sent[3], sent[4]
     assert [c.id for c in call.content] == ["c1"]
     assert [r.call_id for r in result.content] == ["c1"]
-    assert result.content[0].is_error is True
+    assert result.content[0].is_error is True and result.content[0].name == "Bash"
+    placeholder = sent[8].content[0]
+    assert (placeholder.content, placeholder.is_error) == ("[cleared]", True)
     assert type(sent[0]).__name__ == "SystemMessage"
     back = assemble(window, from_messages(sent, sent, slots), 1)
     assert all(a is b for a, b in zip(back, window, strict=True)) and len(back) == len(window)
@@ -420,10 +451,161 @@ def test_pydantic_ai_round_trip_carries_ids_in_parts() -> None:
     text, call = sent[3].parts
     assert (text.id, call.tool_call_id) == ("c1", "c1")
     (ret,) = sent[4].parts
-    assert ret.tool_call_id == "c1"
+    assert ret.tool_call_id == "c1" and ret.tool_name == "Bash" and ret.outcome == "failed"
     assert ret.metadata == {"ctxproof_id": "c1:result", "exit_code": 2}
+    (placeholder,) = sent[8].parts
+    assert (placeholder.content, placeholder.outcome) == ("[cleared]", "failed")
     back = assemble(window, from_messages(sent, sent), 1)
     assert all(a is b for a, b in zip(back, window, strict=True)) and len(back) == len(window)
+
+
+def clear_and_spill(window: list[Obj], budget: int) -> dict[str, Any]:
+    """A policy whose windows hold every role: the results of all but the last call become
+    placeholders (``[cleared] (error)`` for a failed one), then the oldest items are spilled
+    (stubs) until the window fits."""
+    calls = [it["call"] for it in window if it["kind"] == "observation" and "call" in it]
+    out: list[Obj] = []
+    for it in window:
+        if it["kind"] == "observation" and "call" in it and it["call"] != calls[-1]:
+            text = "[cleared] (error)" if it.get("modality") == "failed" else "[cleared]"
+            out.append({"id": f"{it['call']}:cleared", "kind": "prose", "text": text,
+                        "call": it["call"], "tokens": 3})  # fmt: skip
+        else:
+            out.append(it)
+    total = window_tokens(out)
+    spill = []
+    for i, it in enumerate(out):
+        if total <= budget:
+            break
+        if it["kind"] != "stub" and it["id"] in {o["id"] for o in window} and it is window[i]:
+            out[i] = {**stub_for(it), "tokens": 2}
+            spill.append(it["id"])
+            total -= window_tokens([it]) - 2
+    return {"window": out, "spill": spill}
+
+
+def windows_of(plan: Plan) -> list[list[Obj]]:
+    """Every window a session held: after each append and each rewrite."""
+    from verifier.policies.loading import as_policy
+
+    res = run_session(as_policy(clear_and_spill), plan, passes=4)
+    out: list[list[Obj]] = []
+    window: list[Obj] = []
+    for ev in res.trace[1:]:
+        window = [*window, *ev["items"]] if ev["event"] == "append" else ev.get("window", window)
+        if ev["event"] != "spill":
+            out.append(window)
+    return out
+
+
+SESSION_WINDOWS = settings(
+    max_examples=12, deadline=None, database=None, suppress_health_check=list(HealthCheck)
+)
+
+
+def check_result_fields(slots: list[Any], results: list[tuple[Any, ...]]) -> None:
+    """Each result slot's message carries its call id, the tool's name, the error flag and
+    (where a result tuple has a fourth member: the framework has a field for it) the exit
+    code of an observation."""
+    expected = [
+        (s.call, s.tool, s.failed, s.exit_code if s.item["kind"] == "observation" else None)
+        for s in slots
+        if s.role == "result"
+    ]
+    assert results == [e[: len(r)] for e, r in zip(expected, results, strict=True)]
+    assert len(results) == len(expected)
+
+
+@SESSION_WINDOWS
+@given(session_plans(passes=4))
+def test_langchain_round_trip_on_session_windows(plan: Plan) -> None:
+    framework("langchain")
+    from verifier.policies.thirdparty.langchain import from_messages, to_messages
+
+    for window in windows_of(plan):
+        slots = slots_of(window)
+        sent: list[Any] = to_messages(slots)
+        assert [m.id for m in sent] == [it["id"] for it in window]
+        tools = [m for m in sent if m.type == "tool"]
+        check_result_fields(
+            slots,
+            [
+                (m.tool_call_id, m.name, m.status == "error", (m.artifact or {}).get("exit_code"))
+                for m in tools
+            ],
+        )
+        calls = [c for m in sent if m.type == "ai" for c in m.tool_calls]
+        assert [(c["id"], c["name"]) for c in calls] == [
+            (s.id, s.tool) for s in slots if s.role == "call"
+        ]
+        back = assemble(window, from_messages(sent, sent), 1)
+        assert all(a is b for a, b in zip(back, window, strict=True))
+
+
+@SESSION_WINDOWS
+@given(session_plans(passes=4))
+def test_autogen_round_trip_on_session_windows(plan: Plan) -> None:
+    framework("autogen")
+    from verifier.policies.thirdparty.autogen import from_messages, to_messages
+
+    for window in windows_of(plan):
+        slots = slots_of(window)
+        sent: list[Any] = to_messages(slots)
+        results = [
+            r for m in sent if type(m).__name__ == "FunctionExecutionResultMessage"
+            for r in m.content
+        ]  # fmt: skip
+        # AutoGen's result has no field for an exit code: its text says it ("Exit code N")
+        check_result_fields(slots, [(r.call_id, r.name, r.is_error) for r in results])
+        back = assemble(window, from_messages(sent, sent, slots), 1)
+        assert all(a is b for a, b in zip(back, window, strict=True)) and len(back) == len(window)
+
+
+@SESSION_WINDOWS
+@given(session_plans(passes=4))
+def test_pydantic_ai_round_trip_on_session_windows(plan: Plan) -> None:
+    framework("pydantic_ai")
+    from pydantic_ai.messages import ToolCallPart, ToolReturnPart
+
+    from verifier.policies.thirdparty.pydantic_ai import from_messages, to_messages
+
+    for window in windows_of(plan):
+        slots = slots_of(window)
+        sent: list[Any] = to_messages(slots)
+        returns = [p for m in sent for p in m.parts if isinstance(p, ToolReturnPart)]
+        check_result_fields(
+            slots,
+            [
+                (p.tool_call_id, p.tool_name, p.outcome == "failed", p.metadata.get("exit_code"))
+                for p in returns
+            ],
+        )
+        calls = [p for m in sent for p in m.parts if isinstance(p, ToolCallPart)]
+        assert [(c.tool_call_id, c.tool_name) for c in calls] == [
+            (s.id, s.tool) for s in slots if s.role == "call"
+        ]
+        back = assemble(window, from_messages(sent, sent), 1)
+        assert all(a is b for a, b in zip(back, window, strict=True)) and len(back) == len(window)
+
+
+def test_session_windows_hold_every_role_and_parallel_calls() -> None:
+    """The windows the round trips run on are worth running them on."""
+    roles: set[tuple[str, bool]] = set()
+    parallel = []
+
+    @SESSION_WINDOWS
+    @given(session_plans(passes=4))
+    def collect(plan: Plan) -> None:
+        for window in windows_of(plan):
+            for slot in slots_of(window):
+                roles.add((slot.role, slot.failed))
+            ids = [s.role for s in slots_of(window)]
+            parallel.append(any(a == b == "call" for a, b in itertools.pairwise(ids)))
+
+    collect()
+    assert {("call", False), ("result", True), ("result", False), ("user", False),
+            ("system", False), ("assistant", False)} <= roles  # fmt: skip
+    assert any(parallel)
 
 
 @pytest.mark.parametrize("adapter", ADAPTERS, ids=[a.name.rpartition(".")[2] for a in ADAPTERS])

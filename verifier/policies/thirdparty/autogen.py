@@ -5,7 +5,8 @@ call is an ``AssistantMessage`` whose content is one ``FunctionCall`` with
 the item's id as its ``id`` (the item's text goes in ``thought``, the field
 for text beside function calls); a tool result is a
 ``FunctionExecutionResultMessage`` with one ``FunctionExecutionResult`` whose
-``call_id`` is the result's ``call`` (``is_error`` when it failed); user and
+``call_id`` is the result's ``call`` and ``name`` the tool's (``is_error`` when
+it failed, or when a placeholder says ``(error)``); user and
 system observations are ``UserMessage`` and ``SystemMessage``; everything
 else is an ``AssistantMessage`` with the item's text. AutoGen's messages have
 no id field of their own: the way back (:func:`from_messages`) recognises a
@@ -87,7 +88,7 @@ def to_messages(slots: Sequence[Slot]) -> list[LLMMessage]:
             out.append(AssistantMessage(content=[call], thought=s.text, source="assistant"))
         elif s.role == "result":
             result = FunctionExecutionResult(
-                content=s.text, name=s.tool, call_id=s.call, is_error=s.failed
+                content=s.content, name=s.tool, call_id=s.call, is_error=s.failed
             )
             out.append(FunctionExecutionResultMessage(content=[result]))
         elif s.role == "system":

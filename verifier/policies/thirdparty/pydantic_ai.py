@@ -7,7 +7,8 @@ item's id) and a ``ToolCallPart`` whose ``tool_call_id`` is the item's id; a
 tool result is a ``ModelRequest`` holding a ``ToolReturnPart`` with
 ``tool_call_id`` = its ``call``, ``outcome="failed"`` when it failed, and
 ``metadata`` naming the item (and its exit code); a prose placeholder with
-``call`` is such a part already cleared; user and system observations are a
+``call`` is such a part already cleared (``outcome="failed"`` when its text
+says ``(error)``); user and system observations are a
 ``ModelRequest`` with a ``UserPromptPart`` or a ``SystemPromptPart`` (the
 request's ``metadata`` names the item); everything else is a
 ``ModelResponse`` with one ``TextPart`` (``id`` = the item's id; a
@@ -26,7 +27,9 @@ strategy's own, ``max_tokens=budget``, on ctxproof's sizes:
 
 * :func:`clear_tool_results_policy` — ``ClearToolResults(max_tokens=budget,
   keep_pairs=3)``: all but the 3 most recent tool results become ``[tool
-  result cleared]``;
+  result cleared]`` (``[tool result cleared] (error)`` for a failed one: the
+  part keeps ``outcome="failed"``; its output is gone, and its exit code stays
+  only in ``metadata``, which the model does not see);
 * :func:`sliding_window_policy` — ``SlidingWindowCompaction(max_tokens=budget,
   keep_tokens=budget // 2)``: the oldest messages go, tool pairs kept
   together, the first user message kept.
@@ -102,7 +105,7 @@ def to_messages(slots: Sequence[Slot]) -> list[ModelMessage]:
             placeholder = kind != "observation"  # cleared on an earlier pass: its text as it is
             part = ToolReturnPart(
                 tool_name=s.tool,
-                content=s.text if placeholder else _tagged(s),
+                content=s.content if placeholder else _tagged(s),
                 tool_call_id=s.call,
                 metadata=meta,
                 outcome="failed" if s.failed else "success",
@@ -130,7 +133,7 @@ def from_messages(out: Sequence[ModelMessage], sent: Sequence[ModelMessage]) -> 
     (``TextPart.id``, ``ToolReturnPart.metadata``, the request's ``metadata``)."""
     from pydantic_ai.messages import ToolCallPart, ToolReturnPart
 
-    texts: dict[str, str] = {}
+    texts: dict[str, str] = {}  # what each item's part said when sent
     for m in sent:
         for part in m.parts:
             iid = _part_id(m, part)
@@ -147,7 +150,8 @@ def from_messages(out: Sequence[ModelMessage], sent: Sequence[ModelMessage]) -> 
             elif _part_text(part) == texts[iid]:
                 outcomes.append(Kept(iid))
             elif isinstance(part, ToolReturnPart):
-                outcomes.append(Cleared(iid, _part_text(part)))
+                # ClearToolResults replaces the content only: the outcome stays
+                outcomes.append(Cleared(iid, _part_text(part), part.outcome == "failed"))
             else:
                 outcomes.append(Edited(iid, _part_text(part)))
     return outcomes
@@ -178,7 +182,7 @@ def tokenizer_for(slots: Sequence[Slot]) -> Callable[[str], int]:
             sizes[str({"command": s.command})] = 0
         sizes[_tagged(s)] = s.tokens
         if s.role == "result" and s.item.get("kind") != "observation":
-            sizes[s.text] = s.tokens
+            sizes[s.content] = s.tokens
 
     def tokens(text: str) -> int:
         size = sizes.get(text)
