@@ -7,10 +7,12 @@ FW_VENV := .venv-frameworks
 FW_BIN := $(FW_VENV)/bin
 FW_STAMP := $(FW_VENV)/.installed
 FW_EXTRAS := dev,policies-langchain,policies-autogen,policies-pydantic-ai
+# every package of that venv at a pinned version: the page regenerates byte for byte, and a
+# pin that no longer installs fails the install (so make test-frameworks, so CI)
+FW_PINS := docs/frameworks/constraints.txt
 
 .PHONY: demo test test-slow mutate bench bench-check-large bench-prove bench-import \
-  bench-distributed frameworks \
-  test-frameworks screenshot clean
+  bench-distributed frameworks test-frameworks frameworks-pins screenshot clean
 
 # The ray extra's tests (a local cluster) run with the suite; where Ray has no wheel
 # (an unsupported platform) they are skipped, with the reason shown by pytest -rs.
@@ -43,14 +45,27 @@ MUTATE_ARGS ?=
 mutate: $(STAMP)
 	$(BIN)/python tests/mutation.py $(MUTATE_ARGS)
 
-$(FW_STAMP): pyproject.toml
+$(FW_STAMP): pyproject.toml $(FW_PINS)
 	$(PY) -m venv $(FW_VENV)
 	$(FW_BIN)/pip install -q --upgrade pip
-	$(FW_BIN)/pip install -q -e '.[$(FW_EXTRAS)]'
+	$(FW_BIN)/pip install -q -c $(FW_PINS) -e '.[$(FW_EXTRAS)]'
 	touch $(FW_STAMP)
 
-# Fuzzes every third-party compaction policy with the same seeded sessions and rewrites
-# docs/frameworks.md and its counterexamples (docs/frameworks/).
+# New pins: the extras installed afresh at their newest releases, frozen into $(FW_PINS)
+# (its comment lines kept); then `make frameworks` and commit both.
+frameworks-pins:
+	rm -rf $(FW_VENV).pins
+	$(PY) -m venv $(FW_VENV).pins
+	$(FW_VENV).pins/bin/pip install -q --upgrade pip
+	$(FW_VENV).pins/bin/pip install -q -e '.[$(FW_EXTRAS)]'
+	{ grep '^#' $(FW_PINS); $(FW_VENV).pins/bin/pip freeze --exclude-editable \
+	  | grep -v '^#' | sort -f; } > $(FW_PINS).new
+	mv $(FW_PINS).new $(FW_PINS)
+	rm -rf $(FW_VENV).pins
+
+# Fuzzes every third-party compaction policy and the two baselines with the same seeded
+# sessions and rewrites docs/frameworks.md, its plot and its counterexamples
+# (docs/frameworks/), at the pinned versions.
 frameworks: $(FW_STAMP)
 	$(FW_BIN)/python -m verifier.policies.thirdparty.report --out docs/frameworks.md
 

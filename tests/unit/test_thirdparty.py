@@ -729,6 +729,46 @@ ROOT = Path(__file__).resolve().parents[2]
 PAGE = ROOT / "docs" / "frameworks.md"
 
 
+PINS = PAGE.parent / "frameworks" / "constraints.txt"
+
+
+def pins() -> dict[str, str]:
+    out = {}
+    for line in PINS.read_text("utf-8").splitlines():
+        if line and not line.startswith("#"):
+            name, _, version = line.partition("==")
+            out[re.sub(r"[-_.]+", "-", name).lower()] = version
+    return out
+
+
+def test_the_pins_name_every_framework_and_its_extras_at_one_version() -> None:
+    pinned = pins()
+    assert {"langchain", "langchain-core", "autogen-core", "pydantic-ai-harness",
+            "pydantic-ai-slim"} <= set(pinned)  # fmt: skip
+    assert all(re.fullmatch(r"[0-9][0-9A-Za-z.+!-]*", v) for v in pinned.values()), pinned
+    makefile = (ROOT / "Makefile").read_text("utf-8")
+    assert "-c $(FW_PINS)" in makefile and "FW_PINS := docs/frameworks/constraints.txt" in makefile
+
+
+def test_the_frameworks_venv_is_at_the_pinned_versions() -> None:
+    """Where the extras are installed (make test-frameworks, CI): every distribution of
+    the venv is at its pin, so the page's versions are the pins."""
+    for module in EXTRAS:
+        framework(module)
+    from importlib import metadata
+
+    pinned = pins()
+    installed = {
+        re.sub(r"[-_.]+", "-", d.metadata["Name"]).lower(): d.version
+        for d in metadata.distributions()
+    }
+    installed.pop("ctxproof", None)
+    for tool in ("pip", "setuptools", "wheel"):  # the venv's own installers, never pinned
+        installed.pop(tool, None)
+    drift = {n: (v, pinned.get(n)) for n, v in installed.items() if pinned.get(n) != v}
+    assert not drift, f"installed (version, pin): {drift}; run make frameworks-pins"
+
+
 def test_the_committed_page_links_only_committed_counterexamples() -> None:
     text = PAGE.read_text("utf-8")
     links = set(re.findall(r"\]\((frameworks/[^)]+\.jsonl)\)", text))
