@@ -297,6 +297,86 @@ def test_each_policy_on_a_fixed_window(
             assert it == by_id[it["id"]]
 
 
+def parallel_window(parallel: bool = True) -> list[Obj]:
+    """A user task, two calls and their results, a note: the calls issued in one turn (both
+    before the results) or one at a time; ten tokens each."""
+    c1 = {"id": "c1", "kind": "prose", "text": "bash: make test", "tokens": 10}
+    c2 = {"id": "c2", "kind": "prose", "text": "bash: make migrate", "tokens": 10}
+    r1 = {**obs("c1:result", "c1", "bash: make test", "tests.pass", True)}
+    r2 = {**obs("c2:result", "c2", "bash: make migrate", "db.migrated", True)}
+    user = {"id": "u1", "kind": "observation", "source": "user", "content": "go", "tokens": 10}
+    note = {"id": "p1", "kind": "prose", "text": "both ran", "tokens": 10}
+    middle = [c1, c2, r1, r2] if parallel else [c1, r1, c2, r2]
+    return [user, *middle, note]
+
+
+def test_langchain_38352_summarization_orphans_a_result_of_parallel_calls() -> None:
+    """The upstream reproduction, on LangChain's own objects: [Human, AI(call c1), AI(call
+    c2), Tool c1, Tool c2, AI] with keep=("messages", 3) keeps Tool c1 without its call."""
+    framework("langchain")
+    from langchain.agents.middleware import SummarizationMiddleware
+    from langchain_core.language_models.fake_chat_models import FakeListChatModel
+    from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+
+    def call(cid: str) -> Any:
+        return AIMessage("", id=f"ai-{cid}", tool_calls=[
+            {"name": "bash", "args": {}, "id": cid, "type": "tool_call"}])  # fmt: skip
+
+    messages: list[Any] = [
+        HumanMessage("go", id="h"), call("c1"), call("c2"),
+        ToolMessage("t1", tool_call_id="c1", id="t1"),
+        ToolMessage("t2", tool_call_id="c2", id="t2"), AIMessage("done", id="a"),
+    ]  # fmt: skip
+    middleware: Any = SummarizationMiddleware(
+        model=FakeListChatModel(responses=["(unused)"]),
+        trigger=("messages", 4),
+        keep=("messages", 3),
+        summarizer=lambda folded: "summary",
+    )
+    update = middleware.before_model({"messages": messages}, None)
+    kept = [m.id for m in update["messages"][2:]]  # after RemoveMessage(all) and the summary
+    assert kept == ["ai-c2", "t1", "t2", "a"]  # t1 is kept, its call ai-c1 is not
+
+
+@pytest.mark.parametrize(("parallel", "orphaned"), [(True, True), (False, False)])
+def test_summarization_policy_orphans_only_with_parallel_calls(
+    parallel: bool, orphaned: bool
+) -> None:
+    framework("langchain")
+    before = parallel_window(parallel)
+    after = rewrite("langchain:summarization_policy", before, 59)
+    found = findings(before, after)
+    assert (("TP001", ("c1:result", "c1")) in found) is orphaned, (after, found)
+    assert not orphaned or [it["id"] for it in after][1:] == ["c2", "c1:result", "c2:result", "p1"]
+
+
+def test_parallel_calls_are_one_autogen_message_and_one_pydantic_response() -> None:
+    framework("autogen")
+    framework("pydantic_ai")
+    from verifier.policies.thirdparty import autogen, pydantic_ai
+
+    slots = slots_of(parallel_window())
+    sent: list[Any] = autogen.to_messages(slots)
+    assert [type(m).__name__ for m in sent] == [
+        "UserMessage", "AssistantMessage", "FunctionExecutionResultMessage", "AssistantMessage",
+    ]  # fmt: skip
+    assert [c.id for c in sent[1].content] == ["c1", "c2"]
+    assert [r.call_id for r in sent[2].content] == ["c1", "c2"]
+    parts: list[Any] = pydantic_ai.to_messages(slots)
+    assert len(parts) == 4 and len(parts[1].parts) == 4 and len(parts[2].parts) == 2
+
+
+def test_autogen_keeps_a_turn_of_parallel_calls_whole() -> None:
+    """The buffer counts whole messages: it never keeps one result of a turn without the
+    other, nor a result without the message of its calls."""
+    framework("autogen")
+    before = parallel_window()
+    for budget in range(20, 60, 5):
+        after = rewrite("autogen:buffered_policy", before, budget)
+        codes = {code for code, _ in findings(before, after)}
+        assert not codes & {"TP001", "TP002"}, (budget, after)
+
+
 def test_every_policy_is_pinned() -> None:
     assert sorted(p[0] for p in PINNED) == sorted(a.name.removeprefix(PKG + ".") for a in ADAPTERS)
 

@@ -50,6 +50,7 @@ __all__ = [
     "estimate",
     "fit_head",
     "fit_tail",
+    "groups_of",
     "slots_of",
     "summary_text",
 ]
@@ -174,6 +175,32 @@ def slots_of(window: Sequence[Mapping[str, Any]]) -> list[Slot]:
             out.append(Slot(obj, role, tokens, text))
         else:
             out.append(Slot(obj, "assistant", tokens, text))
+    return out
+
+
+def groups_of(slots: Sequence[Slot]) -> list[list[Slot]]:
+    """The slots as frameworks whose messages hold several calls or results group them:
+    calls one after another are one assistant turn's parallel calls (one message), results
+    one after another one message of results; every other slot is a message of its own.
+
+    AutoGen (``AssistantMessage`` with a list of ``FunctionCall``,
+    ``FunctionExecutionResultMessage`` with a list of results) and pydantic-ai
+    (``ModelResponse`` with several ``ToolCallPart``, ``ModelRequest`` with several
+    ``ToolReturnPart``) hold parallel calls that way, and only that way.
+
+    >>> [[s.id for s in g] for g in groups_of(slots_of([
+    ...     {"id": "c1", "kind": "prose"}, {"id": "c2", "kind": "prose"},
+    ...     {"id": "r2", "kind": "observation", "call": "c2"},
+    ...     {"id": "r1", "kind": "observation", "call": "c1"},
+    ...     {"id": "p", "kind": "prose"}]))]
+    [['c1', 'c2'], ['r2', 'r1'], ['p']]
+    """
+    out: list[list[Slot]] = []
+    for s in slots:
+        if out and s.role in ("call", "result") and out[-1][-1].role == s.role:
+            out[-1].append(s)
+        else:
+            out.append([s])
     return out
 
 

@@ -2,9 +2,11 @@
 docs/frameworks.md).
 
 Items become ``pydantic_ai.messages`` (:func:`to_messages`): a tool call is a
-``ModelResponse`` holding a ``TextPart`` (the item's text, ``id`` = the
-item's id) and a ``ToolCallPart`` whose ``tool_call_id`` is the item's id; a
-tool result is a ``ModelRequest`` holding a ``ToolReturnPart`` with
+``TextPart`` (the item's text, ``id`` = the item's id) and a ``ToolCallPart``
+whose ``tool_call_id`` is the item's id, in one ``ModelResponse`` with the
+calls right before and after it (one turn's parallel calls); a tool result
+is a ``ToolReturnPart``, in one ``ModelRequest`` with the results right
+before and after it, with
 ``tool_call_id`` = its ``call``, ``outcome="failed"`` when it failed, and
 ``metadata`` naming the item (and its exit code); a prose placeholder with
 ``call`` is such a part already cleared (``outcome="failed"`` when its text
@@ -52,6 +54,7 @@ from verifier.policies.thirdparty._common import (
     Slot,
     assemble,
     estimate,
+    groups_of,
     slots_of,
 )
 
@@ -87,30 +90,23 @@ def to_messages(slots: Sequence[Slot]) -> list[ModelMessage]:
         SystemPromptPart,
         TextPart,
         ToolCallPart,
-        ToolReturnPart,
         UserPromptPart,
     )
 
     out: list[ModelMessage] = []
-    for s in slots:
+    for group in groups_of(slots):
+        s = group[0]
         kind = s.item.get("kind")
         if s.role == "call":
-            text = TextPart(content=_tagged(s), id=s.id)
-            call = ToolCallPart(tool_name=s.tool, args={"command": s.command}, tool_call_id=s.id)
-            out.append(ModelResponse(parts=[text, call]))
+            calls: list[TextPart | ToolCallPart] = []
+            for c in group:
+                calls.append(TextPart(content=_tagged(c), id=c.id))
+                calls.append(
+                    ToolCallPart(tool_name=c.tool, args={"command": c.command}, tool_call_id=c.id)
+                )
+            out.append(ModelResponse(parts=calls))
         elif s.role == "result":
-            meta: Obj = {ID_KEY: s.id}
-            if s.exit_code is not None:
-                meta["exit_code"] = s.exit_code
-            placeholder = kind != "observation"  # cleared on an earlier pass: its text as it is
-            part = ToolReturnPart(
-                tool_name=s.tool,
-                content=s.content if placeholder else _tagged(s),
-                tool_call_id=s.call,
-                metadata=meta,
-                outcome="failed" if s.failed else "success",
-            )
-            out.append(ModelRequest(parts=[part]))
+            out.append(ModelRequest(parts=[_return_part(r) for r in group]))
         elif s.role == "system":
             system = SystemPromptPart(content=_tagged(s))
             out.append(ModelRequest(parts=[system], metadata={ID_KEY: s.id}))
@@ -121,6 +117,22 @@ def to_messages(slots: Sequence[Slot]) -> list[ModelMessage]:
             notes = {"ctxproof": [s.item]} if kind in _ANNOTATED else None
             out.append(ModelResponse(parts=[TextPart(content=_tagged(s), id=s.id)], metadata=notes))
     return out
+
+
+def _return_part(s: Slot) -> Any:
+    from pydantic_ai.messages import ToolReturnPart
+
+    meta: Obj = {ID_KEY: s.id}
+    if s.exit_code is not None:
+        meta["exit_code"] = s.exit_code
+    placeholder = s.item.get("kind") != "observation"  # cleared on an earlier pass: as it is
+    return ToolReturnPart(
+        tool_name=s.tool,
+        content=s.content if placeholder else _tagged(s),
+        tool_call_id=s.call,
+        metadata=meta,
+        outcome="failed" if s.failed else "success",
+    )
 
 
 def _part_text(part: Any) -> str:
