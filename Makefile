@@ -66,14 +66,19 @@ frameworks-pins:
 # Fuzzes every third-party compaction policy and the two baselines with the same seeded
 # sessions and rewrites docs/frameworks.md, its plot and its counterexamples
 # (docs/frameworks/), at the pinned versions.
+# FW_JOBS=2 runs the sessions in two worker processes: the page is the same.
+FW_JOBS ?= 1
 frameworks: $(FW_STAMP)
-	$(FW_BIN)/python -m verifier.policies.thirdparty.report --out docs/frameworks.md
+	$(FW_BIN)/python -m verifier.policies.thirdparty.report --out docs/frameworks.md \
+	  --jobs $(FW_JOBS)
 
-# The third-party policy tests with their extras installed (they skip without them), and
-# the adapters type-checked against the frameworks' own types (Any in the main venv).
+# The third-party policy tests and the LangChain export round trip with their extras
+# installed (they skip without them), and the adapters type-checked against the
+# frameworks' own types (Any in the main venv).
 test-frameworks: $(FW_STAMP)
-	$(FW_BIN)/mypy verifier/policies/thirdparty tests/unit/test_thirdparty.py
-	$(FW_BIN)/pytest -q tests/unit/test_thirdparty.py
+	$(FW_BIN)/mypy verifier/policies/thirdparty tests/unit/test_thirdparty.py \
+	  tests/unit/test_session_export.py
+	$(FW_BIN)/pytest -q tests/unit/test_thirdparty.py tests/unit/test_session_export.py
 
 # The benchmarks (pytest-benchmark; `make test` does not collect benchmarks/): each run
 # saves its JSON under benchmarks/results/, and benchmarks/report.py writes RESULTS.md from

@@ -530,7 +530,7 @@ class _Agent:
             source=f"edit: fix what makes {command} fail",
             modality="verified",
             exit_code=0,
-            content="patched 1 file",
+            content="patched 1 file\nExit code 0",
         )
         return [patch, applied, *self.tool_run(index, step.size, new)]
 
