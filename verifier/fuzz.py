@@ -54,6 +54,7 @@ __all__ = [
     "SessionResult",
     "Step",
     "Turn",
+    "explore_sessions",
     "fuzz",
     "keep_everything",
     "run_session",
@@ -1100,6 +1101,32 @@ def explore_chunk(
     with _own_draws_only():
         explore()
     return out
+
+
+def explore_sessions(
+    policy: Policy,
+    visit: Callable[[SessionResult], None],
+    *,
+    sessions: int = 100,
+    passes: int = 10,
+    seed_value: int = 0,
+    mode: str = "support",
+) -> None:
+    """Play the sessions :func:`fuzz` explores with these arguments, in its order, and give
+    each one, audited, to ``visit`` (to look at more than the counts fuzz keeps)."""
+    for j in range(max(1, math.ceil(sessions / CHUNK))):
+        size = min(CHUNK, sessions - j * CHUNK)
+        if size <= 0:
+            break
+
+        @_settings(size)
+        @seed(chunk_seed(seed_value, j))
+        @given(session_plans(passes))
+        def play(plan: Plan) -> None:
+            visit(run_session(policy, plan, passes=passes, mode=mode))
+
+        with _own_draws_only():
+            play()
 
 
 class _Found(Exception):

@@ -17,6 +17,7 @@ import itertools
 import re
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +31,17 @@ from verifier.fuzz import Plan, run_session, session_plans
 from verifier.policies import window_tokens
 from verifier.policies.thirdparty import ADAPTERS, Adapter
 from verifier.policies.thirdparty._common import assemble, slots_of
-from verifier.policies.thirdparty.report import Trial, render, run
+from verifier.policies.thirdparty.report import (
+    BASELINES,
+    Trial,
+    plot,
+    render,
+    run,
+    shared_findings,
+    split,
+    unpinned,
+)
+from verifier.policies.thirdparty.report import main as report_main
 
 Obj = dict[str, Any]
 PKG = "verifier.policies.thirdparty"
@@ -753,7 +764,7 @@ def test_importing_the_adapters_imports_no_framework() -> None:
 
 
 def trial(function: str, **counts: int) -> Trial:
-    adapter = next(a for a in ADAPTERS if a.name.endswith(":" + function))
+    adapter = next(a for a in (*BASELINES, *ADAPTERS) if a.name.endswith(":" + function))
     slug = Trial(adapter).slug
     return Trial(
         adapter,
@@ -789,6 +800,78 @@ def test_the_page_links_counterexamples_and_says_whether_each_defect_shows() -> 
     assert "**yes**" in rows["`clear_tool_uses_policy`"]
     # a defect whose policy was not part of the run
     assert "| not run |" in rows["`clear_tool_results_policy`"]
+
+
+def test_each_count_is_split_into_shared_with_drop_oldest_and_own() -> None:
+    drop = trial("keep_recent", CF001=40, WR008=30, TP001=2)
+    drop = replace(drop, shared=drop.findings)
+    safe = trial("spill_first")
+    summary = replace(trial("summarization_policy", CF001=12, WR001=3, TP001=1), shared=(
+        ("CF001", 10), ("WR001", 0)))  # fmt: skip
+    clear = replace(trial("clear_tool_uses_policy", WR008=7, WR001=2), shared=(("WR008", 7),))
+    assert split(summary) == ({"CF001": 10}, {"CF001": 2, "TP001": 1, "WR001": 3})
+    assert split(clear) == ({"WR008": 7}, {"WR001": 2})
+    assert split(safe) == ({}, {})
+    page = render(
+        [drop, safe, summary, clear], sessions=10, passes=5, seed_value=0,
+        page_dir=Path("docs"), versions=[],
+    )  # fmt: skip
+    row = next(line for line in page.splitlines() if "`summarization_policy` |" in line)
+    shared, own = row.split(" | ")[-2:]
+    assert "CF001 commitment-dropped](" in shared and "): 10" in shared and "TP001" not in shared
+    assert own.startswith("[CF001 commitment-dropped](frameworks/") and "): 2<br>" in own
+    assert "[TP001 orphaned-tool-result](" in own and "WR001" in own
+    assert "(the reference)" in next(
+        line for line in page.splitlines() if "`keep_recent` |" in line
+    )
+    safe_row = next(line for line in page.splitlines() if "`spill_first` |" in line)
+    assert safe_row.endswith("| 0.00 | none | none |")
+    assert "| 0.40 |" in row  # 16 findings over 40 rewrites
+    assert "![Tokens kept against findings per rewrite" in page
+    assert "frameworks/constraints.txt" in page
+
+
+def test_shared_findings_replay_the_fuzzed_sessions_against_drop_oldest(tmp_path: Path) -> None:
+    from verifier.fuzz import fuzz
+
+    models = ROOT / "models" / "policies"
+    drop = load_policy(f"{models / 'keep_recent.py'}:keep_recent")
+    paraphraser = load_policy(f"{models / 'paraphraser.py'}:paraphraser")
+    rules = fuzz(drop, sessions=8, passes=4, out_dir=tmp_path / "d").findings_by_rule
+    # a policy shares every finding with itself
+    same = shared_findings(drop, drop, rules, sessions=8, passes=4, seed_value=0)
+    assert same == rules and same
+    # the paraphraser softens failures (WR004), which no trimming does
+    found = fuzz(paraphraser, sessions=8, passes=4, out_dir=tmp_path / "p").findings_by_rule
+    shared = shared_findings(paraphraser, drop, rules, sessions=8, passes=4, seed_value=0)
+    assert found.get("WR004", 0) > 0 and shared.get("WR004", 0) == 0
+    assert all(shared[c] <= found[c] for c in shared)
+
+
+def test_the_plot_is_the_same_bytes_for_the_same_numbers(tmp_path: Path) -> None:
+    trials = [trial("keep_recent", CF001=40), trial("spill_first"),
+              trial("trim_messages_policy", CF001=30, TP001=2)]  # fmt: skip
+    plot(trials, tmp_path / "a.png")
+    plot(trials, tmp_path / "b.png")
+    first = (tmp_path / "a.png").read_bytes()
+    assert first[:8] == b"\x89PNG\r\n\x1a\n" and first == (tmp_path / "b.png").read_bytes()
+    assert b"Matplotlib version" not in first  # no version stamp: the pins decide the bytes
+    plot(trials[:2], tmp_path / "c.png")
+    assert (tmp_path / "c.png").read_bytes() != first
+
+
+def test_the_page_is_not_written_from_unpinned_versions(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pins = tmp_path / "constraints.txt"
+    pins.write_text("# pins\nlangchain==0.0.1\n", "utf-8")
+    drift = unpinned(pins)
+    assert any(d.startswith("langchain ") and d.endswith("pinned 0.0.1") for d in drift)
+    assert any("autogen-core" in d and "pinned nowhere" in d for d in drift)
+    page = tmp_path / "frameworks.md"
+    assert report_main(["--out", str(page), "--pins", str(pins), "--sessions", "1"]) == 2
+    assert "the installed versions are not the pinned ones" in capsys.readouterr().err
+    assert not page.exists()
 
 
 def test_a_policy_whose_extra_is_missing_is_reported_not_run(
