@@ -849,7 +849,7 @@ def session_shapes(trace: Sequence[Mapping[str, Any]]) -> dict[str, int]:
     ...     {"id": "c1:result", "kind": "observation", "call": "c1", "source": "bash: pwd"}]}]
     >>> shapes = session_shapes(trace)
     >>> shapes["parallel_groups"], shapes["results_out_of_order"], shapes["items_between"]
-    (1, 1, 3)
+    (1, 1, 2)
     """
     out = dict.fromkeys(SHAPE_KEYS, 0)
     last_run: dict[str, Obj] = {}
