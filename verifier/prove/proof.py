@@ -75,6 +75,8 @@ class Counterexample:
     size: int
     """How many items the counterexample uses (no fewer can show this finding)."""
     finding: Finding
+    scenario: Scenario | None = field(default=None, compare=False, repr=False)
+    """The model as concrete values: another spec can be run on the same appends."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -665,7 +667,7 @@ def _settle(
     scenario, viol = enc.scenario(code)
     replayed = replay_scenario(enc.spec, scenario, code, viol.pass_no, out_dir)
     size = len(scenario.slots)
-    cex = Counterexample(code, replayed.path, viol.pass_no, size, replayed.finding)
+    cex = Counterexample(code, replayed.path, viol.pass_no, size, replayed.finding, scenario)
     return _Outcome(summary("counterexample", size=size, path=replayed.path), cex)
 
 

@@ -39,9 +39,11 @@ __all__ = [
     "ConcreteSlot",
     "Replayed",
     "Scenario",
+    "ScenarioPass",
     "build_trace",
     "item_objects",
     "replay_scenario",
+    "run_scenario",
     "slot_id",
 ]
 
@@ -199,8 +201,26 @@ def item_objects(
     return stored, window, ages
 
 
-def build_trace(spec: Spec, scenario: Scenario) -> tuple[str, int]:
-    """Run the interpreter on the scenario: the trace text and how many passes it holds."""
+@dataclass(frozen=True, slots=True)
+class ScenarioPass:
+    """One pass of a spec run on a scenario: what it started from and what it left."""
+
+    pass_no: int
+    before: tuple[dict[str, Any], ...]
+    """The window as the pass starts."""
+    ages: Mapping[str, int]
+    store: Mapping[str, dict[str, Any]]
+    """Ref -> item: what the trace has spilled as the pass starts."""
+    after: tuple[dict[str, Any], ...]
+
+
+def run_scenario(spec: Spec, scenario: Scenario) -> tuple[str, tuple[ScenarioPass, ...]]:
+    """Run the interpreter on the scenario: the trace text and each pass it made.
+
+    Each pass's window is compared with the one the scenario expects (when it
+    expects one); a spec other than the one the scenario was found for is run
+    with ``expected=()``.
+    """
     ids = _ids(scenario)
     items = {
         s.index: _item(s, ids, scenario.formulas.get(s.index)) for s in scenario.slots
@@ -211,6 +231,7 @@ def build_trace(spec: Spec, scenario: Scenario) -> tuple[str, int]:
     ages = AgeTracker()
     given_ages: dict[str, int] | None = None
     store: dict[str, dict[str, Any]] = {}  # ref -> item: what the trace spilled so far
+    runs: list[ScenarioPass] = []
     if scenario.induction:
         stored, window, given_ages = item_objects(scenario)
         if stored:
@@ -226,6 +247,7 @@ def build_trace(spec: Spec, scenario: Scenario) -> tuple[str, int]:
                 window.extend(new)
                 ages.appended(obj["id"] for obj in new)
             given_ages = ages.ages()
+        before = (tuple(window), dict(given_ages or {}), dict(store))
         res = run_policy(
             policy, window, scenario.budget, pass_no=pass_no, ages=given_ages, store=store
         )
@@ -240,10 +262,17 @@ def build_trace(spec: Spec, scenario: Scenario) -> tuple[str, int]:
         if res.claimed_preserved is not None:
             event["claimed_preserved"] = list(res.claimed_preserved)
         lines.append(_line(event))
+        runs.append(ScenarioPass(pass_no, *before, tuple(window)))
         if pass_no <= len(scenario.expected):
             _compare(pass_no, scenario.expected[pass_no - 1], window)
         ages.rewritten()
-    return "\n".join(lines) + "\n", scenario.passes
+    return "\n".join(lines) + "\n", tuple(runs)
+
+
+def build_trace(spec: Spec, scenario: Scenario) -> tuple[str, int]:
+    """Run the interpreter on the scenario: the trace text and how many passes it holds."""
+    text, _ = run_scenario(spec, scenario)
+    return text, scenario.passes
 
 
 def replay_scenario(
