@@ -14,6 +14,7 @@ content.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -21,9 +22,10 @@ import pytest
 from hypothesis import given, note, settings
 from hypothesis import strategies as st
 
-from verifier import MemoryStore, check_rewrite, item_from_json, load_policy, run_policy
+from verifier import MemoryStore, check_rewrite, item_from_json, load_policy, ref_of, run_policy
 from verifier.parser import parse_formula
 from verifier.policies import Policy, PolicyResult, SpecPolicy, parse_spec, window_tokens
+from verifier.policies.spec import spec_to_toml
 from verifier.strategies import policy_windows, spec_texts
 
 Obj = dict[str, Any]
@@ -178,3 +180,45 @@ def test_a_spec_never_lies_about_preservation(
         with_repair=False,
     )
     assert not [f for f in result.findings if f.code == "CF006"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    text=spec_texts(),
+    name=st.text(min_size=1, max_size=12),
+    comments=st.lists(st.text(max_size=20), max_size=3),
+)
+def test_a_spec_written_as_toml_reads_back_as_itself(
+    text: str, name: str, comments: list[str]
+) -> None:
+    spec = replace(parse_spec(text), name=name)
+    notes = {i: [c] for i, c in enumerate(comments)}
+    written = spec_to_toml(spec, comments=comments, rule_comments=notes)
+    assert parse_spec(written) == spec
+    assert spec_to_toml(parse_spec(written), comments=comments, rule_comments=notes) == written
+
+
+@settings(max_examples=150, deadline=None)
+@given(text=spec_texts(), case=window_and_budget(), pass_no=st.integers(1, 9))
+def test_each_item_gets_the_action_its_reading_names(
+    text: str, case: tuple[list[Obj], list[Obj], int], pass_no: int
+) -> None:
+    window, stored, budget = case
+    spec_ = replace(parse_spec(text), stop="all", demote_orphans=False)  # every item visited
+    store = {ref_of(o): o for o in stored}
+    policy = SpecPolicy(spec_)
+    readings = policy.readings(window, budget, store=store)
+    assert [r.id for r in readings] == [it["id"] for it in window]
+    out = {it["id"]: it for it in policy(window, budget, pass_no=pass_no, store=store)["window"]}
+    for r, before in zip(readings, window, strict=True):
+        assert r.action == ("keep" if r.rule is None else spec_.rules[r.rule].do)
+        assert r.stub == (before["kind"] == "stub")
+        after = out.get(r.id)
+        if r.action == "keep":
+            assert after == before
+        elif r.action in ("evict", "summarize"):
+            assert after is None
+        elif r.action == "spill":
+            assert after is not None and after["kind"] == "stub"
+        else:  # soften, demote: the item stays, changed or not
+            assert after is not None and after["kind"] == before["kind"]

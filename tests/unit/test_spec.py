@@ -20,6 +20,7 @@ from verifier.policies.spec import (
     When,
     load_spec,
     parse_spec,
+    spec_to_toml,
 )
 from verifier.window import canonical_json
 
@@ -592,6 +593,39 @@ def test_run_policy_gives_a_spec_the_store() -> None:
     res = run_policy(spec, STUBBED, 0, store=store)
     assert [it.id for it in res.window] == ["d1", "why", "ask", "ph"]
     assert [it.id for it in run_policy(spec, STUBBED, 0).window] == ["d1", "ph"]
+
+
+def test_readings_name_the_rule_and_what_the_conditions_read() -> None:
+    spec = parse_spec(
+        HEAD + '[[rule]]\nwhen = { stub = true }\ndo = "keep"\n'
+        '[[rule]]\nwhen = { kind = ["prose"], cited = false, result = false }\ndo = "evict"\n'
+        '[[rule]]\nwhen = { kind = ["commitment"] }\ndo = "spill"\n'
+    )
+    failed = {"id": "o9", "kind": "observation", "modality": "failed", "tokens": 5}
+    window = [*STUBBED, failed]
+    got = {r.id: r for r in SpecPolicy(spec).readings(window, 0, store=STORED)}
+    assert [(i, r.rule, r.action) for i, r in got.items()] == [
+        ("d1", 0, "keep"),  # a stub, read as itself by `stub`
+        ("why", None, "keep"),  # cited by the decision behind the stub
+        ("ask", None, "keep"),  # cited as the call of the placeholder behind its stub
+        ("ph", 0, "keep"),
+        ("free", 1, "evict"),
+        ("o9", None, "keep"),
+    ]
+    assert got["why"].cited and not got["free"].cited
+    assert got["ph"].result and got["ph"].stub and not got["ask"].result
+    assert got["d1"].stub and not got["d1"].load_bearing  # the stub is itself: not bound
+    assert got["o9"].negative and not got["free"].negative
+    # without the store no stub resolves: the rationale is no longer cited
+    assert SpecPolicy(spec).readings(window, 0)[1].rule == 1
+
+
+def test_spec_to_toml_writes_every_bundled_spec_back() -> None:
+    for path in sorted((Path(__file__).parents[2] / "models" / "specs").glob("*.toml")):
+        spec = load_spec(path)
+        text = spec_to_toml(spec, comments=[f"from {path.name}"])
+        assert text.startswith(f"# from {path.name}\n")
+        assert parse_spec(text, str(path)) == spec
 
 
 def test_a_rule_without_when_matches_every_item_and_the_first_match_wins() -> None:

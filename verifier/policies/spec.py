@@ -27,6 +27,7 @@ the key path (``rule[2].when.age: expected a table like {ge = 2}``).
 from __future__ import annotations
 
 import copy
+import json
 import math
 import re
 import tomllib
@@ -45,12 +46,14 @@ __all__ = [
     "ORDER_KEYS",
     "SPEC_FORMAT",
     "Comparison",
+    "Reading",
     "Rule",
     "Spec",
     "SpecPolicy",
     "When",
     "load_spec",
     "parse_spec",
+    "spec_to_toml",
     "summary_id",
 ]
 
@@ -326,6 +329,83 @@ def load_spec(path: str | Path) -> Spec:
     return parse_spec(text, str(path))
 
 
+# -- writing -----------------------------------------------------------------------------
+
+
+def _toml_string(text: str) -> str:
+    """A TOML basic string: JSON's escapes are TOML's, and DEL is escaped too."""
+    return json.dumps(text, ensure_ascii=False).replace("\x7f", "\\u007f")
+
+
+def _toml_number(value: float) -> str:
+    if isinstance(value, int):
+        return str(value)
+    return repr(float(value))  # finite: 2.0, 1e+300, 1.5e-05 are all TOML floats
+
+
+def _comment(text: str) -> str:
+    """One comment line: control characters, which TOML refuses in a comment, as spaces."""
+    shown = "".join(" " if ord(ch) < 0x20 or ord(ch) == 0x7F else ch for ch in text)
+    return ("# " + " ".join(shown.split())).rstrip()
+
+
+def _when_toml(w: When) -> str:
+    parts: list[str] = []
+    for key in _LIST_CONDITIONS:
+        values = getattr(w, key)
+        if values is not None:
+            parts.append(f"{key} = [{', '.join(_toml_string(v) for v in values)}]")
+    for key in _BOOL_CONDITIONS:
+        value = getattr(w, key)
+        if value is not None:
+            parts.append(f"{key} = {'true' if value else 'false'}")
+    for key in _NUMBER_CONDITIONS:
+        cmps = getattr(w, key)
+        if cmps is not None:
+            inner = ", ".join(f"{c.op} = {_toml_number(c.value)}" for c in cmps)
+            parts.append(f"{key} = {{ {inner} }}")
+    return "{ " + ", ".join(parts) + " }" if parts else ""
+
+
+def spec_to_toml(
+    spec: Spec,
+    *,
+    comments: Sequence[str] = (),
+    rule_comments: Mapping[int, Sequence[str]] | None = None,
+) -> str:
+    """The text of a spec file for ``spec``: :func:`parse_spec` reads it back as ``spec``
+    (``source`` aside). Every top-level key is written, defaults included.
+
+    ``comments`` go first, one ``#`` line each; ``rule_comments[i]`` go on the lines
+    above rule ``i`` (counted from 0).
+
+    >>> spec = parse_spec('format = "ctxproof-policy/1"\\n[[rule]]\\ndo = "spill"')
+    >>> text = spec_to_toml(spec, rule_comments={0: ["was evict"]})
+    >>> print(text.split("[[rule]]")[0].splitlines()[-1])
+    # was evict
+    >>> parse_spec(text) == spec
+    True
+    """
+    lines = [_comment(c) for c in comments]
+    lines += [
+        f"format = {_toml_string(SPEC_FORMAT)}",
+        f"name = {_toml_string(spec.name)}",
+        f"order = [{', '.join(_toml_string(k) for k in spec.order)}]",
+        f"stop = {_toml_string(spec.stop)}",
+        f"stub_tokens = {spec.stub_tokens}",
+        f"demote_orphans = {'true' if spec.demote_orphans else 'false'}",
+    ]
+    for i, rule in enumerate(spec.rules):
+        lines.append("")
+        lines += [_comment(c) for c in (rule_comments or {}).get(i, ())]
+        lines.append("[[rule]]")
+        when = _when_toml(rule.when)
+        if when:
+            lines.append(f"when = {when}")
+        lines.append(f"do = {_toml_string(rule.do)}")
+    return "\n".join(lines) + "\n"
+
+
 # -- the interpreter ---------------------------------------------------------------------
 
 
@@ -389,6 +469,21 @@ class _Facts:
     negative: bool
     cited: bool
     result: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Reading:
+    """What a spec reads of one item as a pass starts, and the rule that acts on it."""
+
+    id: str
+    rule: int | None
+    """The index (from 0) of the first rule whose ``when`` holds; None: no rule does (kept)."""
+    action: str
+    cited: bool
+    result: bool
+    negative: bool
+    load_bearing: bool
+    stub: bool
 
 
 def _matches(w: When, f: _Facts, pressure: float) -> bool:
@@ -547,12 +642,47 @@ class SpecPolicy:
             "claimed_preserved": [ids[i] for i in range(n) if state.out[i] == originals[i]],
         }
 
+    def readings(
+        self,
+        window: Sequence[Mapping[str, Any]],
+        budget: int,
+        *,
+        ages: Mapping[str, int] | None = None,
+        store: Mapping[str, Mapping[str, Any]] | None = None,
+    ) -> list[Reading]:
+        """What the conditions read of each item of ``window`` as a pass starts, and the
+        rule that gives its action (whether the pass visits it or not), in window order."""
+        originals = [copy.deepcopy(dict(obj)) for obj in window]
+        facts = _read(originals, ages or {}, store)
+        pressure = _pressure(sum(f.tokens for f in facts), budget)
+        out = []
+        for f in facts:
+            rule = self._rule(f, pressure)
+            out.append(
+                Reading(
+                    f.item.id,
+                    rule,
+                    "keep" if rule is None else self.spec.rules[rule].do,
+                    f.cited,
+                    f.result,
+                    f.negative,
+                    f.item.load_bearing,
+                    f.item.kind == "stub",
+                )
+            )
+        return out
+
+    def _rule(self, facts: _Facts, pressure: float) -> int | None:
+        """The index of the first rule whose condition holds; None when none does."""
+        for i, rule in enumerate(self.spec.rules):
+            if _matches(rule.when, facts, pressure):
+                return i
+        return None
+
     def _action(self, facts: _Facts, pressure: float) -> str:
         """The action of the first rule whose condition holds; ``keep`` when none does."""
-        for rule in self.spec.rules:
-            if _matches(rule.when, facts, pressure):
-                return rule.do
-        return "keep"
+        rule = self._rule(facts, pressure)
+        return "keep" if rule is None else self.spec.rules[rule].do
 
     def _act(self, state: _Pass, i: int, action: str) -> None:
         """Apply one action to item i, updating the running total at once."""
