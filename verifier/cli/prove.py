@@ -18,6 +18,7 @@ from verifier.cli.common import (
     format_finding,
     format_option,
 )
+from verifier.prove import search as suggest_api
 
 __all__ = ["prove_cmd"]
 
@@ -30,8 +31,14 @@ SPEC: undecided (reason).
 JSON output (--format json): one object with spec, result, items, passes,
 induction, code, path, reason, seconds, stats.
 \b
-Exit codes: 0 proved; 1 counterexample; 2 bad spec or usage; 3 undecided
-(timeout or unknown); 4 internal error.
+With --suggest, for each suggestion: suggestion K (E edits, proved ...): PATH,
+its edits one a line, the tokens on the fuzz sessions (original and
+suggested) and what the sessions found; then a search line. JSON adds
+original {tokens_before, tokens_after, ...}, suggestions [{path, edits, proved,
+tokens_before, tokens_after, ...}] best first, and search.
+\b
+Exit codes: 0 proved; 1 counterexample (with --suggest too); 2 bad spec or
+usage; 3 undecided (timeout or unknown); 4 internal error.
 """
 
 
@@ -77,6 +84,48 @@ Exit codes: 0 proved; 1 counterexample; 2 bad spec or usage; 3 undecided
     default=None,
     help="Wall-clock limit in seconds for the whole proof (exit 3 when reached).",
 )
+@click.option(
+    "--suggest",
+    is_flag=True,
+    help="When refuted: search the fewest edits that make the spec proved, write each as"
+    " OUT/suggested-K.toml, ranked by tokens saved on fuzz sessions.",
+)
+@click.option(
+    "--sessions",
+    type=click.IntRange(min=1),
+    default=suggest_api.DEFAULT_SESSIONS,
+    show_default=True,
+    help="--suggest: fuzz sessions each suggestion (and the original) is measured on.",
+)
+@click.option(
+    "--seed",
+    "seed_value",
+    type=click.IntRange(min=0),
+    default=suggest_api.DEFAULT_SEED,
+    show_default=True,
+    help="--suggest: the seed of those sessions (as ctxproof fuzz --seed).",
+)
+@click.option(
+    "--max-edits",
+    type=click.IntRange(min=1),
+    default=suggest_api.DEFAULT_MAX_EDITS,
+    show_default=True,
+    help="--suggest: edits per suggestion, at most.",
+)
+@click.option(
+    "--max-candidates",
+    type=click.IntRange(min=1),
+    default=suggest_api.DEFAULT_MAX_CANDIDATES,
+    show_default=True,
+    help="--suggest: candidates the search looks at, at most.",
+)
+@click.option(
+    "--search-timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=suggest_api.DEFAULT_SEARCH_TIMEOUT,
+    show_default=True,
+    help="--suggest: wall-clock limit in seconds for the search.",
+)
 @format_option
 @click.pass_obj
 def prove_cmd(
@@ -88,17 +137,46 @@ def prove_cmd(
     induction: bool,
     out_dir: str,
     timeout: float | None,
+    suggest: bool,
+    sessions: int,
+    seed_value: int,
+    max_edits: int,
+    max_candidates: int,
+    search_timeout: float,
     fmt: str,
 ) -> int:
     """Prove a spec never causes CF001, CF004, WR001, WR002, WR004, WR008, TP001, TP002.
 
     SPEC is a ctxproof-policy/1 file. Without --induction: bounded model
     checking of --passes passes from the empty window, --items items appended
-    in all, at most --appends before each pass. See docs/prove.md.
+    in all, at most --appends before each pass. With --suggest, a refuted spec
+    is repaired: see docs/prove.md, "Suggestions".
     """
     from verifier.policies import load_spec
 
     loaded = load_spec(spec)
+    if suggest:
+        found = prove_api.suggest(
+            loaded,
+            items=items,
+            passes=passes,
+            appends=appends,
+            induction=induction,
+            timeout=timeout,
+            out_dir=out_dir,
+            sessions=sessions,
+            seed=seed_value,
+            max_edits=max_edits,
+            max_candidates=max_candidates,
+            search_timeout=search_timeout,
+            progress=obj.progress,
+        )
+        if fmt == "json":
+            obj.line(json.dumps(found.to_json(spec), ensure_ascii=False))
+        else:
+            _show_proof(obj, spec, found.original, passes, appends, induction)
+            _show_suggestions(obj, found)
+        return _exit(found.original)
     result = prove_api.prove(
         loaded,
         items=items,
@@ -110,7 +188,26 @@ def prove_cmd(
     )
     if fmt == "json":
         obj.line(json.dumps(result.to_json(spec), ensure_ascii=False))
-    elif result.result == "proved":
+    else:
+        _show_proof(obj, spec, result, passes, appends, induction)
+    return _exit(result)
+
+
+def _exit(result: prove_api.ProofResult) -> int:
+    if result.result == "proved":
+        return EXIT_OK
+    return EXIT_FINDINGS if result.result == "counterexample" else EXIT_UNDECIDED
+
+
+def _show_proof(
+    obj: Out,
+    spec: str,
+    result: prove_api.ProofResult,
+    passes: int,
+    appends: int,
+    induction: bool,
+) -> None:
+    if result.result == "proved":
         obj.line(f"{spec}: proved ({_bounds(result.items, passes, appends, induction)};"
                  f" {len(result.stats['properties'])} properties; {result.seconds:.2f} s)")
     elif result.result == "counterexample":
@@ -121,9 +218,50 @@ def prove_cmd(
             obj.line(f"{spec}: undecided for the rest ({result.reason})")
     else:
         obj.line(f"{spec}: undecided ({result.reason})")
-    if result.result == "proved":
-        return EXIT_OK
-    return EXIT_FINDINGS if result.result == "counterexample" else EXIT_UNDECIDED
+
+
+def _show_suggestions(obj: Out, found: prove_api.SuggestResult) -> None:
+    if found.original.result == "proved":
+        return
+    before, after = found.cost.tokens_before, found.cost.tokens_after
+    for k, s in enumerate(found.suggestions, 1):
+        edits = _count(len(s.edits), "edit")
+        obj.line(f"suggestion {k} ({edits}, proved {_proof(s.proof)}): {s.path}")
+        for e in s.edits:
+            obj.line(f"  {e.text()}")
+        obj.line(
+            f"  tokens on {found.sessions} sessions: original {before:,} -> {after:,};"
+            f" suggested {s.tokens_before:,} -> {s.tokens_after:,}"
+        )
+        findings = s.cost.findings_by_rule
+        if findings:
+            shown = ", ".join(f"{code} {n}" for code, n in sorted(findings.items()))
+            obj.line(f"  the sessions show: {shown}")
+        else:
+            obj.line("  the sessions show no finding")
+    if not found.suggestions:
+        obj.line(f"no suggestion: {found.reason}")
+        return
+    line = (
+        f"search: {_count(found.candidates, 'candidate')} with up to"
+        f" {_count(found.edits, 'edit')}, {found.proofs} given to z3 (the rest replayed a known"
+        f" counterexample), sessions seeded {found.seed}; {found.seconds:.1f} s"
+    )
+    if found.undecided:
+        line += f"; {found.undecided} undecided"
+    if found.reason:
+        line += f" ({found.reason})"
+    obj.line(line)
+
+
+def _count(n: int, what: str) -> str:
+    return f"{n} {what}" if n == 1 else f"{n} {what}s"
+
+
+def _proof(p: prove_api.ProofResult) -> str:
+    if p.induction:
+        return f"by induction at N={p.items}"
+    return f"at N={p.items}, K={p.passes}, A={p.appends}"
 
 
 def _bounds(items: int, passes: int, appends: int, induction: bool) -> str:

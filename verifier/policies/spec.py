@@ -346,7 +346,7 @@ def _toml_number(value: float) -> str:
 def _comment(text: str) -> str:
     """One comment line: control characters, which TOML refuses in a comment, as spaces."""
     shown = "".join(" " if ord(ch) < 0x20 or ord(ch) == 0x7F else ch for ch in text)
-    return ("# " + " ".join(shown.split())).rstrip()
+    return ("# " + shown).rstrip()
 
 
 def _when_toml(w: When) -> str:

@@ -21,6 +21,8 @@ The z3 calls live in :mod:`verifier.prove.smt` (the one module here that
 imports z3); the symbolic slots in :mod:`~verifier.prove.window`, one pass in
 :mod:`~verifier.prove.passes`, the properties in
 :mod:`~verifier.prove.properties`, one proof in :mod:`~verifier.prove.proof`.
+:func:`suggest` (:mod:`~verifier.prove.search`) searches the fewest edits that
+make a refuted spec provable, and measures what each costs in tokens.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from verifier.prove.proof import (
     ProofResult,
     prove,
 )
+from verifier.prove.search import Edit, Suggestion, SuggestResult, suggest
 
 __all__ = [
     "DEFAULT_APPENDS",
@@ -50,7 +53,11 @@ __all__ = [
     "MAX_PASSES",
     "PROPERTIES",
     "Counterexample",
+    "Edit",
     "Encoding",
     "ProofResult",
+    "SuggestResult",
+    "Suggestion",
     "prove",
+    "suggest",
 ]

@@ -39,6 +39,7 @@ __all__ = [
     "Counterexample",
     "Encoding",
     "ProofResult",
+    "check_bounds",
     "prove",
 ]
 
@@ -432,7 +433,7 @@ def _bit(smt: Smt, term: Term, value: bool) -> Term:
     return term if value else smt.not_(term)
 
 
-def _check_bounds(items: int, passes: int, appends: int, timeout: float | None) -> None:
+def check_bounds(items: int, passes: int, appends: int, timeout: float | None) -> None:
     for name, value, hi in (
         ("items", items, MAX_ITEMS),
         ("passes", passes, MAX_PASSES),
@@ -479,7 +480,7 @@ def prove(
     """
     if not isinstance(spec, Spec):
         spec = load_spec(spec)
-    _check_bounds(items, passes, appends, timeout)
+    check_bounds(items, passes, appends, timeout)
     if arith not in ("int", "bv") or minimize not in ("iterate", "optimize"):
         raise InputError(f"unknown encoding option {arith!r}/{minimize!r}")
     start = time.perf_counter()
