@@ -587,9 +587,10 @@ def _file_text(
         f"Suggested by ctxproof prove --suggest for {source}",
         f"(suggestion {rank} of {of}): {_edits(len(s.edits))} of spec {original.name!r}",
         *(f"  {e.text()}" for e in s.edits),
-        f"proved {_bounds_text(s.proof)}: it never causes {', '.join(PROPERTIES)}",
-        f"tokens on {sessions} fuzz sessions (seed {seed}): original"
-        f" {cost.tokens_before:,} -> {cost.tokens_after:,};"
+        f"proved {_bounds_text(s.proof)}: within these bounds it never causes",
+        f"  {', '.join(PROPERTIES)}",
+        f"cost on {sessions} fuzz sessions (seed {seed}), tokens before -> after its rewrites:",
+        f"  original {cost.tokens_before:,} -> {cost.tokens_after:,};"
         f" this spec {s.tokens_before:,} -> {s.tokens_after:,}",
     ]
     inserted = sorted(
