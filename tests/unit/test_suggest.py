@@ -363,6 +363,9 @@ def test_cli_proved_and_bad_options(tmp_path: Path) -> None:
     assert code == 2 and out == "" and "--sessions" in err
     code, out, err = run("prove", spec, "--suggest", "--search-timeout", "0")
     assert code == 2 and out == "" and "--search-timeout" in err
+    code, out, err = run("prove", spec, "--seed", "3", "--max-edits", "2")
+    assert code == 2 and out == ""
+    assert "--seed, --max-edits need --suggest: add it, or leave them out" in err
 
 
 # -- the suggestions committed beside the bundled specs -------------------------------------

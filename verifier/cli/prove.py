@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 
 import click
+from click.core import ParameterSource
 
 from verifier import prove as prove_api
 from verifier.cli.common import (
@@ -154,6 +155,8 @@ def prove_cmd(
     """
     from verifier.policies import load_spec
 
+    if not suggest:
+        _search_options_need_suggest()
     loaded = load_spec(spec)
     if suggest:
         found = prove_api.suggest(
@@ -191,6 +194,27 @@ def prove_cmd(
     else:
         _show_proof(obj, spec, result, passes, appends, induction)
     return _exit(result)
+
+
+_SEARCH_OPTIONS = {
+    "sessions": "--sessions",
+    "seed_value": "--seed",
+    "max_edits": "--max-edits",
+    "max_candidates": "--max-candidates",
+    "search_timeout": "--search-timeout",
+}
+
+
+def _search_options_need_suggest() -> None:
+    ctx = click.get_current_context()
+    given = [
+        flag
+        for name, flag in _SEARCH_OPTIONS.items()
+        if ctx.get_parameter_source(name) is ParameterSource.COMMANDLINE
+    ]
+    if given:
+        verb = "needs" if len(given) == 1 else "need"
+        raise click.UsageError(f"{', '.join(given)} {verb} --suggest: add it, or leave them out")
 
 
 def _exit(result: prove_api.ProofResult) -> int:
