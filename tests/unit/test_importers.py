@@ -832,3 +832,38 @@ def test_metadata_annotation_citing_nothing_is_bad_input() -> None:
     msgs = [{"role": "user", "content": "x", "metadata": {"ctxproof": [claim]}}]
     with pytest.raises(InputError, match="nowhere"):
         import_history("openai", [json.dumps(msgs)])
+
+
+def _silent_command_session() -> bytes:
+    """A Claude Code session whose one command printed nothing (an empty tool result)."""
+    call = {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "mkdir x"}}
+    recs = [
+        {"type": "user", "uuid": "u1", "message": {"role": "user", "content": "make x"}},
+        {"type": "assistant", "uuid": "a1", "parentUuid": "u1",
+         "message": {"role": "assistant", "content": [call]}},
+        {"type": "user", "uuid": "r1", "parentUuid": "a1",
+         "message": {"role": "user", "content": [
+             {"type": "tool_result", "tool_use_id": "t1", "content": ""}]}},
+    ]  # fmt: skip
+    return ("\n".join(json.dumps(r) for r in recs) + "\n").encode()
+
+
+def _result_of(text: str) -> dict[str, Any]:
+    items = [it for line in text.splitlines() for it in json.loads(line).get("items", [])]
+    return next(it for it in items if it.get("call") == "t1")
+
+
+def test_annotations_and_extractors_leave_an_empty_result_an_observation() -> None:
+    """Reading the history's ids for annotations (or for an extractor) records no result's
+    first content: an empty output shown once stays an observation, not a placeholder."""
+    session = _silent_command_session()
+    plain = _result_of(import_history("claude-code", [session]))
+    assert plain["id"] == "t1:result" and plain["kind"] == "observation"
+    note = {"id": "c1", "kind": "commitment", "type": "obligation", "text": "make x"}
+    noted = import_history("claude-code", [session], [{"after": "u1", "items": [note]}])
+    assert _result_of(noted) == plain
+
+    def extract(message: Any, context: Any) -> list[Any]:
+        return []
+
+    assert _result_of(import_history("claude-code", [session], extract=extract)) == plain

@@ -494,6 +494,7 @@ def _extract_all(
 ) -> None:
     """Call the extractor once per message, in order of first appearance."""
     history = _history_ids(snapshots, s)
+    scratch = _scratch(s)
     noted = {str(raw.get("id")) for ann in annotations for raw in ann.items}
     so_far: list[Mapping[str, Any]] = []
     taken: dict[str, Message] = {}
@@ -503,7 +504,7 @@ def _extract_all(
             if ident in done:
                 continue
             done.add(ident)
-            own = _own_items(m, s.names[ident], s)
+            own = _own_items(m, s.names[ident], scratch)
             so_far.extend(MappingProxyType(dict(it)) for it in own)
             # the message as the format holds it: its object (the key is its canonical JSON
             # where the format did not keep it)
@@ -631,14 +632,21 @@ def _check_citations(annotations: Sequence[Annotation], defined: set[str]) -> No
                     )
 
 
+def _scratch(s: _State) -> _State:
+    """A state to compute items on before the trace is built: the names and calls of
+    ``s``, and first contents of its own, so that ``s`` is left as it was."""
+    return _State(names=s.names, calls=s.calls, fmt=s.fmt)
+
+
 def _history_ids(snapshots: Sequence[Snapshot], s: _State) -> set[str]:
     ids: set[str] = set()
     done: set[tuple[Ident, str]] = set()
+    scratch = _scratch(s)
     for snap in snapshots:
         for ident, m in zip(_idents(snap.messages), snap.messages, strict=True):
             if (ident, m.key) not in done:
                 done.add((ident, m.key))
-                ids.update(it["id"] for it in _own_items(m, s.names[ident], s))
+                ids.update(it["id"] for it in _own_items(m, s.names[ident], scratch))
     return ids
 
 
