@@ -8,12 +8,18 @@ followed by an ``isCompactSummary`` user record is a compaction, and the
 session goes on after it. Titles (``type: "summary"``), progress, sidechain
 records and other system records are no messages. Records of another
 ``sessionId`` are another session. See ``docs/importers.md`` ("claude-code").
+
+The file is read line by line and the snapshots are given as they are made
+(:func:`iter_snapshots`): a message that leaves the chain the model sees is
+kept as its place in the file and read again if a later chain holds it, so a
+long session is never held whole.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+import sys
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,9 +33,10 @@ from verifier.importers.common import (
     metadata_annotations,
 )
 from verifier.importers.detect import describe
-from verifier.importers.sources import Source, read_jsonl, texts
+from verifier.importers.sources import Source, read_jsonl_at, texts
+from verifier.io import _Ctx, _loads
 
-__all__ = ["record_message", "snapshots"]
+__all__ = ["iter_snapshots", "record_message", "snapshots"]
 
 COMPACTION = "claude-code:compact_boundary"
 _HARNESS_ERROR = "<tool_use_error>"
@@ -40,17 +47,31 @@ _DECLINED = re.compile(
 )
 
 
+def _place(index: int, offset: int, size: int, lineno: int) -> int:
+    """Where a record stands (source index, offset, size in bytes, line number), as one int."""
+    return (((index << 40 | offset) << 32 | size) << 32) | lineno
+
+
+def _unplace(place: int) -> tuple[int, int, int, int]:
+    mask = (1 << 32) - 1
+    return place >> 104, (place >> 64) & ((1 << 40) - 1), (place >> 32) & mask, place & mask
+
+
 @dataclass
 class _Session:
     """The tree read so far and the chain the model sees now.
 
     Keys are record uuids; a message without one has the key ``#FILE:LINE``.
-    ``windows`` maps a compaction's boundary, its summary and the last message
-    it kept to the window the compaction left.
+    ``messages`` gives every message's place in its file; ``live`` holds the
+    messages of the chain the model sees (the others are read again when a
+    later chain holds them). ``windows`` maps a compaction's boundary, its
+    summary and the last message it kept to the window the compaction left.
     """
 
+    sources: Sequence[Source] = ()
     parents: dict[str, str | None] = field(default_factory=dict)
-    messages: dict[str, Message] = field(default_factory=dict)
+    messages: dict[str, int] = field(default_factory=dict)
+    live: dict[str, Message] = field(default_factory=dict)
     boundaries: set[str] = field(default_factory=set)
     windows: dict[str, list[str]] = field(default_factory=dict)
     current: list[str] = field(default_factory=list)
@@ -66,7 +87,25 @@ class _Session:
     """Messages that continued the session by the file's order (no uuid or no parentUuid)."""
 
     def snapshot(self, policy: str | None = None) -> None:
-        self.out.append(Snapshot(tuple(self.messages[u] for u in self.current), policy))
+        self.out.append(Snapshot(tuple(self.message(u) for u in self.current), policy))
+
+    def message(self, key: str) -> Message:
+        """The message ``key``: held while it is in the chain, else read again."""
+        held = self.live.get(key)
+        if held is None:
+            index, offset, size, lineno = _unplace(self.messages[key])
+            src = self.sources[index]
+            record = _loads(src.line_at(offset, size, lineno), _Ctx(src.name, lineno))
+            held = record_message(record, src.name, f"line {lineno}", keep=self.keep)
+            self.live[key] = held
+        return held
+
+    def move(self, chain: list[str]) -> None:
+        """The model now sees ``chain``: the messages out of it are no longer held."""
+        keep = set(chain)
+        for key in [k for k in self.live if k not in keep]:
+            del self.live[key]
+        self.current = chain
 
 
 def snapshots(sources: Sequence[Source], *, keep_records: bool = True) -> list[Snapshot]:
@@ -75,11 +114,19 @@ def snapshots(sources: Sequence[Source], *, keep_records: bool = True) -> list[S
     ``keep_records`` keeps each message's record (what an extractor is given);
     without it a long session's parsed records are not held in memory.
     """
-    session = _Session(keep=keep_records)
-    for src in sources:
+    return list(iter_snapshots(sources, keep_records=keep_records))
+
+
+def iter_snapshots(sources: Sequence[Source], *, keep_records: bool = True) -> Iterator[Snapshot]:
+    """:func:`snapshots`, each given as soon as it is made (the file read line by line)."""
+    session = _Session(sources, keep=keep_records)
+    for index, src in enumerate(sources):
         _refuse_json_document(src)
-        for lineno, record in read_jsonl(src):
-            _read(record, src.name, lineno, session)
+        for lineno, offset, size, record in read_jsonl_at(src):
+            _read(record, src.name, lineno, session, _place(index, offset, size, lineno))
+            if session.out:
+                yield from session.out
+                session.out.clear()
     if session.pending is not None:
         _compact(session, None)
     if not session.messages and session.sidechain is not None:
@@ -93,12 +140,12 @@ def snapshots(sources: Sequence[Source], *, keep_records: bool = True) -> list[S
             " and its result)",
         )
     session.snapshot()
-    return session.out
+    yield from session.out
 
 
 def _refuse_json_document(src: Source) -> None:
     """A JSON document (not JSONL) given as a session file is named as what it is."""
-    head = src.data[:4096].lstrip(b"\xef\xbb\xbf \t\r\n")
+    head = src.head(4096).lstrip(b"\xef\xbb\xbf \t\r\n")
     if not head.startswith(b"[") and (not head.startswith(b"{") or _first_line_is_object(src)):
         return
     shape = describe(src)
@@ -112,18 +159,20 @@ def _refuse_json_document(src: Source) -> None:
 
 def _first_line_is_object(src: Source) -> bool:
     """Does the first non-blank line hold a whole JSON object (as JSONL does)?"""
-    for line in src.data[:65536].decode("utf-8", "replace").split("\n", 64)[:64]:
+    for line in src.head(65536).decode("utf-8", "replace").split("\n", 64)[:64]:
         if line.strip():
             text = line.strip()
             return text.startswith("{") and text.endswith("}")
     return False
 
 
-def _read(record: Any, file: str, lineno: int, s: _Session) -> None:
+def _read(record: Any, file: str, lineno: int, s: _Session, place: int) -> None:
     if not isinstance(record, dict):
         raise InputError("each line must be a JSON object", file=file, line=lineno)
     uuid = record.get("uuid")
     has_uuid = isinstance(uuid, str) and bool(uuid)
+    if isinstance(uuid, str):
+        uuid = sys.intern(uuid)  # one string for the uuid wherever it is kept
     if has_uuid and uuid in s.parents:
         return  # a record written again (a replay): the first counts
     kind = record.get("type")
@@ -138,18 +187,20 @@ def _read(record: Any, file: str, lineno: int, s: _Session) -> None:
     key = str(uuid) if has_uuid else f"#{file}:{lineno}"
     parent = record.get("parentUuid")
     if has_uuid:
-        s.parents[key] = parent if isinstance(parent, str) and parent else None
+        s.parents[key] = sys.intern(parent) if isinstance(parent, str) and parent else None
     if boundary:
         _boundary(record, key, s)
     elif is_message:
         message = record_message(record, file, f"line {lineno}", keep=s.keep)
         if not has_uuid:
             s.parents[key] = None
-        s.messages[key] = message
+        s.messages[key] = place
+        s.live[key] = message
         if s.pending is not None:
             _compact(s, key if message.summary else None)
             if message.summary:
                 return
+            s.live[key] = message  # not in the window the compaction left: it follows it
         _extend(key, s)
 
 
@@ -183,7 +234,7 @@ def _boundary(record: Mapping[str, Any], uuid: str, s: _Session) -> None:
     before = list(s.current) if _continues(last, s) else _chain(last, s) if last else []
     if before != s.current:
         s.snapshot()
-        s.current = before
+        s.move(before)
     s.snapshot()
     s.pending = (_preserved(record.get("compactMetadata"), s), uuid)
 
@@ -223,7 +274,7 @@ def _compact(s: _Session, summary: str | None) -> None:
     assert s.pending is not None
     kept, boundary = s.pending
     s.pending = None
-    s.current = ([summary] if summary is not None else []) + [u for u in kept if u != summary]
+    s.move(([summary] if summary is not None else []) + [u for u in kept if u != summary])
     s.snapshot(COMPACTION)
     for anchor in (boundary, summary, s.current[-1] if s.current else None):
         if anchor is not None:
@@ -248,7 +299,7 @@ def _extend(key: str, s: _Session) -> None:
         s.current.append(key)
         return
     s.snapshot()
-    s.current = _chain(key, s)
+    s.move(_chain(key, s))
 
 
 def _continues(parent: str | None, s: _Session) -> bool:
@@ -324,7 +375,7 @@ def record_message(
         base.key,
         file,
         where,
-        str(uuid) if has_uuid else None,
+        sys.intern(uuid) if isinstance(uuid, str) and uuid else None,
         text,
         calls,
         results,

@@ -120,15 +120,26 @@ class Shape:
 
 
 def describe(src: Source) -> Shape:
-    """What ``src`` is, from its content (never raises for bad content: it says so)."""
-    if src.data[:4] == b"PK\x03\x04":
+    """What ``src`` is, from its content (never raises for bad content: it says so).
+
+    JSONL is told from its first lines, without reading the rest of the file
+    into memory; a JSON document is read whole.
+    """
+    if src.head(4) == b"PK\x03\x04":
         return Shape("inspect", "a zip archive (an inspect_ai .eval log)", "zip")
     try:
-        text = src.text
+        src.check_utf8()
     except InputError:
         return Shape(None, "not UTF-8 text", "other")
-    if not text.strip():
+    head = _jsonl_head(src)
+    if head == "":
         return Shape(None, "an empty file", "other")
+    if head is not None:
+        values = _jsonl_values(head)
+        if values is None:  # its first values lie past the lines sampled
+            return Shape(None, "neither JSON nor JSONL", "other")
+        return _describe_jsonl(values)
+    text = src.text
     try:
         value = json.loads(text)
     except ValueError:
@@ -141,6 +152,37 @@ def describe(src: Source) -> Shape:
         if one.format == "claude-code" or one.what.startswith("a Codex"):
             return one
     return _describe_document(value)
+
+
+def _jsonl_head(src: Source) -> str | None:
+    """The first lines of a file that is JSONL by its start, "" for a blank file, else None.
+
+    The file is JSONL by its start when its first non-blank line is a JSON value
+    and another non-blank line follows: the whole is then no JSON document
+    (nothing but white space may follow a document's value). What is given is
+    the first ``_SAMPLE + 1`` lines, which is all :func:`_jsonl_values` reads.
+    """
+    lines: list[str] = []
+    first: str | None = None
+    jsonl = False
+    for _lineno, _offset, _size, line in src.lines():
+        if len(lines) <= _SAMPLE:
+            lines.append(line)
+        elif jsonl:
+            break
+        if jsonl or not line.strip():
+            continue
+        if first is None:
+            first = line
+            continue
+        try:
+            json.loads(first)
+        except ValueError:
+            return None
+        jsonl = True
+    if first is None:
+        return ""
+    return "\n".join(lines) if jsonl else None
 
 
 def _jsonl_values(text: str) -> list[Any] | None:
