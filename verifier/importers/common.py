@@ -15,17 +15,22 @@ import hashlib
 import json
 import re
 import shlex
+import struct
+import tempfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, overload
+from typing import IO, Any, overload
 
 from verifier.errors import InputError, InternalError
+from verifier.importers.coverage import Coverage
+from verifier.importers.writer import TraceWriter
 from verifier.io import MAX_ID_LENGTH, _Ctx, item_from_json, parse_trace_text
 from verifier.window import canonical_json
 
 __all__ = [
     "Annotation",
+    "Diverged",
     "Extractor",
     "Message",
     "Snapshot",
@@ -43,6 +48,7 @@ __all__ = [
     "metadata_annotations",
     "one_line",
     "split_at_markers",
+    "stream_trace",
 ]
 
 TRACE_FORMAT = "ctxproof-trace/1"
@@ -323,7 +329,8 @@ def _occurrence_keys(messages: Sequence[Message]) -> list[str]:
     return out
 
 
-Ident = tuple[str, str, int]
+Ident = str | tuple[str, str, int]
+"""A message's identity: its own id, else ``("key", stable key, rank among equal keys)``."""
 
 Extractor = Callable[[Any, Mapping[str, Any]], Any]
 """``extract(message, context)``: commitments and claims a message gives (``--extract``)."""
@@ -331,29 +338,171 @@ Extractor = Callable[[Any, Mapping[str, Any]], Any]
 _EXTRACTED_KINDS = ("commitment", "claim")
 
 
+class _Spill:
+    """Texts kept in an anonymous temporary file instead of memory (a streamed import's
+    first results and long call sources), read back only when they are needed.
+
+    A text kept is known by a 32-byte handle: its offset, its size in bytes and
+    a digest, which tells a text equal to it without reading it back.
+    """
+
+    __slots__ = ("_end", "_file")
+
+    def __init__(self) -> None:
+        self._file: IO[bytes] = tempfile.TemporaryFile()  # noqa: SIM115 (closed by close())
+        self._end = 0
+
+    def put(self, text: str) -> bytes:
+        data = text.encode("utf-8", "surrogatepass")
+        self._file.seek(self._end)
+        self._file.write(data)
+        offset, self._end = self._end, self._end + len(data)
+        return _PLACE.pack(offset, len(data)) + _digest(data)
+
+    def read(self, handle: bytes) -> str:
+        offset, size = _PLACE.unpack_from(handle)
+        self._file.seek(offset)
+        return self._file.read(size).decode("utf-8", "surrogatepass")
+
+    def close(self) -> None:
+        self._file.close()
+
+
+_PLACE = struct.Struct("<QQ")
+
+
+def _digest(data: bytes) -> bytes:
+    return hashlib.blake2b(data, digest_size=16).digest()
+
+
+def _same(handle: bytes, text: str) -> bool:
+    """Is ``text`` the text a :class:`_Spill` handle names?"""
+    data = text.encode("utf-8", "surrogatepass")
+    return _PLACE.unpack_from(handle)[1] == len(data) and handle[16:] == _digest(data)
+
+
+_Held = str | bytes
+"""A text as a store holds it: itself, or the handle of its place in a :class:`_Spill`."""
+
+
+def _by(base: str, key: str, as_summary: bool, rank: int) -> bytes:
+    """Which computation of items meets a result: the message (its name and key), whether
+    it is read as a summary, and the result's rank in the message."""
+    return _digest(f"{base}\0{as_summary:d}\0{rank}\0{key}".encode("utf-8", "surrogatepass"))
+
+
+class _Firsts:
+    """call id -> the content its result had when it was first an observation.
+
+    Each content is kept with the computation that met it first (:func:`_by`):
+    the items of that same message computed again read it as the first time,
+    so a streamed import may drop the items of messages that left the window
+    and compute them again. With a spill, contents are kept on disk.
+    """
+
+    __slots__ = ("_got", "_spill")
+
+    def __init__(self, spill: _Spill | None = None) -> None:
+        self._got: dict[str, tuple[bytes, _Held]] = {}
+        self._spill = spill
+
+    def __contains__(self, call_id: object) -> bool:
+        return call_id in self._got
+
+    def first(self, call_id: str, by: bytes) -> _Held | None:
+        """The first content of ``call_id``'s result, unless ``by`` met it first."""
+        got = self._got.get(call_id)
+        if got is None or got[0] == by:
+            return None
+        return got[1]
+
+    def note(self, call_id: str, content: str, by: bytes) -> None:
+        if call_id not in self._got:
+            held = self._spill.put(content) if self._spill is not None else content
+            self._got[call_id] = (by, held)
+
+    def kept(self, first: _Held | None, content: str) -> str | None:
+        """:func:`kept_text` of a first content, read back only when it differs."""
+        if first is None:
+            return None
+        if isinstance(first, str):
+            return kept_text(first, content)
+        if _same(first, content):
+            return None
+        assert self._spill is not None
+        return kept_text(self._spill.read(first), content)
+
+
+_LONG_SOURCE = 1024
+"""A call's source longer than this (a file written by a tool) is spilled."""
+
+
+class _Calls:
+    """call id -> (its item id, its source) for the first tool call of each id."""
+
+    __slots__ = ("_got", "_spill")
+
+    def __init__(self, spill: _Spill | None = None) -> None:
+        self._got: dict[str, tuple[str, _Held]] = {}
+        self._spill = spill
+
+    def __contains__(self, call_id: object) -> bool:
+        return call_id in self._got
+
+    def add(self, call: ToolCall) -> None:
+        if call.id in self._got:
+            return
+        source = call.source
+        held: _Held = source
+        if self._spill is not None and len(source) > _LONG_SOURCE:
+            held = self._spill.put(source)
+        self._got[call.id] = (fit_id(call.id), held)
+
+    def get(self, call_id: str) -> tuple[str, str] | None:
+        got = self._got.get(call_id)
+        if got is None:
+            return None
+        item_id, source = got
+        if isinstance(source, str):
+            return item_id, source
+        assert self._spill is not None
+        return item_id, self._spill.read(source)
+
+
 @dataclass
 class _State:
-    """What :func:`build_trace` remembers between snapshots."""
+    """What :func:`build_trace` remembers between snapshots.
+
+    ``window`` holds the ids of the window so far; ``emit`` is given every event
+    as it is made (by default it is kept in ``events``). ``callless`` are the
+    call ids of results computed before any call of that id was known.
+    """
 
     names: dict[Ident, str] = field(default_factory=dict)
-    calls: dict[str, ToolCall] = field(default_factory=dict)
-    window: list[dict[str, Any]] = field(default_factory=list)
+    calls: _Calls = field(default_factory=_Calls)
+    window: list[str] = field(default_factory=list)
     last: list[tuple[Ident, str]] | None = None
     events: list[dict[str, Any]] = field(default_factory=list)
+    emit: Callable[[dict[str, Any]], object] | None = None
     anchors: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     item_cache: dict[tuple[Ident, str], list[dict[str, Any]]] = field(default_factory=dict)
     seen: set[Ident] = field(default_factory=set)
-    originals: dict[str, str] = field(default_factory=dict)
+    originals: _Firsts = field(default_factory=_Firsts)
     """call id -> the content its result had when it was first an observation."""
     extracted: dict[Ident, list[dict[str, Any]]] = field(default_factory=dict)
+    callless: set[str] = field(default_factory=set)
     fmt: str = "import"
+
+    def put(self, event: dict[str, Any]) -> None:
+        if self.emit is not None:
+            self.emit(event)
+        else:
+            self.events.append(event)
 
 
 def message_count(snapshots: Sequence[Snapshot]) -> int:
     """How many distinct messages the snapshots hold (as ``msg-K`` counts them)."""
-    state = _State()
-    _register(snapshots, state)
-    return len(state.names)
+    return len({ident for snap in snapshots for ident in _idents(snap.messages)})
 
 
 def gives_items(snapshots: Sequence[Snapshot]) -> bool:
@@ -393,7 +542,8 @@ def build_trace(
     _register(snapshots, state)
     if extract is not None:
         _extract_all(snapshots, state, extract, extract_name, annotations)
-    _anchor(annotations, snapshots, state)
+    if annotations:
+        _anchor(annotations, _history_ids(snapshots, state), state)
     for snap in snapshots:
         _take(snap, state)
     if not any(ev.get("items") or ev.get("window") for ev in state.events):
@@ -420,6 +570,84 @@ def build_trace(
     return text
 
 
+class Diverged(Exception):
+    """A streamed import cannot tell that it writes what :func:`build_trace` gives: the
+    history is refused by the whole-text import, or needs the whole of it at once."""
+
+
+def stream_trace(
+    snapshots: Iterable[Snapshot],
+    write: Callable[[str], object],
+    annotations: Sequence[Annotation] = (),
+    *,
+    fmt: str = "import",
+    name: str = "<import>",
+) -> Coverage:
+    """:func:`build_trace`'s trace written to ``write`` as the snapshots come, and its coverage.
+
+    The text written is the one :func:`build_trace` returns for the same
+    snapshots. Each event is checked as it is written
+    (:class:`~verifier.importers.writer.TraceWriter`) and nothing is held of the
+    events written: only the items of the latest snapshot's messages are kept
+    (a message that comes back has its items computed again, and they are the
+    same), and the first content of every tool result and the long sources of
+    calls go to a temporary file, read back when a result shows other content.
+
+    An error reading the history (raised by the snapshots' iterator) is raised
+    as it is. Whatever else the whole-text import would refuse, or where it
+    could give another trace (a tool result before its call, which it pairs
+    with the call read later), raises :class:`Diverged`: what was written is
+    then no trace, and :func:`build_trace` of the whole history is the answer.
+
+    Raises:
+        Diverged: import the history whole instead.
+    """
+    spill = _Spill()
+    each = iter(snapshots)
+    try:
+        s = _State(fmt=fmt, calls=_Calls(spill), originals=_Firsts(spill))
+        try:
+            writer = TraceWriter(write, name)
+            s.emit = writer.event
+            for ann in annotations:
+                for raw in ann.items:
+                    item_from_json(raw, _Ctx(ann.file, ann.line))
+                    s.anchors.setdefault(ann.after, []).append(dict(raw))
+        except InputError as exc:
+            raise Diverged(one_line(exc)) from None
+        history = _History(s) if annotations else None
+        gives = False
+        for snap in each:  # an error reading the history is raised by the iterator itself
+            try:
+                for m in snap.messages:
+                    for call in m.calls:
+                        if call.id in s.callless and call.id not in s.calls:
+                            raise Diverged(f"a result of call {call.id!r} comes before the call")
+                    gives = gives or bool(m.text.strip() or m.calls or m.results or m.annotations)
+                _register((snap,), s)
+                if history is not None:
+                    history.add(snap)
+                _take(snap, s)
+                keep = set(_idents(snap.messages))
+                s.item_cache = {k: v for k, v in s.item_cache.items() if k[0] in keep}
+            except InputError as exc:
+                raise Diverged(one_line(exc)) from None
+        try:
+            if not gives or not writer.gave:
+                raise Diverged("the history gives no item")
+            if history is not None:
+                _anchor(annotations, history.ids, _State(fmt=fmt))  # its checks, as build_trace's
+            writer.close()
+        except InputError as exc:
+            raise Diverged(one_line(exc)) from None
+        return writer.coverage(len(s.names))
+    finally:
+        spill.close()
+        close = getattr(each, "close", None)
+        if close is not None:
+            close()  # a generator reading a file closes it
+
+
 def _stable_key(m: Message) -> str:
     """What identifies a message without an id of its own across snapshots.
 
@@ -440,7 +668,7 @@ def _idents(messages: Sequence[Message]) -> list[Ident]:
     out: list[Ident] = []
     for m in messages:
         if m.id is not None:
-            out.append(("id", m.id, 0))
+            out.append(m.id)
             continue
         key = _stable_key(m)
         j = counts.get(key, 0)
@@ -449,7 +677,7 @@ def _idents(messages: Sequence[Message]) -> list[Ident]:
     return out
 
 
-def _register(snapshots: Sequence[Snapshot], state: _State) -> None:
+def _register(snapshots: Iterable[Snapshot], state: _State) -> None:
     """Name every distinct message (own id, else ``msg-K``) and index every tool call."""
     for snap in snapshots:
         for ident, m in zip(_idents(snap.messages), snap.messages, strict=True):
@@ -457,7 +685,7 @@ def _register(snapshots: Sequence[Snapshot], state: _State) -> None:
                 own = m.id if m.id is not None else f"msg-{len(state.names)}"
                 state.names[ident] = fit_id(own)
             for call in m.calls:
-                state.calls.setdefault(call.id, call)
+                state.calls.add(call)
 
 
 class _SoFar(Sequence[Mapping[str, Any]]):
@@ -587,11 +815,9 @@ def one_line(exc: BaseException) -> str:
     return out if len(out) <= 300 else out[:297] + "..."
 
 
-def _anchor(annotations: Sequence[Annotation], snapshots: Sequence[Snapshot], s: _State) -> None:
-    """Check the ``--annotations`` against the history and file them by the item they follow."""
-    if not annotations:
-        return
-    history = _history_ids(snapshots, s)
+def _anchor(annotations: Sequence[Annotation], history: set[str], s: _State) -> None:
+    """Check the ``--annotations`` against the history's ids and file them by the item
+    they follow."""
     extracted = {it["id"] for items in s.extracted.values() for it in items}
     given: set[str] = set()
     for ann in annotations:
@@ -638,16 +864,29 @@ def _scratch(s: _State) -> _State:
     return _State(names=s.names, calls=s.calls, fmt=s.fmt)
 
 
-def _history_ids(snapshots: Sequence[Snapshot], s: _State) -> set[str]:
-    ids: set[str] = set()
-    done: set[tuple[Ident, str]] = set()
-    scratch = _scratch(s)
-    for snap in snapshots:
+class _History:
+    """The ids of the history's own items, met snapshot by snapshot (each distinct
+    message once, its items computed on a scratch state)."""
+
+    def __init__(self, s: _State) -> None:
+        self.ids: set[str] = set()
+        self._done: set[tuple[Ident, str]] = set()
+        self._names = s.names
+        self._scratch = _scratch(s)
+
+    def add(self, snap: Snapshot) -> None:
         for ident, m in zip(_idents(snap.messages), snap.messages, strict=True):
-            if (ident, m.key) not in done:
-                done.add((ident, m.key))
-                ids.update(it["id"] for it in _own_items(m, s.names[ident], scratch))
-    return ids
+            if (ident, m.key) not in self._done:
+                self._done.add((ident, m.key))
+                own = _own_items(m, self._names[ident], self._scratch)
+                self.ids.update(it["id"] for it in own)
+
+
+def _history_ids(snapshots: Sequence[Snapshot], s: _State) -> set[str]:
+    history = _History(s)
+    for snap in snapshots:
+        history.add(snap)
+    return history.ids
 
 
 def _take(snap: Snapshot, s: _State) -> None:
@@ -666,7 +905,7 @@ def _take(snap: Snapshot, s: _State) -> None:
 
 def _append(messages: Sequence[Message], idents: Sequence[Ident], s: _State) -> None:
     items: list[dict[str, Any]] = []
-    present = {it["id"] for it in s.window}
+    present = set(s.window)
     for m, ident in zip(messages, idents, strict=True):
         for it in _items(m, ident, s):
             if it["id"] in present:
@@ -677,8 +916,8 @@ def _append(messages: Sequence[Message], idents: Sequence[Ident], s: _State) -> 
             present.add(it["id"])
             items.append(it)
     if items:
-        s.events.append({"event": "append", "items": items})
-        s.window.extend(items)
+        s.put({"event": "append", "items": items})
+        s.window.extend(it["id"] for it in items)
 
 
 def _rewrite(snap: Snapshot, idents: Sequence[Ident], s: _State) -> None:
@@ -687,15 +926,15 @@ def _rewrite(snap: Snapshot, idents: Sequence[Ident], s: _State) -> None:
     The window runs up to the last message an earlier snapshot held (by identity:
     a tool result by its call id, whatever its content now) or that is a summary.
     """
-    known = set(s.seen)
+    known = [ident in s.seen for ident in idents]  # before this window's items are computed
     cut = 0
-    for i, (m, ident) in enumerate(zip(snap.messages, idents, strict=True)):
-        if ident in known or m.summary or any(r.call_id in s.originals for r in m.results):
+    for i, m in enumerate(snap.messages):
+        if known[i] or m.summary or any(r.call_id in s.originals for r in m.results):
             cut = i + 1
     window: list[dict[str, Any]] = []
     ids: set[str] = set()
-    for m, ident in zip(snap.messages[:cut], idents[:cut], strict=True):
-        as_output = snap.policy is not None and ident not in known
+    for i, (m, ident) in enumerate(zip(snap.messages[:cut], idents[:cut], strict=True)):
+        as_output = snap.policy is not None and not known[i]
         for it in _items(m, ident, s, as_summary=as_output):
             if it["id"] in ids:
                 raise m.error(
@@ -705,8 +944,8 @@ def _rewrite(snap: Snapshot, idents: Sequence[Ident], s: _State) -> None:
             ids.add(it["id"])
             window.append(it)
     policy = snap.policy or f"{s.fmt}:snapshot"
-    s.events.append({"event": "rewrite", "policy": policy, "window": window})
-    s.window = list(window)
+    s.put({"event": "rewrite", "policy": policy, "window": window})
+    s.window = [it["id"] for it in window]
     _append(snap.messages[cut:], idents[cut:], s)
 
 
@@ -748,7 +987,7 @@ def _own_items(
     m: Message, base: str, s: _State, *, as_summary: bool = False
 ) -> list[dict[str, Any]]:
     """Results first, then the text, then the calls (``docs/importers.md``, "Items")."""
-    out = [_result_item(r, s) for r in m.results]
+    out = [_result_item(r, s, _by(base, m.key, as_summary, k)) for k, r in enumerate(m.results)]
     text = _text_item(m, base, summary=m.summary or as_summary)
     if text is not None:
         out.append(text)
@@ -769,7 +1008,7 @@ def _text_item(m: Message, base: str, *, summary: bool) -> dict[str, Any] | None
     return item
 
 
-def _result_item(r: ToolResult, s: _State) -> dict[str, Any]:
+def _result_item(r: ToolResult, s: _State, by: bytes) -> dict[str, Any]:
     """A tool result: an observation ``CALLID:result``, or a placeholder where it was.
 
     The placeholder is ``CALLID:cleared`` (its content is a placeholder, or gone)
@@ -777,8 +1016,9 @@ def _result_item(r: ToolResult, s: _State) -> dict[str, Any]:
     text ends in `` (error)`` when the format still shows the error flag.
     """
     call = s.calls.get(r.call_id)
-    original = s.originals.get(r.call_id)
-    kept = kept_text(original, r.content) if original is not None else None
+    if call is None:
+        s.callless.add(r.call_id)
+    original = s.originals.first(r.call_id, by)
     item: dict[str, Any]
     if r.declined:
         item = {"id": fit_id(f"{r.call_id}:result"), "kind": "observation", "source": "user"}
@@ -786,7 +1026,7 @@ def _result_item(r: ToolResult, s: _State) -> dict[str, Any]:
     elif r.cleared or is_placeholder(r.content) or (original is not None and not r.content.strip()):
         item = {"id": fit_id(f"{r.call_id}:cleared"), "kind": "prose"}
         item["text"] = (r.content.strip() or "[cleared]") + (" (error)" if r.error else "")
-    elif kept is not None:
+    elif (kept := s.originals.kept(original, r.content)) is not None:
         item = {"id": fit_id(f"{r.call_id}:truncated"), "kind": "prose"}
         item["text"] = kept + (" (error)" if r.error else "")
     else:
@@ -798,12 +1038,12 @@ def _result_item(r: ToolResult, s: _State) -> dict[str, Any]:
             "content": r.content,
             "modality": "failed" if failed else "verified",
         }
-        source = call.source if call is not None else r.name
+        source = call[1] if call is not None else r.name
         if source is not None:
             item["source"] = source
         if exit_code is not None:
             item["exit_code"] = exit_code
-        s.originals.setdefault(r.call_id, r.content)
+        s.originals.note(r.call_id, r.content, by)
     if call is not None:
-        item["call"] = fit_id(call.id)
+        item["call"] = call[0]
     return item
