@@ -867,3 +867,93 @@ def test_annotations_and_extractors_leave_an_empty_result_an_observation() -> No
         return []
 
     assert _result_of(import_history("claude-code", [session], extract=extract)) == plain
+
+
+# --- long sessions: read line by line, written as they are read -------------------------
+
+
+def _session_lines(turns: int, compact_every: int = 0) -> list[str]:
+    """A Claude Code session: prompts, tool calls and results, compactions it goes on after."""
+    lines: list[str] = []
+    last: str | None = None
+
+    def put(rec: dict[str, Any]) -> None:
+        nonlocal last
+        lines.append(json.dumps(rec))
+        last = rec.get("uuid", last)
+
+    for t in range(turns):
+        put({"type": "user", "uuid": f"u{t}", "parentUuid": last, "sessionId": "s",
+             "message": {"role": "user", "content": f"step {t}"}})
+        call = {"type": "tool_use", "id": f"t{t}", "name": "Bash", "input": {"command": "make"}}
+        put({"type": "assistant", "uuid": f"a{t}", "parentUuid": last, "sessionId": "s",
+             "message": {"role": "assistant", "content": [call]}})
+        result = {"type": "tool_result", "tool_use_id": f"t{t}", "content": f"built {t}\n" * 40}
+        put({"type": "user", "uuid": f"r{t}", "parentUuid": last, "sessionId": "s",
+             "message": {"role": "user", "content": [result]}})
+        if compact_every and t % compact_every == compact_every - 1:
+            put({"type": "system", "subtype": "compact_boundary", "uuid": f"b{t}",
+                 "parentUuid": None, "logicalParentUuid": last, "sessionId": "s"})
+            put({"type": "user", "uuid": f"s{t}", "parentUuid": f"b{t}", "sessionId": "s",
+                 "isCompactSummary": True, "message": {"role": "user", "content": "summary"}})
+    return lines  # fmt: skip
+
+
+def test_a_session_is_imported_without_reading_it_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from verifier.importers.sources import Source
+
+    session = tmp_path / "s.jsonl"
+    session.write_text("\n".join(_session_lines(60, compact_every=20)) + "\n")
+    expected = import_history("claude-code", [session.read_bytes()])
+    assert expected.count('"event":"rewrite"') == 3
+
+    def whole(_self: Source) -> bytes:
+        raise AssertionError("the session file was read whole")
+
+    monkeypatch.setattr(Source, "data", property(whole))
+    target = tmp_path / "t.jsonl"
+    code, out, err = run("import", "auto", str(session), "-o", str(target))
+    assert code == 0, err
+    assert target.read_text() == expected
+    code, out, err = run("import", "claude-code", str(session))
+    assert code == 0 and out == expected
+
+
+@pytest.mark.parametrize(
+    ("last", "words"),
+    [
+        ("{not json", "malformed JSON"),  # the reader refuses the last line
+        (  # the last message gives an id already in the window: the whole import says so
+            json.dumps({"type": "user", "uuid": "u0b", "parentUuid": "r59",
+                        "message": {"role": "user", "content": [
+                            {"type": "tool_result", "tool_use_id": "t59", "content": "x"}]}}),
+            "already in the window",
+        ),
+    ],
+)  # fmt: skip
+def test_a_late_failure_writes_nothing(tmp_path: Path, last: str, words: str) -> None:
+    session = tmp_path / "s.jsonl"
+    lines = _session_lines(60)
+    session.write_text("\n".join([*lines, last]) + "\n")
+    target = tmp_path / "out" / "t.jsonl"
+    target.parent.mkdir()
+    code, out, err = run("import", "claude-code", str(session), "-o", str(target))
+    where = len(lines) + 1  # the last line is named (as FILE:LINE, or "line N")
+    assert code == 2 and words in err and (f":{where}:" in err or f"line {where}:" in err)
+    assert out == "" and list(target.parent.iterdir()) == []
+    code, out, err = run("import", "claude-code", str(session))
+    assert code == 2 and words in err and out == ""
+
+
+def test_an_error_in_the_history_is_named_before_one_in_the_annotations(tmp_path: Path) -> None:
+    session = tmp_path / "s.jsonl"
+    session.write_text("\n".join([*_session_lines(3), "{not json"]) + "\n")
+    notes = tmp_path / "notes.jsonl"
+    notes.write_text('{"after": "u0"}\n')
+    code, _, err = run("import", "claude-code", str(session), "--annotations", str(notes))
+    assert code == 2 and f"{session}:10" in err and "malformed JSON" in err
+    session.write_text("\n".join(_session_lines(3)) + "\n")
+    code, _, err = run("import", "claude-code", str(session), "--annotations", str(notes))
+    assert code == 2 and f"{notes}:1" in err and "exactly 'after' and 'items'" in err
