@@ -403,7 +403,8 @@ class _Firsts:
     __slots__ = ("_got", "_spill")
 
     def __init__(self, spill: _Spill | None = None) -> None:
-        self._got: dict[str, tuple[bytes, _Held]] = {}
+        self._got: dict[str, tuple[bytes, str] | bytes] = {}
+        """call id -> (by, content), or with a spill ``by`` + the content's handle."""
         self._spill = spill
 
     def __contains__(self, call_id: object) -> bool:
@@ -412,14 +413,18 @@ class _Firsts:
     def first(self, call_id: str, by: bytes) -> _Held | None:
         """The first content of ``call_id``'s result, unless ``by`` met it first."""
         got = self._got.get(call_id)
-        if got is None or got[0] == by:
+        if got is None:
             return None
-        return got[1]
+        if isinstance(got, bytes):
+            return None if got[: len(by)] == by else got[len(by) :]
+        return None if got[0] == by else got[1]
 
     def note(self, call_id: str, content: str, by: bytes) -> None:
         if call_id not in self._got:
-            held = self._spill.put(content) if self._spill is not None else content
-            self._got[call_id] = (by, held)
+            if self._spill is not None:
+                self._got[call_id] = by + self._spill.put(content)
+            else:
+                self._got[call_id] = (by, content)
 
     def kept(self, first: _Held | None, content: str) -> str | None:
         """:func:`kept_text` of a first content, read back only when it differs."""
@@ -443,7 +448,8 @@ class _Calls:
     __slots__ = ("_got", "_spill")
 
     def __init__(self, spill: _Spill | None = None) -> None:
-        self._got: dict[str, tuple[str, _Held]] = {}
+        self._got: dict[str, _Held | tuple[str, _Held]] = {}
+        """call id -> its source, or (item id, source) when the id was too long."""
         self._spill = spill
 
     def __contains__(self, call_id: object) -> bool:
@@ -456,13 +462,14 @@ class _Calls:
         held: _Held = source
         if self._spill is not None and len(source) > _LONG_SOURCE:
             held = self._spill.put(source)
-        self._got[call.id] = (fit_id(call.id), held)
+        item_id = fit_id(call.id)
+        self._got[call.id] = held if item_id == call.id else (item_id, held)
 
     def get(self, call_id: str) -> tuple[str, str] | None:
         got = self._got.get(call_id)
         if got is None:
             return None
-        item_id, source = got
+        item_id, source = got if isinstance(got, tuple) else (call_id, got)
         if isinstance(source, str):
             return item_id, source
         assert self._spill is not None
@@ -486,7 +493,11 @@ class _State:
     emit: Callable[[dict[str, Any]], object] | None = None
     anchors: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     item_cache: dict[tuple[Ident, str], list[dict[str, Any]]] = field(default_factory=dict)
-    seen: set[Ident] = field(default_factory=set)
+    seen: set[Ident] | None = field(default_factory=set)
+    """The messages whose items were computed; None: those registered before the
+    snapshot being taken (a streamed import registers each snapshot as it comes)."""
+    fresh: set[Ident] = field(default_factory=set)
+    """When ``seen`` is None: the messages the snapshot being taken registered."""
     originals: _Firsts = field(default_factory=_Firsts)
     """call id -> the content its result had when it was first an observation."""
     extracted: dict[Ident, list[dict[str, Any]]] = field(default_factory=dict)
@@ -498,6 +509,12 @@ class _State:
             self.emit(event)
         else:
             self.events.append(event)
+
+    def known(self, ident: Ident) -> bool:
+        """Were the message's items computed for an earlier snapshot?"""
+        if self.seen is not None:
+            return ident in self.seen
+        return ident in self.names and ident not in self.fresh
 
 
 def message_count(snapshots: Sequence[Snapshot]) -> int:
@@ -605,7 +622,7 @@ def stream_trace(
     spill = _Spill()
     each = iter(snapshots)
     try:
-        s = _State(fmt=fmt, calls=_Calls(spill), originals=_Firsts(spill))
+        s = _State(fmt=fmt, calls=_Calls(spill), originals=_Firsts(spill), seen=None)
         try:
             writer = TraceWriter(write, name)
             s.emit = writer.event
@@ -624,6 +641,7 @@ def stream_trace(
                         if call.id in s.callless and call.id not in s.calls:
                             raise Diverged(f"a result of call {call.id!r} comes before the call")
                     gives = gives or bool(m.text.strip() or m.calls or m.results or m.annotations)
+                s.fresh = {i for i in _idents(snap.messages) if i not in s.names}
                 _register((snap,), s)
                 if history is not None:
                     history.add(snap)
@@ -926,7 +944,7 @@ def _rewrite(snap: Snapshot, idents: Sequence[Ident], s: _State) -> None:
     The window runs up to the last message an earlier snapshot held (by identity:
     a tool result by its call id, whatever its content now) or that is a summary.
     """
-    known = [ident in s.seen for ident in idents]  # before this window's items are computed
+    known = [s.known(ident) for ident in idents]  # before this window's items are computed
     cut = 0
     for i, m in enumerate(snap.messages):
         if known[i] or m.summary or any(r.call_id in s.originals for r in m.results):
@@ -964,7 +982,8 @@ def _items(
         cached.extend(_message_annotations(m, own))
         cached.extend(s.extracted.get(ident, ()))
         s.item_cache[cache_key] = cached
-    s.seen.add(ident)
+    if s.seen is not None:
+        s.seen.add(ident)
     return [dict(it) for it in cached]
 
 
