@@ -101,8 +101,9 @@ bench-check-large: $(STAMP)
 	  --benchmark-json=benchmarks/results/check-large.json $(BENCH_ARGS)
 	$(BIN)/python -m benchmarks.report > benchmarks/RESULTS.md
 
-# import of a 10 MB and a 50 MB Claude Code session with 5 compactions (the session files are
-# generated once into the temporary folder), saved beside the other runs
+# import of Claude Code sessions of 10, 50 and 100 MB with 5 compactions, and with a compaction
+# every 8 MB (the session files are generated once into the temporary folder), saved beside
+# the other runs
 bench-import: $(STAMP)
 	$(BENCH_PYTEST) benchmarks/test_bench_import.py \
 	  --benchmark-json=benchmarks/results/import.json $(BENCH_ARGS)

@@ -29,8 +29,8 @@ RUNS = {
     " a quarter of 100k items broken",
     "prove.json": "`make bench-prove`",
     "prove-large.json": "the target problems of `--bench-prove-large` for spill-first",
-    "import.json": "`make bench-import`: a 10 MB and a 50 MB Claude Code session with 5"
-    " compactions",
+    "import.json": "`make bench-import`: Claude Code sessions of 10, 50 and 100 MB with 5"
+    " compactions, and with a compaction every 8 MB",
 }
 
 
@@ -109,9 +109,12 @@ def _note_prove(b: Obj) -> str:
 def _note_import(b: Obj) -> str:
     e = b["extra_info"]
     size = f"{e['bytes'] / 2**20:.1f} MiB file"
-    if e.get("role") != "import":
+    if e.get("role") not in ("import", "command"):
         return size
-    return f"{size}; {e['rewrites']} rewrites; peak {e['peak_mib']:.0f} MiB"
+    text = f"{size}; {e['rewrites']} rewrites; trace {e['trace_bytes'] / 2**20:.1f} MiB"
+    if "peak_mib" in e:
+        text += f"; peak {e['peak_mib']:.0f} MiB ({e['imports_mib']:.0f} after the imports)"
+    return text
 
 
 NOTES: dict[str, Callable[[Obj], str]] = {
