@@ -843,10 +843,10 @@ def _check_trace(trace: Trace, known: Callable[[str], bool]) -> None:
         else:
             defined.update(it.id for it in ev.items)
     current: list[Item] = []
+    present: set[str] = set()  # the ids of current, kept along (an append costs its items)
     for ev in trace.events:
         ctx = _Ctx(trace.name, ev.line)
         if isinstance(ev, Append):
-            present = {it.id for it in current}
             for it in ev.items:
                 if it.id in present:
                     raise ctx.error(
@@ -854,7 +854,8 @@ def _check_trace(trace: Trace, known: Callable[[str], bool]) -> None:
                         item=it.id,
                         fix="give the new item a fresh id, or change it with a rewrite",
                     )
-            current = [*current, *ev.items]
+            current.extend(ev.items)
+            present.update(it.id for it in ev.items)
             items: Iterable[Item] = ev.items
         elif isinstance(ev, Spill):
             items = ev.items
@@ -866,6 +867,7 @@ def _check_trace(trace: Trace, known: Callable[[str], bool]) -> None:
                         fix="remove only ids of the window",
                     )
             current = list(ev.apply(tuple(current)))
+            present = {it.id for it in current}
             items = current if ev.window is not None else ev.put
             for cid in ev.claimed_preserved or ():
                 if cid not in defined and not known(cid):
