@@ -147,10 +147,11 @@ class Auditor:
         """Check an append; returns its findings."""
         history, graph = self.history, self.graph
         items = tuple(items)
-        before = self._view
-        if before is None or before.items is not self.window:
-            before = WindowView(self.window, self.store)
-        after_view = before.extended(items)
+        view = self._view
+        if view is None or view.items is not self.window:
+            view = WindowView(self.window, self.store)
+        self._view = None
+        before, after_view = view.appended(items)
         after = after_view.items
         # the append's items are in the graph when their uses are checked (CP001)
         graph.append(items, self.pass_no, line)

@@ -25,7 +25,7 @@ from verifier.audit import Auditor, audit_trace
 from verifier.io import parse_trace_text
 from verifier.rules import composition
 from verifier.rules.context import WindowView
-from verifier.strategies import formula_texts, ref_of, traces
+from verifier.strategies import formula_texts, ref_of, traces, windows
 
 Obj = dict[str, Any]
 ATOMS = ("a", "b", "c", "d", "e", "f")
@@ -36,12 +36,13 @@ SOURCES = ("run a", "run b", "run c")
 def slow_paths(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Every append reads its premises from the windows, and every view is built anew."""
 
-    def fresh_view(self: WindowView, items: Any) -> WindowView:
-        return WindowView((*self.items, *items), self.store)
+    def fresh_views(self: WindowView, items: Any) -> tuple[WindowView, WindowView]:
+        items = tuple(items)
+        return WindowView(self.items, self.store), WindowView((*self.items, *items), self.store)
 
     with monkeypatch.context() as m:
         m.setattr(composition._Indexed, "start", classmethod(lambda cls, ctx, appended: None))
-        m.setattr(WindowView, "extended", fresh_view)
+        m.setattr(WindowView, "appended", fresh_views)
         yield
 
 
@@ -256,3 +257,43 @@ def test_a_question_the_indexes_cannot_answer_hands_the_append_to_the_lists(
     with slow_paths(monkeypatch):
         slow = _output(text)
     assert fast == slow
+
+
+@settings(max_examples=100, deadline=None)
+@given(windows(max_size=8), windows(min_size=1, max_size=4, prefix="new"), st.data())
+def test_the_views_of_an_append_answer_like_views_built_afresh(
+    window: list[Obj], added: list[Obj], data: st.DataObject
+) -> None:
+    """``WindowView.appended`` hands the id table over instead of copying it; the view
+    before hides the appended ids. Every question gets the fresh views' answer."""
+    from verifier.io import item_from_json
+    from verifier.store import MemoryStore
+
+    store = MemoryStore()
+    spilled = [o for o in window if data.draw(st.booleans())]
+    store.spill([item_from_json(o) for o in spilled])
+    stubbed = {o["id"] for o in spilled if data.draw(st.booleans())}
+    before_items = [
+        item_from_json(
+            {"id": o["id"], "kind": "stub", "ref": ref_of(o)} if o["id"] in stubbed else o
+        )
+        for o in window
+    ]
+    new_items = [item_from_json(o) for o in added]
+    before, after = WindowView(before_items, store).appended(new_items)
+    fresh_before = WindowView(before_items, store)
+    fresh_after = WindowView([*before_items, *new_items], store)
+    ids = [o["id"] for o in (*window, *added)] + ["absent"]
+    for got, want in ((before, fresh_before), (after, fresh_after)):
+        assert got.items == want.items
+        for iid in ids:
+            assert (iid in got) == (iid in want)
+            assert got.get(iid) == want.get(iid)
+            assert got.resolve(iid) == want.resolve(iid)
+            assert got.is_stub(iid) == want.is_stub(iid)
+        for it in new_items:
+            assert got.surviving_witnesses(it, spilled=True) == want.surviving_witnesses(
+                it, spilled=True
+            )
+        assert got.by_id == want.by_id
+        assert got.content() == want.content()

@@ -361,18 +361,21 @@ class WindowView:
         """What each stub resolved to (an item that is not a stub resolves to itself)."""
         self._pairs: tuple[tuple[Item, Item | None], ...] | None = None
 
-    def extended(self, items: Iterable[Item]) -> WindowView:
-        """This window with items appended: what this view knows is copied, not read again
-        (an append costs its items and a copy of the id table)."""
-        view = WindowView.__new__(WindowView)
+    def appended(self, items: Iterable[Item]) -> tuple[WindowView, WindowView]:
+        """Views of this window before and after an append of items, made in time
+        proportional to the items: the view after takes this view's tables (this view is
+        not to be used again), the view before reads them with the appended ids hidden."""
         added = tuple(items)
-        view.items = (*self.items, *added)
-        view.by_id = dict(self.by_id)
-        view.by_id.update((it.id, it) for it in added)
-        view.store = self.store
-        view._resolved = dict(self._resolved)
-        view._pairs = None
-        return view
+        table = self.by_id
+        before = _Before(self, frozenset(it.id for it in added))
+        table.update((it.id, it) for it in added)
+        after = WindowView.__new__(WindowView)
+        after.items = self.items + added
+        after.by_id = table
+        after.store = self.store
+        after._resolved = self._resolved  # an id resolves alike in both: the same item
+        after._pairs = None
+        return before, after
 
     def forget_unresolved(self) -> None:
         """The store grew: a stub it did not resolve may resolve now (what it resolved
@@ -466,6 +469,67 @@ class WindowView:
                 continue
             w = self.resolve(wid)
             if w is None:
+                w = self.store.latest(wid)
+            if w is not None and w.kind == "observation":
+                out.append(w)
+        return out
+
+
+class _Before(WindowView):
+    """The window before an append, read from the id table the window after it took,
+    with the appended ids hidden (:meth:`WindowView.appended`)."""
+
+    def __init__(self, view: WindowView, hidden: frozenset[str]) -> None:
+        self.items = view.items
+        self.store = view.store
+        self._table = view.by_id
+        self._hidden = hidden
+        self._resolved = view._resolved
+        self._pairs = view._pairs
+        self._own: dict[str, Item] | None = None
+
+    @property
+    def by_id(self) -> dict[str, Item]:
+        """The id table of this window alone (copied on first use: appends never use it)."""
+        if self._own is None:
+            self._own = {k: v for k, v in self._table.items() if k not in self._hidden}
+        return self._own
+
+    @by_id.setter
+    def by_id(self, table: dict[str, Item]) -> None:
+        self._own = table
+
+    def __contains__(self, item_id: object) -> bool:
+        return item_id not in self._hidden and item_id in self._table
+
+    def get(self, item_id: str) -> Item | None:
+        return None if item_id in self._hidden else self._table.get(item_id)
+
+    def resolve(self, item_id: str) -> Item | None:
+        it = self.get(item_id)
+        if it is None or it.kind != "stub":
+            return it
+        if item_id in self._resolved:
+            return self._resolved[item_id]
+        assert it.stub_ref is not None
+        stored = self.store.get(it.stub_ref)
+        out = stored if stored is not None and stored.id == it.id else None
+        self._resolved[item_id] = out
+        return out
+
+    def is_stub(self, item_id: str) -> bool:
+        it = self.get(item_id)
+        return it is not None and it.kind == "stub"
+
+    def surviving_witnesses(
+        self, item: Item, *, spilled: bool = False, excluded: Set[str] = frozenset()
+    ) -> list[Item]:
+        out: list[Item] = []
+        for wid in item.witnesses:
+            if wid in excluded:
+                continue
+            w = self.resolve(wid)
+            if w is None and spilled and wid not in self:
                 w = self.store.latest(wid)
             if w is not None and w.kind == "observation":
                 out.append(w)
