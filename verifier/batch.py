@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -132,6 +131,17 @@ PARALLEL_MIN_BYTES = 256 * 1024
 them the traces would cost more than the audit (small traces take milliseconds)."""
 
 
+def __getattr__(name: str) -> Any:
+    """``ProcessPoolExecutor``, imported on first use: an audit run in this process never
+    imports multiprocessing."""
+    if name == "ProcessPoolExecutor":
+        from concurrent.futures import ProcessPoolExecutor
+
+        globals()[name] = ProcessPoolExecutor
+        return ProcessPoolExecutor
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def run_jobs(
     work: Sequence[Job], jobs: int = 1, progress: Progress | None = None
 ) -> list[dict[str, Any]]:
@@ -144,7 +154,8 @@ def run_jobs(
         workers = min(jobs, len(work))
         # a few chunks per worker: big enough to amortise sending, small enough to balance
         chunk = max(1, -(-len(work) // (workers * 4)))
-        with ProcessPoolExecutor(max_workers=workers) as pool:
+        pool_type = globals().get("ProcessPoolExecutor") or __getattr__("ProcessPoolExecutor")
+        with pool_type(max_workers=workers) as pool:
             for i, res in enumerate(pool.map(audit_job, work, chunksize=chunk)):
                 outcomes.append(res)
                 if progress is not None:

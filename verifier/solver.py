@@ -30,10 +30,8 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import z3
-
 from verifier import crosscheck
-from verifier.encoding import Encoder
+from verifier.encoding import Encoder, z3_module
 from verifier.errors import InputError, InternalError
 from verifier.formula import (
     And,
@@ -328,7 +326,7 @@ class Session:
         )
 
     def _empty_solver(self, ctx: Any = None) -> Any:
-        solver = z3.SolverFor("QF_FD", ctx=self.enc.ctx if ctx is None else ctx)
+        solver = z3_module().SolverFor("QF_FD", ctx=self.enc.ctx if ctx is None else ctx)
         solver.set("random_seed", SEED)
         solver.set("rlimit", self.rlimit)
         if self.timeout is not None:
@@ -380,6 +378,7 @@ class Session:
         not depend on what else was asked. ``enc``: the encoder of the solver's
         context (default: the session's).
         """
+        z3 = z3_module()
         self.queries += 1
         try:
             answer = solver.check(*assumptions)
@@ -511,6 +510,7 @@ class Session:
         return self._deletion_core(self.new_solver(fixed), labeled)
 
     def _deletion_core(self, solver: Any, labeled: Sequence[tuple[str, Formula]]) -> Core:
+        z3 = z3_module()
         ctx = self.enc.ctx
         lits = [z3.Bool(f"core!{i}", ctx) for i in range(len(labeled))]
         for lit, (_, f) in zip(lits, labeled, strict=True):

@@ -402,6 +402,53 @@ def test_version_imports_no_command_and_no_heavy_dependency() -> None:
     assert "verifier.cli.audit" not in commands
 
 
+def test_a_command_imports_the_heavy_dependencies_its_work_needs_only(tmp_path: Path) -> None:
+    """z3 loads when a question reaches the solver, networkx when an audit builds its
+    graph, multiprocessing when a batch goes to worker processes: a check that the
+    shortcuts settle, or ``ref`` of an item, loads none of them."""
+    import subprocess
+    import sys
+
+    heavy = ("z3", "networkx", "matplotlib", "hypothesis", "ray", "cvc5", "multiprocessing")
+    code = (
+        "import io, json, sys\n"
+        "from verifier.cli import main\n"
+        "code = main(sys.argv[1:], stdout=io.StringIO(), stderr=io.StringIO())\n"
+        f"heavy = {heavy!r}\n"
+        "print(json.dumps([code, sorted({m.split('.')[0] for m in sys.modules} & set(heavy))]))\n"
+    )
+
+    def imported(*argv: str) -> list[Any]:
+        done = subprocess.run(
+            [sys.executable, "-c", code, *argv], capture_output=True, text=True, check=False
+        )
+        assert done.returncode == 0, done.stderr
+        result: list[Any] = json.loads(done.stdout)
+        return result
+
+    item = {"id": "c1", "kind": "commitment", "type": "decision", "formula": "a -> b"}
+    window = {"format": "ctxproof-window/1", "background": [], "items": [item]}
+    kept = tmp_path / "w.json"
+    kept.write_text(json.dumps(window))
+    assert imported("check", str(kept), str(kept)) == [0, []]
+    trace = tmp_path / "t.jsonl"
+    trace.write_text(
+        json.dumps({"event": "header", "format": "ctxproof-trace/1"})
+        + "\n"
+        + json.dumps({"event": "append", "items": [item]})
+        + "\n"
+    )
+    assert imported("ref", str(trace), "c1") == [0, []]
+    assert imported("audit", str(trace)) == [0, ["networkx"]]
+    contradicted = tmp_path / "c.jsonl"
+    claim = {"id": "k", "kind": "claim", "formula": "a & !b"}
+    contradicted.write_text(
+        trace.read_text() + json.dumps({"event": "append", "items": [claim]}) + "\n"
+    )
+    code_, loaded = imported("audit", str(contradicted))
+    assert code_ == 1 and loaded == ["networkx", "z3"]
+
+
 def test_the_console_script_and_python_m_verifier_run_the_same_command() -> None:
     import subprocess
     import sys
