@@ -11,7 +11,7 @@ FW_EXTRAS := dev,policies-langchain,policies-autogen,policies-pydantic-ai
 # pin that no longer installs fails the install (so make test-frameworks, so CI)
 FW_PINS := docs/frameworks/constraints.txt
 
-.PHONY: demo test test-slow mutate bench bench-check-large bench-prove bench-import \
+.PHONY: demo test test-slow mutate bench bench-check-large bench-prove bench-import bench-scale \
   bench-distributed frameworks test-frameworks frameworks-pins screenshot clean
 
 # The ray extra's tests (a local cluster) run with the suite; where Ray has no wheel
@@ -89,7 +89,8 @@ BENCH_PYTEST := $(BIN)/pytest -q --benchmark-only --benchmark-columns=median,iqr
 
 bench: $(STAMP) bench-prove
 	$(BENCH_PYTEST) benchmarks --ignore=benchmarks/test_bench_prove.py \
-	  --ignore=benchmarks/test_bench_import.py \
+	  --ignore=benchmarks/test_bench_import.py --ignore=benchmarks/test_bench_scale.py \
+	  --ignore=benchmarks/test_bench_startup.py \
 	  --benchmark-json=benchmarks/results/bench.json $(BENCH_ARGS)
 	$(BIN)/python -m benchmarks.report > benchmarks/RESULTS.md
 
@@ -107,6 +108,16 @@ bench-check-large: $(STAMP)
 bench-import: $(STAMP)
 	$(BENCH_PYTEST) benchmarks/test_bench_import.py \
 	  --benchmark-json=benchmarks/results/import.json $(BENCH_ARGS)
+	$(BIN)/python -m benchmarks.report > benchmarks/RESULTS.md
+
+# audit cost against items and findings (findings on most of an append's items, 50k-item
+# traces with and without findings, appends of 10k and 20k commitments), an append into a
+# window of 1k and 10k stubs, and start-up, saved beside the other runs (a few minutes)
+bench-scale: $(STAMP)
+	$(BENCH_PYTEST) benchmarks/test_bench_scale.py benchmarks/test_bench_startup.py \
+	  "benchmarks/test_bench_append.py::test_append_stub_window_small" \
+	  "benchmarks/test_bench_append.py::test_append_stub_window_large" \
+	  --benchmark-json=benchmarks/results/scale.json $(BENCH_ARGS)
 	$(BIN)/python -m benchmarks.report > benchmarks/RESULTS.md
 
 bench-prove: $(STAMP)

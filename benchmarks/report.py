@@ -31,6 +31,7 @@ RUNS = {
     "prove-large.json": "the target problems of `--bench-prove-large` for spill-first",
     "import.json": "`make bench-import`: Claude Code sessions of 10, 50 and 100 MB with 5"
     " compactions, and with a compaction every 8 MB",
+    "scale.json": "`make bench-scale`: cost against items and findings, start-up",
 }
 
 
@@ -117,7 +118,23 @@ def _note_import(b: Obj) -> str:
     return text
 
 
+def _note_scale(b: Obj) -> str:
+    e = b["extra_info"]
+    codes = ", ".join(f"{code} {n:,}" for code, n in sorted(e.get("codes", {}).items()))
+    return (
+        f"{e['items']:,} items, {e['trace_bytes'] / 1e6:.1f} MB; {e.get('rewrites', 0)}"
+        f" rewrites; {e.get('findings', 0):,} findings{f' ({codes})' if codes else ''}"
+    )
+
+
+def _note_startup(b: Obj) -> str:
+    e = b["extra_info"]
+    return f"`{e['command']}`; exit {e.get('exit', '?')}"
+
+
 NOTES: dict[str, Callable[[Obj], str]] = {
+    "test_bench_startup": _note_startup,
+    "test_bench_scale": _note_scale,
     "test_bench_check": _note_check,
     "test_bench_check_faults": _note_check_faults,
     "test_bench_append": _note_append,
