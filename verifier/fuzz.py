@@ -153,6 +153,11 @@ class Plan:
     fill_pieces: int = 1
     """How many tool outputs a fill comes in (1: one bulky output)."""
 
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        # hypothesis formats the example a shrink settles on (never shown: the run is
+        # quiet); a whole plan took it longer than playing a session
+        printer.text(f"<plan: {len(self.turns)} turns>")
+
 
 def session_plans(
     passes: int = 10,
@@ -218,6 +223,9 @@ class SessionResult:
     """(pressure, findings at that pass) for every rewrite."""
     shapes: dict[str, int] = field(default_factory=dict)
     """What the session's turns looked like (:func:`session_shapes`)."""
+    shrink: dict[str, Any] | None = None
+    """For a shrunk counterexample: the sessions played to shrink it (``plays``), whether
+    the limit on them was reached (``bounded``) and the ``seconds`` it took."""
 
     def codes(self) -> set[str]:
         return {f.code for f in self.findings}
@@ -234,6 +242,7 @@ class SessionResult:
             "tokens_after": self.tokens_after,
             "pressures": self.pressures,
             "shapes": self.shapes,
+            **({"shrink": self.shrink} if self.shrink is not None else {}),
         }
 
     @classmethod
@@ -246,6 +255,7 @@ class SessionResult:
             obj["tokens_after"],
             [(p, n) for p, n in obj["pressures"]],
             dict(obj.get("shapes", {})),
+            dict(obj["shrink"]) if obj.get("shrink") is not None else None,
         )
 
 
@@ -963,6 +973,9 @@ class FuzzReport:
     pressures: list[tuple[float, int]] = field(default_factory=list)
     shapes: dict[str, int] = field(default_factory=dict)
     """The sessions' shapes, summed (:func:`session_shapes`); in ``scorecard.json``."""
+    shrinking: Obj = field(default_factory=dict)
+    """What shrinking took: seconds and sessions played, in all and by rule, and the limit
+    on sessions per rule; in ``scorecard.json``."""
 
     @property
     def exit_code(self) -> int:
@@ -1154,7 +1167,10 @@ def shrink_code(
     same counterexample); after that every new candidate counts as not
     showing the code, so hypothesis settles on the smallest one it has.
     """
+    started = time.perf_counter()
     calls = [0]
+    played = [0]
+    limit = shrink_calls or SHRINK_CALLS
     failing: dict[Plan, SessionResult] = {}
     strategy = session_plans(passes)
 
@@ -1166,7 +1182,8 @@ def shrink_code(
         if calls[0] <= at:
             return  # sessions before the first that showed it: known not to
         hit = failing.get(plan)
-        if hit is None and calls[0] <= at + 1 + (shrink_calls or SHRINK_CALLS):
+        if hit is None and calls[0] <= at + 1 + limit:
+            played[0] += 1
             res = run_session(policy, plan, passes=passes, mode=mode, stop_on=code)
             if code in res.codes():
                 hit = failing[plan] = res
@@ -1177,6 +1194,11 @@ def shrink_code(
         with _own_draws_only():
             hunt()
     except _Found as found:
+        found.result.shrink = {
+            "plays": played[0],
+            "bounded": calls[0] > at + 1 + limit,
+            "seconds": round(time.perf_counter() - started, 3),
+        }
         return found.result
     raise InternalError(f"the session that showed {code} did not show it again when replayed")
 
@@ -1244,6 +1266,7 @@ def fuzz(
             first.setdefault(code, (ch.index, at))
     out = Path(out_dir)
     codes = sorted(first)
+    shrink_started = time.perf_counter()
     shrunk = run(
         _shrink_task,
         [
@@ -1263,6 +1286,13 @@ def fuzz(
         ],
         None,
     )
+    by_rule = {code: dict(result.shrink or {}) for code, result in zip(codes, shrunk, strict=True)}
+    report.shrinking = {
+        "seconds": round(time.perf_counter() - shrink_started, 3),
+        "plays": sum(int(s.get("plays", 0)) for s in by_rule.values()),
+        "limit_per_rule": shrink_calls,
+        "by_rule": by_rule,
+    }
     make_folder(out, "fuzz output folder")
     for stale in out.glob("cex-*.jsonl"):
         if stale.name[4:-6] in RULES and stale.name[4:-6] not in codes:
@@ -1421,6 +1451,7 @@ def write_outputs(report: FuzzReport, out_dir: str | Path) -> Obj:
         **report.to_json(),
         "by_pressure": summarize_pressure(report.pressures),
         "shapes": describe_shapes(report.shapes),
+        "shrinking": report.shrinking,
     }
     atomic_write(out / "scorecard.json", json.dumps(card, indent=2, ensure_ascii=False) + "\n")
     plot_pressure(report.pressures, out / "pressure.png", f"{report.policy}: findings vs pressure")

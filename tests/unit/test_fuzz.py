@@ -22,6 +22,7 @@ from verifier.fuzz import (
     run_session,
     session_plans,
     session_shapes,
+    write_outputs,
 )
 from verifier.io import parse_trace_text
 from verifier.policies import Policy, load_policy, pressure_of
@@ -404,3 +405,24 @@ def test_sessions_of_a_policy_are_audited_sessions(session: Any) -> None:
     assert session.trace[0]["event"] == "header"
     for pressure, _ in session.pressures:
         assert 1.0 < pressure <= 3.0
+
+
+def test_the_scorecard_says_what_shrinking_took(tmp_path: Path) -> None:
+    """Shrinking is bounded by a count of sessions played per rule (the same seed gives the
+    same counterexample); the scorecard gives the sessions played and the seconds, in all
+    and by rule, and whether a rule's shrinking reached the bound."""
+    report = quick(model("keep_recent"), tmp_path, shrink_calls=6)
+    write_outputs(report, tmp_path)
+    card = json.loads((tmp_path / "scorecard.json").read_text("utf-8"))
+    shrinking = card["shrinking"]
+    assert shrinking["limit_per_rule"] == 6
+    assert set(shrinking["by_rule"]) == set(report.findings_by_rule)
+    assert shrinking["plays"] == sum(s["plays"] for s in shrinking["by_rule"].values())
+    assert all(0 < s["plays"] <= 6 for s in shrinking["by_rule"].values())
+    assert any(s["bounded"] for s in shrinking["by_rule"].values())
+    assert shrinking["seconds"] >= max(s["seconds"] for s in shrinking["by_rule"].values())
+    # a bound this tight still gives counterexamples that replay
+    for cex in report.counterexamples:
+        replay = audit_trace(parse_trace_text(Path(cex.path).read_bytes(), cex.path))
+        found = {(f.code, f.pass_, f.items) for f in replay.findings}
+        assert (cex.code, cex.pass_, cex.items) in found
