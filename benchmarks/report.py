@@ -94,6 +94,12 @@ def _note_audit(b: Obj) -> str:
 def _note_fuzz(b: Obj) -> str:
     e = b["extra_info"]
     rate = e["rewrites"] / b["stats"]["median"]
+    if e.get("end_to_end"):
+        return (
+            f"**{rate:,.0f} rewrites/s** ({e['rewrites']} rewrites of {e['sessions']} sessions);"
+            f" {e['findings']:,} findings of {e['rules']} rules; shrinking {e['shrink_plays']}"
+            f" sessions in {fmt_s(e['shrink_seconds'])}"
+        )
     found = "" if e["role"] == "floor" else f"; {e.get('findings', '?')} findings a round"
     return (
         f"**{rate:,.0f} rewrites/s** ({e['rewrites']} rewrites of {e['sessions']} sessions,"

@@ -9,6 +9,13 @@ run twice per rewrite (PL002), the audit of every append and rewrite; no
 shrinking. The floor replays, in the same run, every call the policy received
 during one such exploration, on copies of the same windows: the policy alone.
 Rewrites per second are the rewrites of a round over its median time.
+
+End to end, the two policies of the README's walkthrough (``newest_first`` drops
+what does not fit: eight rules found; ``newest_first_spilling`` spills it: none)
+are fuzzed as ``ctxproof fuzz --sessions 50`` fuzzes them: the same sessions,
+explored, each rule found shrunk (at most 300 sessions played per rule) and its
+counterexample written and replayed; the unsafe policy's run is measured against
+the safe one's, its floor.
 """
 
 from __future__ import annotations
@@ -20,7 +27,7 @@ from typing import Any
 
 import pytest
 
-from verifier.fuzz import explore_chunk, session_plans
+from verifier.fuzz import explore_chunk, fuzz, session_plans
 from verifier.policies import Policy, load_policy
 
 MODELS_DIR = Path(__file__).resolve().parent.parent / "models" / "policies"
@@ -109,3 +116,47 @@ def test_fuzz(benchmark: Any, model: str, pressure: str) -> None:
     chunk = benchmark.pedantic(_explore, args=(policy, pressure), rounds=ROUNDS, iterations=1)
     benchmark.extra_info["findings"] = sum(chunk.counts.values())
     assert chunk.rewrites == rewrites  # the same sessions every round
+
+
+# -- end to end: exploring, shrinking what was found, writing the counterexamples -------------
+
+README_POLICIES = Path(__file__).resolve().parent / "readme_policies.py"
+E2E_SESSIONS = 50
+E2E_ROUNDS = 3
+
+
+def _bench_end_to_end(benchmark: Any, name: str, role: str, tmp_path: Path) -> None:
+    """``fuzz`` as ``ctxproof fuzz --sessions 50`` runs it (seed 0, 10 passes, windows of
+    about a hundred items): exploring, shrinking one session per rule found and writing
+    the counterexamples; the scorecard's plot aside."""
+    policy = load_policy(f"{README_POLICIES}:{name}")
+    benchmark.group = (
+        f"fuzz end to end, {E2E_SESSIONS} sessions: the README's safe policy vs its unsafe one"
+    )
+    reports: list[Any] = []
+
+    def run() -> None:
+        reports.append(fuzz(policy, sessions=E2E_SESSIONS, out_dir=tmp_path / "out"))
+
+    benchmark.pedantic(run, rounds=E2E_ROUNDS, iterations=1)
+    last = reports[-1]
+    assert {r.rewrites for r in reports} == {last.rewrites}  # the same sessions every round
+    benchmark.extra_info.update(
+        role=role,
+        end_to_end=True,
+        policy=name,
+        sessions=last.sessions,
+        rewrites=last.rewrites,
+        findings=sum(last.findings_by_rule.values()),
+        rules=len(last.findings_by_rule),
+        shrink_plays=last.shrinking.get("plays", 0),
+        shrink_seconds=last.shrinking.get("seconds", 0.0),
+    )
+
+
+def test_fuzz_end_to_end_safe(benchmark: Any, tmp_path: Path) -> None:
+    _bench_end_to_end(benchmark, "newest_first_spilling", "floor", tmp_path)
+
+
+def test_fuzz_end_to_end_unsafe(benchmark: Any, tmp_path: Path) -> None:
+    _bench_end_to_end(benchmark, "newest_first", "unsafe", tmp_path)
