@@ -112,11 +112,14 @@ bench-import: $(STAMP)
 
 # audit cost against items and findings (findings on most of an append's items, 50k-item
 # traces with and without findings, appends of 10k and 20k commitments), an append into a
-# window of 1k and 10k stubs, and start-up, saved beside the other runs (a few minutes)
+# window of 1k and 10k stubs, start-up, and fuzz end to end (the README's unsafe policy
+# against its safe one), saved beside the other runs (a few minutes)
 bench-scale: $(STAMP)
 	$(BENCH_PYTEST) benchmarks/test_bench_scale.py benchmarks/test_bench_startup.py \
 	  "benchmarks/test_bench_append.py::test_append_stub_window_small" \
 	  "benchmarks/test_bench_append.py::test_append_stub_window_large" \
+	  "benchmarks/test_bench_fuzz.py::test_fuzz_end_to_end_safe" \
+	  "benchmarks/test_bench_fuzz.py::test_fuzz_end_to_end_unsafe" \
 	  --benchmark-json=benchmarks/results/scale.json $(BENCH_ARGS)
 	$(BIN)/python -m benchmarks.report > benchmarks/RESULTS.md
 
