@@ -316,7 +316,7 @@ class Session:
 
     def _reject_unsatisfiable_background(self) -> None:
         """An unsatisfiable background is bad input: every entailment would be vacuous."""
-        if greedy_model(self.background) is not None or not self.satisfiable(()).fails:
+        if greedy_model(self.background) is not None or not self.satisfiable((), model=False).fails:
             return
         core = self.background_core()
         raise InputError(
@@ -450,15 +450,21 @@ class Session:
         finally:
             solver.pop()
 
-    def _ask(self, premises: Sequence[Formula], negated_goal: Formula | None) -> Result:
-        """HOLDS when background ∧ premises ∧ ¬goal is unsat (goal None: premises unsat)."""
+    def _ask(
+        self, premises: Sequence[Formula], negated_goal: Formula | None, *, model: bool = True
+    ) -> Result:
+        """HOLDS when background ∧ premises ∧ ¬goal is unsat (goal None: premises unsat).
+
+        ``model=False``: the caller reads the verdict only, so the solver's own model
+        will do (no model is found afresh: see :meth:`_check`)."""
         extra = list(premises)
         if negated_goal is not None:
             extra.append(Not(negated_goal))
         names: set[str] = set(self.bg_atom_set)
         for f in extra:
             names |= atoms(f)
-        status, payload = self.ask_in(self._solver, extra, names, held=self.background)
+        held = self.background if model else None
+        status, payload = self.ask_in(self._solver, extra, names, held=held)
         if status == "unsat":
             return HOLDS
         if status == "unknown":
@@ -546,21 +552,25 @@ class Session:
                 return Core("unknown", reason=str(core))
         return Core("unsat", tuple(labeled[i][0] for i in alive))
 
-    def consistency(self, formulas: Iterable[Formula]) -> Result:
+    def consistency(self, formulas: Iterable[Formula], *, shared: bool = True) -> Result:
         """HOLDS (with a model) when background ∧ formulas is satisfiable; cached.
 
         The cache is keyed by the formulas in their order: the model found follows
         the order, so a cached answer is the one the same list would get anew.
+        ``shared=False``: for a caller that keeps the model to itself (it never
+        reaches a report): not cached, and the solver's own model will do.
         """
         given = list(formulas)
+        if not shared:
+            return _consistent(self, given, model=False)
         key = tuple(given)
         hit = self._consistency.get(key)
         if hit is None:
             hit = self._consistency[key] = _consistent(self, given)
         return hit
 
-    def valid(self, goal: Formula) -> Result:
-        """Does the background alone entail goal?
+    def valid(self, goal: Formula, *, model: bool = True) -> Result:
+        """Does the background alone entail goal? (``model=False``: as in :meth:`_ask`.)
 
         A goal over atoms the background never mentions (at most
         ``TAUTOLOGY_ATOMS`` of them) is valid exactly when it is a tautology: its
@@ -574,10 +584,10 @@ class Session:
             falsifier: dict[str, bool] = {}
             if not extend_model(falsifier, Not(goal), TAUTOLOGY_ATOMS):
                 return HOLDS  # no row falsifies it: a tautology
-            model = self._background_model()
-            if model is not None:
-                return Result(Verdict.FAILS, counterexample={**model, **falsifier})
-        return self._ask((), goal)
+            bg = self._background_model()
+            if bg is not None:
+                return Result(Verdict.FAILS, counterexample={**bg, **falsifier})
+        return self._ask((), goal, model=model)
 
     def _background_model(self) -> dict[str, bool] | None:
         """A model of the background: found in Python where it can be, else the solver's."""
@@ -608,9 +618,10 @@ class Session:
                 self._bg_model = Result(Verdict.UNKNOWN, reason=str(payload))
         return self._bg_model
 
-    def satisfiable(self, formulas: Iterable[Formula]) -> Result:
-        """HOLDS (with a model as counterexample) when background ∧ formulas has a model."""
-        status = self._ask(list(formulas), None)
+    def satisfiable(self, formulas: Iterable[Formula], *, model: bool = True) -> Result:
+        """HOLDS (with a model as counterexample) when background ∧ formulas has a model.
+        (``model=False``: as in :meth:`_ask`.)"""
+        status = self._ask(list(formulas), None, model=model)
         if status.holds:  # unsat
             return Result(Verdict.FAILS)
         if status.unknown:
@@ -919,11 +930,11 @@ def _conjuncts(f: Formula) -> int:
     return sum(_conjuncts(a) for a in f.args) if isinstance(f, And) else 1
 
 
-def _consistent(session: Session, formulas: Sequence[Formula]) -> Result:
+def _consistent(session: Session, formulas: Sequence[Formula], *, model: bool = True) -> Result:
     """HOLDS (with a model) when background ∧ formulas is satisfiable.
 
     Literals, and conjunctions of literals, over atoms the background does not
-    mention are settled in Python.
+    mention are settled in Python. (``model=False``: as in :meth:`Session._ask`.)
     """
     bg_atoms = session.bg_atom_set
     polarity: dict[str, bool] = {}
@@ -944,18 +955,18 @@ def _consistent(session: Session, formulas: Sequence[Formula]) -> Result:
     hard_atoms: set[str] = set()
     for h in hard:
         hard_atoms |= atoms(h)
-    model = {name: value for name, value in polarity.items() if name not in hard_atoms}
+    easy = {name: value for name, value in polarity.items() if name not in hard_atoms}
     hard += [Atom(n) if v else Not(Atom(n)) for n, v in polarity.items() if n in hard_atoms]
     if not hard:
-        return Result(Verdict.HOLDS, counterexample=model)
+        return Result(Verdict.HOLDS, counterexample=easy)
     if len(hard) >= GREEDY_MIN:
         found = greedy_model([*session.background, *hard])
         if found is not None:
-            return Result(Verdict.HOLDS, counterexample={**model, **found})
-    sat = session.satisfiable(hard)
+            return Result(Verdict.HOLDS, counterexample={**easy, **found})
+    sat = session.satisfiable(hard, model=model)
     if not sat.holds:
         return sat
-    return Result(Verdict.HOLDS, counterexample={**model, **(sat.counterexample or {})})
+    return Result(Verdict.HOLDS, counterexample={**easy, **(sat.counterexample or {})})
 
 
 class PremiseIndex:
@@ -1067,9 +1078,10 @@ class PremiseIndex:
     def consistent(self) -> Result:
         """Is background ∧ every premise satisfiable? (HOLDS or not; with ``keep_model``,
         :meth:`model` then gives a model.)"""
+        shared = not self._keep_model  # a kept model never reaches a report
         if self._state is None:
             state = self._state = self.session.consistency(
-                [f for _, f, _ in self._entries.values()]
+                [f for _, f, _ in self._entries.values()], shared=shared
             )
             self._pending.clear()
             self._model = None
@@ -1082,15 +1094,19 @@ class PremiseIndex:
                 for key in self._pending:
                     seed |= self._entries[key][2]
                 reached = self.reach(seed, keys)
-                part = self.session.consistency([f for _, f in self.formulas_of(keys)])
+                part = self.session.consistency(
+                    [f for _, f in self.formulas_of(keys)], shared=shared
+                )
                 if not part.holds:
                     self._state = part
                     self._model = None
                 elif self._keep_model:
                     if self._model is None:
-                        self._model = self._full_model(self.session.consistency(
-                            [f for _, f, _ in self._entries.values()]
-                        ))
+                        self._model = self._full_model(
+                            self.session.consistency(
+                                [f for _, f, _ in self._entries.values()], shared=False
+                            )
+                        )
                     else:
                         # the part holds every premise with an atom it reached: its model
                         # there, the kept model's elsewhere
@@ -1132,7 +1148,9 @@ class PremiseIndex:
             return HOLDS
         keys: dict[str, None] = {}
         reached = self.reach(atoms(formula), keys)
-        part = self.session.consistency([*(f for _, f in self.formulas_of(keys)), formula])
+        part = self.session.consistency(
+            [*(f for _, f in self.formulas_of(keys)), formula], shared=False
+        )
         if part.holds:
             self._offer = (formula, frozenset(reached), part.counterexample or {})
         return part

@@ -135,7 +135,7 @@ def _alone(ctx: RewriteContext, f: Formula) -> Result:
         isinstance(literal, Atom) and literal.name not in ctx.session.bg_atom_set
     ):
         return Result(Verdict.HOLDS)
-    return ctx.session.satisfiable([f])
+    return ctx.session.satisfiable([f], model=False)
 
 
 def _connected(
@@ -338,7 +338,7 @@ class _Listed:
     def rest_satisfiable(self, prefix: _Prefix, it: Item, f: Formula, excluded: list[str]) -> bool:
         """Are the window's content, the prefix and f satisfiable, the excluded ids out?"""
         rest = [(p, g) for p, g in [*self.window, *prefix, (it, f)] if p.id not in excluded]
-        return self.ctx.session.satisfiable([g for _, g in rest]).holds
+        return self.ctx.session.satisfiable([g for _, g in rest], model=False).holds
 
     def _content(self) -> PremiseSet:
         if self.content is None:

@@ -730,7 +730,7 @@ class RewriteContext:
     def valid(self, formula: Formula) -> Result:
         hit = self._valid_cache.get(formula)
         if hit is None:
-            hit = self.session.valid(formula)
+            hit = self.session.valid(formula, model=False)  # read for its verdict only
             self._valid_cache[formula] = hit
         return hit
 
