@@ -28,7 +28,7 @@ RUNS = {
     "check-large.json": "`make bench-check-large`: check at 100k and 300k items, and with"
     " a quarter of 100k items broken",
     "prove.json": "`make bench-prove`",
-    "prove-large.json": "the target problems of `--bench-prove-large` for spill-first",
+    "prove-large.json": "the target problems of `--bench-prove-large`: the bundled safe specs",
     "import.json": "`make bench-import`: Claude Code sessions of 10, 50 and 100 MB with 5"
     " compactions, and with a compaction every 8 MB",
     "scale.json": "`make bench-scale`: cost against items and findings, start-up",
