@@ -151,7 +151,12 @@ class Auditor:
         if view is None or view.items is not self.window:
             view = WindowView(self.window, self.store)
         self._view = None
-        before, after_view = view.appended(items)
+        if any(it.id in view for it in items):
+            # an id already in the window (bad input a trace never holds): views of its own
+            before = WindowView(self.window, self.store)
+            after_view = WindowView((*self.window, *items), self.store)
+        else:
+            before, after_view = view.appended(items)
         after = after_view.items
         # the append's items are in the graph when their uses are checked (CP001)
         graph.append(items, self.pass_no, line)

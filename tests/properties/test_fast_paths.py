@@ -297,3 +297,26 @@ def test_the_views_of_an_append_answer_like_views_built_afresh(
             )
         assert got.by_id == want.by_id
         assert got.content() == want.content()
+
+
+def test_an_append_of_an_id_already_in_the_window_reads_views_of_its_own(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A trace never holds one (bad input), but the API takes it: the views are then built
+    afresh, and the findings are the slow path's."""
+    from verifier.io import item_from_json
+
+    def session() -> list[Any]:
+        auditor = Auditor([])
+        first = {"id": "c1", "kind": "commitment", "type": "decision", "formula": "a"}
+        again = {"id": "c1", "kind": "claim", "formula": "!a", "modality": "verified"}
+        later = {"id": "c2", "kind": "commitment", "type": "decision", "formula": "a & b"}
+        auditor.append([item_from_json(first)], 2)
+        auditor.append([item_from_json(again)], 3)
+        auditor.append([item_from_json(later)], 4)
+        return [f.to_json() for f in auditor.findings]
+
+    fast = session()
+    with slow_paths(monkeypatch):
+        slow = session()
+    assert fast == slow and fast

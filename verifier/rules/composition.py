@@ -392,6 +392,8 @@ class _Indexed:
         """The indexes, synced to the window before the append; None when the premises are
         not known to be consistent (the lists then say why)."""
         known = ctx.window_knowledge()
+        if any(known.holds(it.id) for it in appended):
+            return None  # an id appended again (bad input a trace never holds): the lists
         history = ctx.history
         for src in {it.source for it in appended if it.kind == "observation" and it.source}:
             # this append's run of a source supersedes the earlier ones, from now on

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Iterable, Mapping, Set
+from collections.abc import Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -110,7 +110,7 @@ class StoreKnowledge:
 
 class WindowKnowledge:
     """The window's content and the knowledge CP003 reads, as premise indexes kept across
-    events, each with a model (docs/rules.md, "Composition").
+    events, each with a model (docs/rules.md, "Composition over a trace").
 
     ``content``: what the window asserts, one entry per window id (stubs
     resolved; excluded ids and superseded observations out). ``knowledge``: the
@@ -190,9 +190,15 @@ class WindowKnowledge:
             self._positions = None
         return self
 
-    def appended(self, view: WindowView, items: Iterable[Item], excluded: Set[str]) -> None:
+    def appended(self, view: WindowView, items: Sequence[Item], excluded: Set[str]) -> None:
         """The window is now the view's: the one described, then these items (those with
         ids in ``excluded`` kept out of the premises)."""
+        if any(self.holds(it.id) for it in items):
+            # an id appended again (bad input a trace never holds): read the window anew
+            for item_id in list(self._real):
+                self._drop(item_id)
+            self.items, self.by_id = None, {}
+            return
         positions = self._positions
         for it in items:
             if positions is not None:
@@ -274,6 +280,10 @@ class WindowKnowledge:
 
     def real(self, item_id: str) -> Item | None:
         return self._real.get(item_id)
+
+    def holds(self, item_id: str) -> bool:
+        """Is the id in the window described?"""
+        return item_id in self._real
 
     def knowledge_item(self, key: str) -> Item:
         """The knowledge entry under a version key: the window's commitment, else the
