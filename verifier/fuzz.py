@@ -295,8 +295,9 @@ class _Agent:
         out: list[Obj] = []
         for it in self.window:
             if it.get("kind") == "stub":
+                # a stub whose ref names another stored item stands for nothing
                 real = self.stored.get(str(it.get("ref")))
-                if real is not None:
+                if real is not None and real.get("id") == it.get("id"):
                     out.append(real)
             else:
                 out.append(it)

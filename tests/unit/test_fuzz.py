@@ -426,3 +426,21 @@ def test_the_scorecard_says_what_shrinking_took(tmp_path: Path) -> None:
         replay = audit_trace(parse_trace_text(Path(cex.path).read_bytes(), cex.path))
         found = {(f.code, f.pass_, f.items) for f in replay.findings}
         assert (cex.code, cex.pass_, cex.items) in found
+
+
+def test_the_agent_sees_through_a_stub_only_to_the_item_of_its_own_id() -> None:
+    """A stub stands for the stored item with its id; one whose ref names another stored
+    item is unresolvable, so the agent cannot retrieve anything through it."""
+    from verifier.fuzz import Plan, _Agent, keep_everything
+    from verifier.io import ref_of
+
+    stored = {"id": "o1", "kind": "observation", "source": "make test", "modality": "failed"}
+    ref = ref_of(stored)
+    policy = Policy("keep", keep_everything)
+    agent = _Agent(Plan(100, (True,), ()), policy, 1, "support")
+    agent.stored[ref] = stored
+    agent.window = [{"id": "o1", "kind": "stub", "ref": ref}]
+    assert agent.visible() == [stored]
+    agent.window = [{"id": "p9", "kind": "stub", "ref": ref}]
+    assert agent.visible() == []
+
