@@ -645,3 +645,42 @@ def test_the_documented_rule_based_extractor_runs(tmp_path: Path) -> None:
     imp = import_session("claude-code", [CC_ON], extract=f"{path}:extract")
     assert imp.coverage.commitments_and_claims == 1
     assert ("CF001", ("u-0001:keep:0",)) in findings(parse_trace_text(imp.trace))
+
+
+def test_an_append_too_long_for_one_line_goes_on_as_the_next(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A history whose messages would make one append line longer than a trace line may
+    be is written as several appends, the same items in the same order, each line one
+    the trace reader takes; the audit is the same."""
+    import verifier.importers.writer as writer
+    import verifier.io as vio
+
+    path = H / "claude-code" / "session_goes_on.jsonl"
+    whole = import_history("claude-code", [path])
+    longest = max(len(line) for line in whole.splitlines())
+    limit = longest // 3
+    monkeypatch.setattr(writer, "MAX_LINE_BYTES", limit)
+    split = import_history("claude-code", [path])
+    assert max(len(line) for line in split.splitlines()) <= limit
+    # the whole-history import (an extractor needs it) splits its appends alike
+    assert import_history("claude-code", [path], extract=lambda m, c: []) == split
+    one = parse_trace_text(whole, "t")
+    monkeypatch.setattr(vio, "MAX_LINE_BYTES", limit)
+    many = parse_trace_text(split, "t")
+    assert len(many.events) > len(one.events)
+
+    def items(trace: Trace) -> list[list[str]]:
+        # each rewrite's window, and the ids appended between rewrites, in order
+        out: list[list[str]] = [[]]
+        for ev in trace.events:
+            if isinstance(ev, Append):
+                out[-1] += [it.id for it in ev.items]
+            elif isinstance(ev, Rewrite):
+                out.append([it.id for it in ev.window or ()])
+                out.append([])
+        return out
+
+    assert items(many) == items(one)
+    report_one, report_many = audit_trace(one), audit_trace(many)
+    assert [f.code for f in report_many.findings] == [f.code for f in report_one.findings]

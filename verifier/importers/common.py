@@ -24,7 +24,7 @@ from typing import IO, Any, overload
 
 from verifier.errors import InputError, InternalError
 from verifier.importers.coverage import Coverage
-from verifier.importers.writer import TraceWriter
+from verifier.importers.writer import TraceWriter, split_append
 from verifier.io import MAX_ID_LENGTH, _Ctx, item_from_json, parse_trace_text
 from verifier.window import canonical_json
 
@@ -570,7 +570,9 @@ def build_trace(
             fix="check that the file is a session of the format named (or use FORMAT auto)",
         )
     lines = [canonical_json({"event": "header", "format": TRACE_FORMAT})]
-    lines.extend(canonical_json(ev) for ev in state.events)
+    for ev in state.events:
+        parts = split_append(ev) if ev["event"] == "append" else [ev]
+        lines.extend(canonical_json(part) for part in parts)
     text = "\n".join(lines) + "\n"
     try:
         parse_trace_text(text, name)

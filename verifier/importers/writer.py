@@ -32,7 +32,7 @@ from verifier.io import (
 )
 from verifier.window import canonical_json
 
-__all__ = ["TraceWriter"]
+__all__ = ["TraceWriter", "split_append"]
 
 _LISTS = {"append": "items", "rewrite": "window"}
 """The list of items each event an import writes holds (the last key of its JSON)."""
@@ -91,17 +91,28 @@ class TraceWriter:
             self._window = set()
         here: set[str] = set()
         self._write(head)
-        for n, raw in enumerate(items):
+        n = 0  # items on this line
+        for raw in items:
             text = canonical_json(raw)
             size += len(text) + (1 if n else 0)
             if size > MAX_LINE_BYTES:
-                raise ctx.error(
-                    f"line is longer than {MAX_LINE_BYTES} characters", fix="split the event"
-                )
+                if kind != "append" or not n:
+                    raise ctx.error(
+                        f"line is longer than {MAX_LINE_BYTES} characters", fix="split the event"
+                    )
+                # an append too long for one line goes on as the next append: the same
+                # items in the same order, each line one a reader takes
+                self._write(tail + "\n")
+                self.appends += 1
+                self.line += 1
+                ctx = _Ctx(self.name, self.line)
+                self._write(head)
+                size, n = len(envelope) + len(text), 0
             self._check(raw, text, kind, here, ctx)
             if n:
                 self._write(",")
             self._write(text)
+            n += 1
         self._write(tail + "\n")
         if kind == "append":
             self.appends += 1
@@ -157,3 +168,20 @@ class TraceWriter:
             counts[kind] = counts.get(kind, 0) + 1
         return Coverage(self.appends, self.rewrites, self.items, counts, messages)
 
+
+def split_append(event: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """An append as the appends :class:`TraceWriter` writes for it: one, or, when its line
+    would be longer than a trace line may be, several holding its items in order, each
+    as full as a line allows (an item too long for any line stays alone)."""
+    items = event["items"]
+    size = len(canonical_json({**event, "items": []}))
+    parts: list[list[Any]] = [[]]
+    length = size
+    for raw in items:
+        grown = length + len(canonical_json(raw)) + (1 if parts[-1] else 0)
+        if grown > MAX_LINE_BYTES and parts[-1]:
+            parts.append([])
+            grown = size + len(canonical_json(raw))
+        parts[-1].append(raw)
+        length = grown
+    return [{**event, "items": part} for part in parts]
