@@ -7,9 +7,12 @@ FW_VENV := .venv-frameworks
 FW_BIN := $(FW_VENV)/bin
 FW_STAMP := $(FW_VENV)/.installed
 FW_EXTRAS := dev,policies-langchain,policies-autogen,policies-pydantic-ai
+# every package of that venv at a pinned version: the page regenerates byte for byte, and a
+# pin that no longer installs fails the install (so make test-frameworks, so CI)
+FW_PINS := docs/frameworks/constraints.txt
 
-.PHONY: demo test test-slow bench bench-check-large bench-prove bench-fuzz bench-distributed frameworks \
-  test-frameworks screenshot clean
+.PHONY: demo test test-slow mutate bench bench-check-large bench-prove bench-fuzz bench-import \
+  bench-scale bench-distributed frameworks test-frameworks frameworks-pins screenshot clean
 
 # The ray extra's tests (a local cluster) run with the suite; where Ray has no wheel
 # (an unsupported platform) they are skipped, with the reason shown by pytest -rs.
@@ -33,22 +36,49 @@ test: $(STAMP)
 test-slow: $(STAMP)
 	$(BIN)/pytest -q -m slow
 
-$(FW_STAMP): pyproject.toml
+# Mutation testing of the rules (not in make test, not in CI: half an hour or more on two
+# cores): single-point mutants of verifier/rules/ and verifier/check.py, each run against
+# the rule tests (the corpus, the readings' unit tests) with a time limit, the survivors
+# against the wider suite; prints the score per rule family and every survivor.
+# MUTATE_ARGS adds options, e.g. --jobs 2, --sample 6 (every sixth mutant), --no-wider.
+MUTATE_ARGS ?=
+mutate: $(STAMP)
+	$(BIN)/python tests/mutation.py $(MUTATE_ARGS)
+
+$(FW_STAMP): pyproject.toml $(FW_PINS)
 	$(PY) -m venv $(FW_VENV)
 	$(FW_BIN)/pip install -q --upgrade pip
-	$(FW_BIN)/pip install -q -e '.[$(FW_EXTRAS)]'
+	$(FW_BIN)/pip install -q -c $(FW_PINS) -e '.[$(FW_EXTRAS)]'
 	touch $(FW_STAMP)
 
-# Fuzzes every third-party compaction policy with the same seeded sessions and rewrites
-# docs/frameworks.md and its counterexamples (docs/frameworks/).
-frameworks: $(FW_STAMP)
-	$(FW_BIN)/python -m verifier.policies.thirdparty.report --out docs/frameworks.md
+# New pins: the extras installed afresh at their newest releases, frozen into $(FW_PINS)
+# (its comment lines kept); then `make frameworks` and commit both.
+frameworks-pins:
+	rm -rf $(FW_VENV).pins
+	$(PY) -m venv $(FW_VENV).pins
+	$(FW_VENV).pins/bin/pip install -q --upgrade pip
+	$(FW_VENV).pins/bin/pip install -q -e '.[$(FW_EXTRAS)]'
+	{ grep '^#' $(FW_PINS); $(FW_VENV).pins/bin/pip freeze --exclude-editable \
+	  | grep -v '^#' | sort -f; } > $(FW_PINS).new
+	mv $(FW_PINS).new $(FW_PINS)
+	rm -rf $(FW_VENV).pins
 
-# The third-party policy tests with their extras installed (they skip without them), and
-# the adapters type-checked against the frameworks' own types (Any in the main venv).
+# Fuzzes every third-party compaction policy and the two baselines with the same seeded
+# sessions and rewrites docs/frameworks.md, its plot and its counterexamples
+# (docs/frameworks/), at the pinned versions.
+# FW_JOBS=2 runs the sessions in two worker processes: the page is the same.
+FW_JOBS ?= 1
+frameworks: $(FW_STAMP)
+	$(FW_BIN)/python -m verifier.policies.thirdparty.report --out docs/frameworks.md \
+	  --jobs $(FW_JOBS)
+
+# The third-party policy tests and the LangChain export round trip with their extras
+# installed (they skip without them), and the adapters type-checked against the
+# frameworks' own types (Any in the main venv).
 test-frameworks: $(FW_STAMP)
-	$(FW_BIN)/mypy verifier/policies/thirdparty tests/unit/test_thirdparty.py
-	$(FW_BIN)/pytest -q tests/unit/test_thirdparty.py
+	$(FW_BIN)/mypy verifier/policies/thirdparty tests/unit/test_thirdparty.py \
+	  tests/unit/test_session_export.py
+	$(FW_BIN)/pytest -q tests/unit/test_thirdparty.py tests/unit/test_session_export.py
 
 # The benchmarks (pytest-benchmark; `make test` does not collect benchmarks/): each run
 # saves its JSON under benchmarks/results/, and benchmarks/report.py writes RESULTS.md from
@@ -59,6 +89,8 @@ BENCH_PYTEST := $(BIN)/pytest -q --benchmark-only --benchmark-columns=median,iqr
 
 bench: $(STAMP) bench-prove
 	$(BENCH_PYTEST) benchmarks --ignore=benchmarks/test_bench_prove.py \
+	  --ignore=benchmarks/test_bench_import.py --ignore=benchmarks/test_bench_scale.py \
+	  --ignore=benchmarks/test_bench_startup.py \
 	  --benchmark-json=benchmarks/results/bench.json $(BENCH_ARGS)
 	$(BIN)/python -m benchmarks.report > benchmarks/RESULTS.md
 
@@ -75,6 +107,27 @@ bench-check-large: $(STAMP)
 bench-fuzz: $(STAMP)
 	$(BENCH_PYTEST) benchmarks/test_bench_fuzz.py \
 	  --benchmark-json=benchmarks/results/fuzz-isolation.json $(BENCH_ARGS)
+	$(BIN)/python -m benchmarks.report > benchmarks/RESULTS.md
+
+# import of Claude Code sessions of 10, 50 and 100 MB with 5 compactions, and with a compaction
+# every 8 MB (the session files are generated once into the temporary folder), saved beside
+# the other runs
+bench-import: $(STAMP)
+	$(BENCH_PYTEST) benchmarks/test_bench_import.py \
+	  --benchmark-json=benchmarks/results/import.json $(BENCH_ARGS)
+	$(BIN)/python -m benchmarks.report > benchmarks/RESULTS.md
+
+# audit cost against items and findings (findings on most of an append's items, 50k-item
+# traces with and without findings, appends of 10k and 20k commitments), an append into a
+# window of 1k and 10k stubs, start-up, and fuzz end to end (the README's unsafe policy
+# against its safe one), saved beside the other runs (a few minutes)
+bench-scale: $(STAMP)
+	$(BENCH_PYTEST) benchmarks/test_bench_scale.py benchmarks/test_bench_startup.py \
+	  "benchmarks/test_bench_append.py::test_append_stub_window_small" \
+	  "benchmarks/test_bench_append.py::test_append_stub_window_large" \
+	  "benchmarks/test_bench_fuzz.py::test_fuzz_end_to_end_safe" \
+	  "benchmarks/test_bench_fuzz.py::test_fuzz_end_to_end_unsafe" \
+	  --benchmark-json=benchmarks/results/scale.json $(BENCH_ARGS)
 	$(BIN)/python -m benchmarks.report > benchmarks/RESULTS.md
 
 bench-prove: $(STAMP)

@@ -28,9 +28,12 @@ RUNS = {
     "check-large.json": "`make bench-check-large`: check at 100k and 300k items, and with"
     " a quarter of 100k items broken",
     "prove.json": "`make bench-prove`",
-    "prove-large.json": "the target problems of `--bench-prove-large` for spill-first",
+    "prove-large.json": "the target problems of `--bench-prove-large`: the bundled safe specs",
     "fuzz-isolation.json": "`make bench-fuzz`: fuzz throughput with the policy in its own"
     " process, and what that costs a call",
+    "import.json": "`make bench-import`: Claude Code sessions of 10, 50 and 100 MB with 5"
+    " compactions, and with a compaction every 8 MB",
+    "scale.json": "`make bench-scale`: cost against items and findings, start-up",
 }
 
 
@@ -99,6 +102,12 @@ def _note_fuzz(b: Obj) -> str:
             f" {e['window_items']:.0f} items on average, validation included)"
         )
     rate = e["rewrites"] / b["stats"]["median"]
+    if e.get("end_to_end"):
+        return (
+            f"**{rate:,.0f} rewrites/s** ({e['rewrites']} rewrites of {e['sessions']} sessions);"
+            f" {e['findings']:,} findings of {e['rules']} rules; shrinking {e['shrink_plays']}"
+            f" sessions in {fmt_s(e['shrink_seconds'])}"
+        )
     found = "" if e["role"] == "floor" else f"; {e.get('findings', '?')} findings a round"
     return (
         f"**{rate:,.0f} rewrites/s** ({e['rewrites']} rewrites of {e['sessions']} sessions,"
@@ -112,13 +121,41 @@ def _note_prove(b: Obj) -> str:
     return f"{e['encoding']}: {what}; {e.get('z3_checks') or 0:.0f} z3 checks"
 
 
+def _note_import(b: Obj) -> str:
+    e = b["extra_info"]
+    size = f"{e['bytes'] / 2**20:.1f} MiB file"
+    if e.get("role") not in ("import", "command"):
+        return size
+    text = f"{size}; {e['rewrites']} rewrites; trace {e['trace_bytes'] / 2**20:.1f} MiB"
+    if "peak_mib" in e:
+        text += f"; peak {e['peak_mib']:.0f} MiB ({e['imports_mib']:.0f} after the imports)"
+    return text
+
+
+def _note_scale(b: Obj) -> str:
+    e = b["extra_info"]
+    codes = ", ".join(f"{code} {n:,}" for code, n in sorted(e.get("codes", {}).items()))
+    return (
+        f"{e['items']:,} items, {e['trace_bytes'] / 1e6:.1f} MB; {e.get('rewrites', 0)}"
+        f" rewrites; {e.get('findings', 0):,} findings{f' ({codes})' if codes else ''}"
+    )
+
+
+def _note_startup(b: Obj) -> str:
+    e = b["extra_info"]
+    return f"`{e['command']}`; exit {e.get('exit', '?')}"
+
+
 NOTES: dict[str, Callable[[Obj], str]] = {
+    "test_bench_startup": _note_startup,
+    "test_bench_scale": _note_scale,
     "test_bench_check": _note_check,
     "test_bench_check_faults": _note_check_faults,
     "test_bench_append": _note_append,
     "test_bench_audit": _note_audit,
     "test_bench_fuzz": _note_fuzz,
     "test_bench_prove": _note_prove,
+    "test_bench_import": _note_import,
 }
 
 

@@ -10,6 +10,11 @@ rewrite that gives a claim an equivalent formula. Each timed round is one
 append of four new items (prose, an observation, a claim it witnesses, a
 commitment), the kind a pass adds; the items are built before the clock
 starts. The 1k store is the floor.
+
+A second group keeps the window's size in view: a session that appended N
+commitments (``a.I -> b.I``), spilled them and left stubs (the window holds N
+stubs), then appends one claim over fresh atoms a round: N = 10k against the
+floor N = 1k.
 """
 
 from __future__ import annotations
@@ -26,9 +31,10 @@ from benchmarks.workloads import (
     acceptable_change,
     append_event,
     store_entries,
+    stub_window_trace,
 )
 from verifier.audit import Auditor
-from verifier.io import item_from_json
+from verifier.io import item_from_json, parse_trace_text
 from verifier.store import MemoryStore
 from verifier.window import Item
 
@@ -107,3 +113,51 @@ def test_append_small_store(benchmark: Any) -> None:
 
 def test_append_large_store(benchmark: Any) -> None:
     _bench(benchmark, LARGE, "large store")
+
+
+# -- an append into a window of stubs: its cost is the append's, not the window's ------------
+
+STUBS_SMALL, STUBS_LARGE = 1_000, 10_000
+STUB_ROUNDS = 50
+
+
+@functools.cache
+def _stub_events(n: int) -> tuple[Any, ...]:
+    trace = parse_trace_text(stub_window_trace(n, 0), f"stubs-{n}.jsonl")
+    return (trace.header.background, trace.events)
+
+
+def _bench_stubs(benchmark: Any, n: int, role: str) -> None:
+    """A window of n stubs (n commitments appended, spilled and stubbed); each round
+    appends one claim over fresh atoms (built before the clock starts)."""
+    background, events = _stub_events(n)
+    auditor = Auditor(background)
+    for ev in events:
+        auditor.feed(ev)
+    assert all(it.kind == "stub" for it in auditor.window)
+    benchmark.group = (
+        f"append of 1 claim, window of {STUBS_SMALL:,} vs {STUBS_LARGE:,} stubs"
+    )
+    benchmark.extra_info.update(role=role, store_entries=n, window=len(auditor.window))
+    findings: list[Any] = []
+    serial = iter(range(10**9))
+
+    def setup() -> tuple[tuple[list[Item]], dict[str, Any]]:
+        j = next(serial)
+        claim = {"id": f"q{j}", "kind": "claim", "formula": f"f.{j} | g.{j}"}
+        return ([item_from_json(claim)],), {}
+
+    def append(items: list[Item]) -> None:
+        findings.extend(auditor.append(items))
+
+    benchmark.pedantic(append, setup=setup, rounds=STUB_ROUNDS, iterations=1)
+    benchmark.extra_info["findings"] = len(findings)
+    _take(findings)
+
+
+def test_append_stub_window_small(benchmark: Any) -> None:
+    _bench_stubs(benchmark, STUBS_SMALL, "floor")
+
+
+def test_append_stub_window_large(benchmark: Any) -> None:
+    _bench_stubs(benchmark, STUBS_LARGE, "large window")

@@ -19,6 +19,13 @@ alone, with their validation: in this process (``run_twice``, the floor) and
 in the policy's own process (``PolicyProcess.run_twice``: the window out and
 the result back over a pipe). Its notes give the median time per call; their
 difference is what isolation costs a call.
+
+End to end, the two policies of the README's walkthrough (``newest_first`` drops
+what does not fit: eight rules found; ``newest_first_spilling`` spills it: none)
+are fuzzed as ``ctxproof fuzz --sessions 50`` fuzzes them (each in a process of
+its own): the same sessions, explored, each rule found shrunk (at most 300
+sessions played per rule) and its counterexample written and replayed; the
+unsafe policy's run is measured against the safe one's, its floor.
 """
 
 from __future__ import annotations
@@ -30,7 +37,7 @@ from typing import Any
 
 import pytest
 
-from verifier.fuzz import explore_chunk, session_plans
+from verifier.fuzz import explore_chunk, fuzz, session_plans
 from verifier.io import item_from_json
 from verifier.policies import Policy, load_policy, run_policy
 from verifier.policies.isolated import PolicyProcess
@@ -79,7 +86,9 @@ def _recorded(name: str, pressure: str) -> tuple[tuple[Call, ...], int]:
         calls.append(copy.deepcopy((window, budget, kw)))
         return inner.function(window, budget, **kw)
 
-    wrapped = Policy(inner.name, run, inner.takes_pass_no, inner.takes_ages, inner.spec)
+    wrapped = Policy(
+        inner.name, run, inner.takes_pass_no, inner.takes_ages, inner.spec, inner.takes_store
+    )
     chunk = _explore(wrapped, pressure)
     return tuple(calls), chunk.rewrites
 
@@ -182,3 +191,49 @@ def test_policy_calls_isolated(benchmark: Any, model: str, pressure: str) -> Non
                 assert proc.run_twice(window, budget, **kw).code is None
 
         benchmark.pedantic(calls, rounds=ROUNDS, iterations=1)
+
+
+# -- end to end: exploring, shrinking what was found, writing the counterexamples -------------
+
+README_POLICIES = Path(__file__).resolve().parent / "readme_policies.py"
+E2E_SESSIONS = 50
+E2E_ROUNDS = 3
+
+
+def _bench_end_to_end(benchmark: Any, name: str, role: str, tmp_path: Path) -> None:
+    """``fuzz`` as ``ctxproof fuzz --sessions 50`` runs it (seed 0, 10 passes, windows of
+    about a hundred items), the policy in a process of its own: exploring, shrinking one
+    session per rule found and writing the counterexamples; the scorecard and its plot
+    aside (``card=False``)."""
+    policy = load_policy(f"{README_POLICIES}:{name}")
+    benchmark.group = (
+        f"fuzz end to end, {E2E_SESSIONS} sessions: the README's safe policy vs its unsafe one"
+    )
+    reports: list[Any] = []
+
+    def run() -> None:
+        out = tmp_path / "out"
+        reports.append(fuzz(policy, sessions=E2E_SESSIONS, out_dir=out, card=False))
+
+    benchmark.pedantic(run, rounds=E2E_ROUNDS, iterations=1)
+    last = reports[-1]
+    assert {r.rewrites for r in reports} == {last.rewrites}  # the same sessions every round
+    benchmark.extra_info.update(
+        role=role,
+        end_to_end=True,
+        policy=name,
+        sessions=last.sessions,
+        rewrites=last.rewrites,
+        findings=sum(last.findings_by_rule.values()),
+        rules=len(last.findings_by_rule),
+        shrink_plays=last.shrinking.get("plays", 0),
+        shrink_seconds=last.shrinking.get("seconds", 0.0),
+    )
+
+
+def test_fuzz_end_to_end_safe(benchmark: Any, tmp_path: Path) -> None:
+    _bench_end_to_end(benchmark, "newest_first_spilling", "floor", tmp_path)
+
+
+def test_fuzz_end_to_end_unsafe(benchmark: Any, tmp_path: Path) -> None:
+    _bench_end_to_end(benchmark, "newest_first", "unsafe", tmp_path)

@@ -8,10 +8,14 @@ floor, measured beside the two other encodings it can use: numbers as
 bit-vectors, and counterexamples shrunk by z3's Optimize. A round is one whole
 proof: encoding, every z3 check, each counterexample shrunk, replayed through
 the spec's interpreter and audited. The problems are BMC N = 8, K = 2 and
-induction N = 16; with ``--bench-prove-large``
-(``make bench-prove BENCH_ARGS=--bench-prove-large``) also BMC N = 16, K = 8
-and induction N = 64. Every encoding must give the same
-answer (a test, not a timing).
+induction N = 16. Every encoding must give the same answer (a test, not a
+timing).
+
+With ``--bench-prove-large`` (``make bench-prove BENCH_ARGS=--bench-prove-large``)
+also the targets for the bundled safe specs (``spill_first`` and the proved
+suggestions of ``models/specs/suggested/``), each to be proved in under a
+minute: BMC N = 24, K = 8 (up to N items appended before each pass) and
+induction N = 128, one round each, in the encoding ``prove`` uses.
 """
 
 from __future__ import annotations
@@ -31,7 +35,9 @@ LIMIT = 120.0
 """Seconds before prove gives up on a property (its answer is then ``undecided``)."""
 
 SMALL = [("bmc", 8, 2), ("induction", 16, 1)]
-LARGE = [("bmc", 16, 8), ("induction", 64, 1)]
+LARGE = [("bmc", 24, 8), ("induction", 128, 1)]
+SAFE = ["spill_first", *(f"suggested/{p.stem}" for p in sorted(SPECS.glob("suggested/*.toml")))]
+"""The bundled specs that are proved: the large problems are theirs."""
 ENCODINGS = {"int-iterate": ("int", "iterate"), "bv-iterate": ("bv", "iterate"),
              "int-optimize": ("int", "optimize")}
 ROUNDS = 2
@@ -40,12 +46,22 @@ ROUNDS = 2
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "problem" in metafunc.fixturenames:
-        problems = SMALL + (LARGE if metafunc.config.getoption("--bench-prove-large") else [])
+        cases = [
+            (problem, name, encoding)
+            for problem in SMALL
+            for name in sorted(p.stem for p in SPECS.glob("*.toml"))
+            for encoding in ENCODINGS
+        ]
+        if metafunc.config.getoption("--bench-prove-large"):
+            cases += [(problem, name, "int-iterate") for problem in LARGE for name in SAFE]
         metafunc.parametrize(
-            "problem", problems, ids=[f"{m}-N{n}-K{k}" for m, n, k in problems]
+            "problem,spec_name,encoding",
+            cases,
+            ids=[
+                f"{m}-N{n}-K{k}-{name.replace('/', '-')}-{encoding}"
+                for (m, n, k), name, encoding in cases
+            ],
         )
-        metafunc.parametrize("spec_name", sorted(p.stem for p in SPECS.glob("*.toml")))
-        metafunc.parametrize("encoding", list(ENCODINGS))
 
 
 @functools.cache

@@ -464,3 +464,162 @@ def build_faulty_windows(n: int, seed: int, mode: str) -> tuple[Obj, Obj, dict[s
             obj = dict(obj, text=f"{obj['text']} (rewritten)")
         after.append(obj)
     return before, dict(before, items=after), census
+
+
+# -- scale: appends whose items carry findings, long traces, windows of stubs -------------
+
+
+def _trace_text(lines: Sequence[Obj]) -> str:
+    return "".join(json.dumps(ev, ensure_ascii=False) + "\n" for ev in lines)
+
+
+def _header(background: Sequence[str] = BACKGROUND) -> Obj:
+    return {"event": "header", "format": "ctxproof-trace/1", "background": list(background)}
+
+
+def findings_append_trace(n: int) -> str:
+    """An append of n items with findings on two thirds of them, after an append of the
+    claims it contradicts.
+
+    The first append holds n/3 claims ``e.I``. The second, of n items, repeats a
+    group of three: an observation showing ``t.I``; a verified claim ``!t.I`` citing
+    it (its witness does not support it, WR005, and it contradicts the observation,
+    CP004); a commitment ``!e.I`` (it contradicts the earlier claim: CP004, the claim
+    is stale).
+    """
+    groups = max(1, n // 3)
+    claims = [{"id": f"e{i}", "kind": "claim", "formula": f"e.{i}"} for i in range(groups)]
+    items: list[Obj] = []
+    for i in range(groups):
+        items.append(
+            {
+                "id": f"o{i}",
+                "kind": "observation",
+                "shows": f"t.{i}",
+                "modality": "verified",
+                "source": f"run {i}",
+                "exit_code": 0,
+            }
+        )
+        items.append(
+            {
+                "id": f"k{i}",
+                "kind": "claim",
+                "formula": f"!t.{i}",
+                "modality": "verified",
+                "witnesses": [f"o{i}"],
+            }
+        )
+        items.append(
+            {"id": f"c{i}", "kind": "commitment", "type": "decision", "formula": f"!e.{i}"}
+        )
+    return _trace_text(
+        [_header(), {"event": "append", "items": claims}, {"event": "append", "items": items}]
+    )
+
+
+def commitments_append_trace(n: int, *, contradicting: bool) -> str:
+    """One append of n mutually consistent commitments, spilled and left as stubs.
+
+    ``contradicting``: after a claim ``x``, each commitment is ``!x & a.I`` (every one
+    contradicts the claim, none another); else each is ``a.I -> b.I``.
+    """
+    lines: list[Obj] = [_header()]
+    if contradicting:
+        lines.append({"event": "append", "items": [{"id": "x", "kind": "claim", "formula": "x"}]})
+        formulas = [f"!x & a.{i}" for i in range(n)]
+    else:
+        formulas = [f"a.{i} -> b.{i}" for i in range(n)]
+    items = [
+        {"id": f"c{i}", "kind": "commitment", "type": "decision", "formula": f}
+        for i, f in enumerate(formulas)
+    ]
+    lines.append({"event": "append", "items": items})
+    lines.append({"event": "spill", "items": items})
+    lines.append(
+        {
+            "event": "rewrite",
+            "policy": "spill-all",
+            "diff": {"remove": [], "put": [stub_of(it) for it in items]},
+        }
+    )
+    return _trace_text(lines)
+
+
+def stub_window_trace(n: int, appends: int) -> str:
+    """A window of n stubs (n commitments appended, spilled and stubbed), then ``appends``
+    appends of one claim each over fresh atoms."""
+    items = [
+        {"id": f"c{i}", "kind": "commitment", "type": "decision", "formula": f"a.{i} -> b.{i}"}
+        for i in range(n)
+    ]
+    lines: list[Obj] = [
+        _header(),
+        {"event": "append", "items": items},
+        {"event": "spill", "items": items},
+        {
+            "event": "rewrite",
+            "policy": "spill-all",
+            "diff": {"remove": [], "put": [stub_of(it) for it in items]},
+        },
+    ]
+    for j in range(appends):
+        claim = {"id": f"q{j}", "kind": "claim", "formula": f"f.{j} | g.{j}"}
+        lines.append({"event": "append", "items": [claim]})
+    return _trace_text(lines)
+
+
+def long_trace(n_items: int, seed: int, *, finding_fraction: float = 0.0) -> str:
+    """A trace of appends of 100 items (:class:`ItemFactory`'s mix) holding n_items in all,
+    with a rewrite after every tenth append that stubs five items (spilled first).
+
+    ``finding_fraction``: that fraction of the items carry a finding: a witnessed
+    claim says the negation of what its witnesses show (WR005, CP004), a commitment
+    or derived claim negates an earlier commitment's atom (CP003). The same seed
+    gives the same items, findings or not: the clean trace is the floor of the other.
+    """
+    rng = random.Random(seed)
+    f = ItemFactory(rng)
+    faults = random.Random(seed + 1)
+    lines: list[Obj] = [_header()]
+    window: dict[str, Obj] = {}
+    chunk: list[Obj] = []
+    made = 0
+    appends = 0
+    while made < n_items:
+        obj = f.any_item()
+        made += 1
+        if faults.random() < finding_fraction:
+            obj = _with_finding(obj, f, faults)
+        chunk.append(obj)
+        window[obj["id"]] = obj
+        if len(chunk) < 100 and made < n_items:
+            continue
+        lines.append({"event": "append", "items": chunk})
+        chunk = []
+        appends += 1
+        if appends % 10:
+            continue
+        plain = [o for o in window.values() if o["kind"] in ("commitment", "observation")]
+        picked = rng.sample(plain, min(5, len(plain)))
+        if not picked:
+            continue
+        lines.append({"event": "spill", "items": picked})
+        put = [stub_of(o) for o in picked]
+        for o, s in zip(picked, put, strict=True):
+            window[o["id"]] = s
+        lines.append(
+            {"event": "rewrite", "policy": "stub-some", "diff": {"remove": [], "put": put}}
+        )
+    return _trace_text(lines)
+
+
+def _with_finding(obj: Obj, f: ItemFactory, rng: random.Random) -> Obj:
+    """The item changed so that it carries a finding (kept as is when it cannot)."""
+    if obj["kind"] == "claim" and obj.get("witnesses"):
+        return dict(obj, formula=f"!({obj['formula']})", modality="verified")
+    if obj["kind"] in ("commitment", "claim") and len(f.atoms) > 1:
+        target = rng.choice(f.atoms[:-1])
+        if target != obj["id"]:
+            return dict(obj, formula=f"!{target}")
+    return obj

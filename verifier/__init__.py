@@ -11,6 +11,7 @@ The public API:
   :func:`trace_from_dicts`, :func:`item_from_json` — build from plain dicts;
   :func:`forget_reads` — drop what the reader keeps of the last window it read;
 * :func:`ref_of`, :func:`stub_for` — the store key of an item, and its stub;
+* :func:`parse_formula` — formula text to its AST (:mod:`verifier.formula`);
 * :func:`guard` — gate a rewrite in an agent loop: accept, repair (spilling first) or keep;
 * :class:`SqliteStore`, :class:`MemoryStore` — the durable store;
 * :func:`load_policy`, :func:`run_policy`, :func:`run_twice` — load a rewrite policy
@@ -52,6 +53,7 @@ if TYPE_CHECKING:
         trace_from_dicts,
         window_from_dicts,
     )
+    from verifier.parser import parse_formula
     from verifier.policies import Policy, PolicyResult, load_policy, run_policy, run_twice
     from verifier.store import MemoryStore, SqliteStore, Store
     from verifier.window import Item, Trace, Window
@@ -84,6 +86,7 @@ _WHERE: dict[str, str] = {
     "stub_for": "verifier.io",
     "trace_from_dicts": "verifier.io",
     "window_from_dicts": "verifier.io",
+    "parse_formula": "verifier.parser",
     "Policy": "verifier.policies",
     "PolicyResult": "verifier.policies",
     "load_policy": "verifier.policies",
@@ -129,6 +132,7 @@ __all__ = [
     "load_policy",
     "load_trace",
     "load_window",
+    "parse_formula",
     "parse_trace_text",
     "parse_window_text",
     "ref_of",

@@ -8,8 +8,8 @@ from typing import Any
 
 from verifier.check import Repair, RewriteResult, check_rewrite
 from verifier.findings import Finding
-from verifier.formula import parse
 from verifier.graph import JustificationGraph
+from verifier.parser import parse_formula
 from verifier.rules.composition import check_append
 from verifier.rules.context import MODE_SUPPORT, History, RewriteContext, WindowView
 from verifier.solver import Session
@@ -129,13 +129,15 @@ class Auditor:
         self.repair = repair
         self.store = LayeredStore(store)
         self.graph = graph if graph is not None else JustificationGraph()
-        self.session = Session([parse(b) for b in background])
+        self.session = Session([parse_formula(b) for b in background])
         self.history = History()
         if store is not None:
             entries = list(store.items())
             self.graph.spill(entries, 0)  # entries that predate the trace
             _stored(self.history, entries)
         self.window: tuple[Item, ...] = ()
+        self._view: WindowView | None = None
+        """A view of the window, kept from one append to the next."""
         self.pass_no = 0
         self.rewrites: list[RewriteResult] = []
         self.findings: list[Finding] = []
@@ -144,14 +146,25 @@ class Auditor:
     def append(self, items: Sequence[Item], line: int | None = None) -> list[Finding]:
         """Check an append; returns its findings."""
         history, graph = self.history, self.graph
-        after = (*self.window, *items)
+        items = tuple(items)
+        view = self._view
+        if view is None or view.items is not self.window:
+            view = WindowView(self.window, self.store)
+        self._view = None
+        if any(it.id in view for it in items):
+            # an id already in the window (bad input a trace never holds): views of its own
+            before = WindowView(self.window, self.store)
+            after_view = WindowView((*self.window, *items), self.store)
+        else:
+            before, after_view = view.appended(items)
+        after = after_view.items
         # the append's items are in the graph when their uses are checked (CP001)
         graph.append(items, self.pass_no, line)
         ctx = RewriteContext(
             session=self.session,
             store=self.store,
-            before=WindowView(self.window, self.store),
-            after=WindowView(after, self.store),
+            before=before,
+            after=after_view,
             pass_no=self.pass_no,
             line=line,
             mode=self.mode,
@@ -163,12 +176,17 @@ class Auditor:
         self.findings.extend(ctx.findings)
         self.undecided.extend(f"line {line}: {u}" for u in ctx.undecided)
         _appended(history, items, ctx.newly_excluded)
-        for item_id in dict.fromkeys(ctx.newly_excluded):
-            code = next(
-                f.code for f in ctx.findings if f.code in ("CP003", "CP004") and item_id in f.items
-            )
-            graph.exclude(item_id, f"{code} at line {line}")
+        if ctx.newly_excluded:
+            # each id excluded by the first CP003 or CP004 finding that names it
+            code_of: dict[str, str] = {}
+            for f in ctx.findings:
+                if f.code in ("CP003", "CP004"):
+                    for item_id in f.items:
+                        code_of.setdefault(item_id, f.code)
+            for item_id in dict.fromkeys(ctx.newly_excluded):
+                graph.exclude(item_id, f"{code_of[item_id]} at line {line}")
         self.window = after
+        self._view = after_view
         return ctx.findings
 
     def spill(self, items: Sequence[Item], line: int | None = None) -> None:
@@ -176,6 +194,8 @@ class Auditor:
         self.store.spill(items)
         self.graph.spill(items, self.pass_no, line)
         _stored(self.history, items)
+        if self._view is not None:
+            self._view.forget_unresolved()
 
     def rewrite(
         self,
@@ -206,6 +226,7 @@ class Auditor:
         _remember(self.history, self.window, after, self.pass_no, self.store)
         self.graph.rewrite(self.window, after, self.pass_no, policy=policy, line=line)
         self.window = after
+        self._view = None
         return result
 
     def feed(self, ev: Event) -> None:

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from verifier.findings import REFUSING, Finding
-from verifier.formula import parse
 from verifier.io import collector_paused, item_from_json, stub_for
+from verifier.parser import parse_formula
 from verifier.rules.commitments import check_commitments
 from verifier.rules.composition import check_cycles
 from verifier.rules.context import (
@@ -146,7 +146,7 @@ def check_rewrite(
     if isinstance(before, Window) and not bg:
         bg = before.background
     store = store if store is not None else MemoryStore()
-    session = session or Session([parse(b) for b in bg])
+    session = session or Session([parse_formula(b) for b in bg])
     history = history if history is not None else History()
     b_items, a_items = _items(before), _items(after)
     ctx = run_rules(

@@ -36,7 +36,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from verifier import batch
 from verifier.audit import TraceReport
+from verifier.batch import Job
 from verifier.errors import CtxproofError, InputError, InternalError, StoreError
 
 __all__ = [
@@ -75,10 +77,6 @@ SOLVER_ENV = ("CTXPROOF_RLIMIT", "CTXPROOF_TIMEOUT", "CTXPROOF_CROSS_CHECK")
 
 Work = tuple[str, bytes, str | None, str]
 """One trace to audit: its name, its bytes, the ``--store`` path, the witness mode."""
-
-Job = tuple[str, bytes, str | None, str, bool, bool]
-"""One trace for the command's worker function: a :data:`Work` and whether to render its
-report page and compute its repairs (``--report``, ``--repair``)."""
 
 Outcome = dict[str, Any] | InputError | StoreError | InternalError
 """What auditing one trace gave: its JSON report, or the error that stopped it."""
@@ -254,8 +252,8 @@ def _audit_chunk(work_name: str, jobs: Sequence[Job], driver: tuple[str, list[st
 
 
 def _job_json(work: Callable[[Job], dict[str, Any]], job: Job) -> dict[str, Any]:
-    """What the command's worker function returns for a job, or ``{"internal": ...}`` when
-    the checker crashed on it."""
+    """What the worker function returns for a job, or ``{"internal": ...}`` when the checker
+    crashed on it."""
     try:
         return work(job)
     except CtxproofError as exc:
@@ -271,21 +269,19 @@ def ray_work(
     *,
     work: Callable[[Job], dict[str, Any]] | None = None,
 ) -> list[dict[str, Any]]:
-    """Audit jobs on Ray: per job, in input order, what ``ctxproof audit``'s worker function
-    returns for it in this process (``{"result": ...}``, with the report page and the
-    repairs when asked, or ``{"error": ...}`` for bad input or a bad store), or
-    ``{"internal": "TRACE: what happened"}`` when the checker crashed on it or its
-    worker kept dying.
+    """Audit jobs on Ray: per job, in input order, what the worker function
+    :func:`verifier.batch.audit_job` returns for it in this process (``{"result": ...}``,
+    with the report page and the repairs when asked, or ``{"error": ...}`` for bad input
+    or a bad store), or ``{"internal": "TRACE: what happened"}`` when the checker crashed
+    on it or its worker kept dying.
 
-    ``work`` is the worker function (default: the command's own), a module-level
-    function that workers import by name; ``progress`` is called with (traces
-    done, total) as chunks come back.
+    ``work`` is the worker function (default: ``audit_job``, the one ``--jobs`` runs), a
+    module-level function that workers import by name; ``progress`` is called with
+    (traces done, total) as chunks come back.
     """
     ray = connect(address)
     if work is None:
-        from verifier.cli import _work
-
-        work = _work
+        work = batch.audit_job
     if not jobs:
         return []
     cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
@@ -338,15 +334,13 @@ def ray_audit(
     """Audit traces on Ray: per trace, in input order, its JSON report (what ``ctxproof
     audit --format json`` prints for it), the ``InputError``/``StoreError`` that stops
     it, or an ``InternalError`` naming the trace when the checker crashed on it."""
-    from verifier.cli import _error_from_json
-
     out: list[Outcome] = []
     for res in ray_work([(*w, False, False) for w in work], address, progress):
         if "result" in res:
             report: dict[str, Any] = res["result"]
             out.append(report)
         elif "error" in res:
-            out.append(_error_from_json(res["error"]))
+            out.append(batch.error_from_json(res["error"]))
         else:
             out.append(InternalError(res["internal"]))
     return out

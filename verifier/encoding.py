@@ -7,13 +7,25 @@ type appears in a public signature outside them.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from types import ModuleType
 from typing import Any
-
-import z3
 
 from verifier.formula import And, Atom, Const, Formula, Iff, Implies, Not, Or
 
-__all__ = ["Encoder"]
+__all__ = ["Encoder", "z3_module"]
+
+_Z3: ModuleType | None = None
+
+
+def z3_module() -> ModuleType:
+    """The z3 module, imported on first use: a run the shortcuts settle (most checks, and
+    every command that asks no question) never pays for importing it."""
+    global _Z3
+    if _Z3 is None:
+        import z3
+
+        _Z3 = z3
+    return _Z3
 
 
 class Encoder:
@@ -33,7 +45,7 @@ class Encoder:
     def ctx(self) -> Any:
         """The z3 context, made when first needed (a check the shortcuts settle makes none)."""
         if self._ctx is None:
-            self._ctx = z3.Context()
+            self._ctx = z3_module().Context()
         return self._ctx
 
     def atom(self, name: str) -> Any:
@@ -41,19 +53,20 @@ class Encoder:
         if var is None:
             # named by number: z3 cuts names at NUL, so two ids could share a variable;
             # the prefix keeps user atoms apart from our own naming literals
-            var = z3.Bool(f"a!{len(self._atoms)}", self.ctx)
+            var = z3_module().Bool(f"a!{len(self._atoms)}", self.ctx)
             self._atoms[name] = var
         return var
 
     def fresh(self, hint: str = "q") -> Any:
         self._fresh += 1
-        return z3.Bool(f"{hint}!{self._fresh}", self.ctx)
+        return z3_module().Bool(f"{hint}!{self._fresh}", self.ctx)
 
     def convert(self, node: Formula) -> Any:
         """The z3 term for a formula."""
         hit = self._cache.get(node)
         if hit is not None:
             return hit
+        z3 = z3_module()
         term: Any
         if isinstance(node, Const):
             term = z3.BoolVal(node.value, self.ctx)
@@ -75,6 +88,7 @@ class Encoder:
 
     def assignment(self, model: Any, names: Iterable[str]) -> dict[str, bool]:
         """Read the values of the named atoms from a z3 model (unset atoms: False)."""
+        z3 = z3_module()
         out: dict[str, bool] = {}
         for name in sorted(set(names)):
             value = model.eval(self.atom(name), model_completion=True)

@@ -39,6 +39,7 @@ import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
+from typing import IO
 
 from verifier.errors import OutputError
 
@@ -49,12 +50,14 @@ except ImportError:  # pragma: no cover - a system without flock: no folder lock
 
 __all__ = [
     "Staged",
+    "StagedText",
     "atomic_write",
     "atomic_write_all",
     "folder_lock",
     "make_folder",
     "remove_strays",
     "stage",
+    "stage_text",
     "write_set",
 ]
 
@@ -302,6 +305,108 @@ class Staged:
         tb: TracebackType | None,
     ) -> None:
         self.discard()
+
+
+class StagedText(Staged):
+    """A text file (UTF-8) written piece by piece to a temporary name beside its target.
+
+    For output made as it is computed (an import written event by event): the
+    pieces go to the temporary file as they come, :meth:`commit` flushes and
+    syncs it and puts it in place, :meth:`discard` (or leaving the ``with``
+    block without committing) removes it. A write that fails removes it too and
+    raises :class:`~verifier.errors.OutputError`. ``tell``, ``seek`` and
+    ``truncate`` let the writer take back what it wrote.
+    """
+
+    def __init__(self, path: str | Path) -> None:  # not Staged's: nothing is written yet
+        self.path = Path(path)
+        self.tmp = None
+        self._lock = None
+        self._file: IO[str] | None = None
+        folder = self.path.parent
+        _replaceable(self.path)
+        self._lock = _lock(folder)  # held until commit or discard, as Staged holds it
+        try:
+            fd, name = tempfile.mkstemp(
+                prefix=f".{self.path.name[:32]}.", suffix=".ctxproof.tmp", dir=folder
+            )
+        except OSError as exc:
+            self._release()
+            raise _failure(self.path, exc) from exc
+        self.tmp = Path(name)
+        try:
+            os.fchmod(fd, 0o666 & ~_umask())
+            self._file = os.fdopen(fd, "w", encoding="utf-8", newline="")
+        except OSError as exc:
+            os.close(fd)
+            self.discard()
+            raise _failure(self.path, exc) from exc
+
+    def _open(self) -> IO[str]:
+        if self._file is None:
+            raise OutputError(f"{self.path}: the staged file is closed")
+        return self._file
+
+    def write(self, text: str) -> int:
+        try:
+            return self._open().write(text)
+        except OSError as exc:
+            self.discard()
+            raise _failure(self.path, exc) from exc
+
+    def tell(self) -> int:
+        return self._open().tell()
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        return self._open().seek(offset, whence)
+
+    def truncate(self, size: int | None = None) -> int:
+        try:
+            return self._open().truncate(size)
+        except OSError as exc:
+            self.discard()
+            raise _failure(self.path, exc) from exc
+
+    def commit(self) -> Path:
+        """Flush and sync the file, then put it in place as :meth:`Staged.commit` does."""
+        handle = self._open()
+        try:
+            handle.flush()
+            os.fsync(handle.fileno())
+            handle.close()
+        except OSError as exc:
+            self.discard()
+            raise _failure(self.path, exc) from exc
+        self._file = None
+        return super().commit()
+
+    def discard(self) -> None:
+        """Close and remove the temporary file, if it is still there."""
+        if self._file is not None:
+            with contextlib.suppress(OSError):
+                self._file.close()
+            self._file = None
+        super().discard()
+
+    def __enter__(self) -> StagedText:
+        return self
+
+
+def stage_text(path: str | Path) -> StagedText:
+    """A text file staged beside path, to be written piece by piece; commit puts it in place.
+
+    >>> import tempfile, pathlib
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> with stage_text(folder / "out.txt") as staged:
+    ...     _ = staged.write("hel"), staged.write("lo\\n")
+    ...     _ = staged.commit()
+    >>> (folder / "out.txt").read_text()
+    'hello\\n'
+
+    Raises:
+        OutputError: the folder is missing or read-only (nothing is left).
+    """
+    return StagedText(path)
 
 
 def make_folder(path: str | Path, what: str = "output folder") -> Path:

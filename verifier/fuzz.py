@@ -1,12 +1,15 @@
 """Fuzzing a rewrite policy with a simulated agent (docs/fuzz.md).
 
-A *session* is what an agent does over many turns: it records decisions with
-their reasons, rejects options, states invariants and open obligations, takes
-user instructions, calls tools and reads their results (passing and failing
-runs, with sources and exit codes), derives claims from what it observed,
-digests its claims, and writes prose. Whenever the window's tokens exceed the
-budget, the policy under test rewrites the window, and the rewrite is audited
-like any trace.
+A *session* is what an agent does over many turns: it opens with a system
+prompt and the user's task, records decisions with their reasons, rejects
+options, states invariants and open obligations, takes user instructions
+(some of which constrain its later choices), calls tools and reads their
+results (passing and failing runs, with sources and exit codes; several
+calls in one turn whose results arrive in any order, some after other
+items), fixes a failing command and runs it again, derives claims from what
+it observed, digests its claims, and writes prose. Whenever the window's
+tokens exceed the budget, the policy under test rewrites the window, and the
+rewrite is audited like any trace.
 
 The agent reacts to what it can still see (an item in the window, or behind
 a stub: it can retrieve that): it runs again a command whose failure it can
@@ -55,10 +58,12 @@ __all__ = [
     "SessionResult",
     "Step",
     "Turn",
+    "explore_sessions",
     "fuzz",
     "keep_everything",
     "run_session",
     "session_plans",
+    "session_shapes",
 ]
 
 Obj = dict[str, Any]
@@ -79,8 +84,14 @@ ACTIONS: tuple[str, ...] = (
     "use",
     "rerun",
     "readopt",
+    "parallel",
+    "fix",
 )
 """What one step of a turn does (hypothesis shrinks towards the first)."""
+
+TOOL = "bash"
+"""The name of the tool the agent runs its commands with: a result's ``source`` is
+``bash: COMMAND``, as the importers write it (docs/importers.md)."""
 
 TOOLS: tuple[tuple[str, str], ...] = (
     ("make test", "tests.pass"),
@@ -100,7 +111,17 @@ OPTIONS: tuple[tuple[str, str], ...] = (
 )
 """Mutually exclusive choices the agent decides between (the background says so)."""
 
-BACKGROUND: tuple[str, ...] = tuple(f"{a} -> !{b}" for a, b in OPTIONS)
+BACKGROUND: tuple[str, ...] = (
+    *(f"{a} -> !{b}" for a, b in OPTIONS),
+    # a user instruction that constrains a choice: "use a" (the agent decides accordingly)
+    *(f"user.requires.{x} -> {x}" for pair in OPTIONS for x in pair),
+)
+
+SYSTEM_PROMPT = (
+    "You are a coding agent. Run commands with the bash tool, state your decisions and"
+    " the evidence for them, and follow the user's instructions."
+)
+TASK = "Get the service deployed: install, migrate, build, tests passing, then push."
 
 TURNS_PER_PASS = 8
 """A session plays at most this many turns per pass it may make."""
@@ -138,6 +159,11 @@ class Plan:
     turns: tuple[Turn, ...]
     fill_pieces: int = 1
     """How many tool outputs a fill comes in (1: one bulky output)."""
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        # hypothesis formats the example a shrink settles on (never shown: the run is
+        # quiet); a whole plan took it longer than playing a session
+        printer.text(f"<plan: {len(self.turns)} turns>")
 
 
 def session_plans(
@@ -202,6 +228,11 @@ class SessionResult:
     tokens_after: int = 0
     pressures: list[tuple[float, int]] = field(default_factory=list)
     """(pressure, findings at that pass) for every rewrite."""
+    shapes: dict[str, int] = field(default_factory=dict)
+    """What the session's turns looked like (:func:`session_shapes`)."""
+    shrink: dict[str, Any] | None = None
+    """For a shrunk counterexample: the sessions played to shrink it (``plays``), whether
+    the limit on them was reached (``bounded``) and the ``seconds`` it took."""
 
     def codes(self) -> set[str]:
         return {f.code for f in self.findings}
@@ -217,6 +248,8 @@ class SessionResult:
             "tokens_before": self.tokens_before,
             "tokens_after": self.tokens_after,
             "pressures": self.pressures,
+            "shapes": self.shapes,
+            **({"shrink": self.shrink} if self.shrink is not None else {}),
         }
 
     @classmethod
@@ -228,6 +261,8 @@ class SessionResult:
             obj["tokens_before"],
             obj["tokens_after"],
             [(p, n) for p, n in obj["pressures"]],
+            dict(obj.get("shapes", {})),
+            dict(obj["shrink"]) if obj.get("shrink") is not None else None,
         )
 
 
@@ -248,6 +283,9 @@ class _Agent:
         self.rejections: list[tuple[str, str]] = []  # (id, rejected option atom)
         self.failures: list[tuple[str, str]] = []  # (observation id, source)
         self.first_seen: dict[str, int] = {}
+        self.fixed: set[int] = set()  # tools whose failure the agent fixed: they pass now
+        self.stale: set[str] = set()  # failed runs a fix made stale: no witness from then on
+        self.deferred: list[Obj] = []  # results of this step that arrive after the next one
         header: Obj = {
             "event": "header",
             "format": "ctxproof-trace/1",
@@ -264,8 +302,9 @@ class _Agent:
         out: list[Obj] = []
         for it in self.window:
             if it.get("kind") == "stub":
+                # a stub whose ref names another stored item stands for nothing
                 real = self.stored.get(str(it.get("ref")))
-                if real is not None:
+                if real is not None and real.get("id") == it.get("id"):
                     out.append(real)
             else:
                 out.append(it)
@@ -279,12 +318,16 @@ class _Agent:
         return f"{prefix}{self.counter}"
 
     def fact(self, index: int) -> bool:
-        return self.world[index % len(self.world)]
+        return self.world[index % len(self.world)] or index in self.fixed
 
     # -- the turns -------------------------------------------------------------------------
     def run(self, stop_on: str | None = None) -> SessionResult:
         findings = self.result.findings
         turns = self.plan.turns
+        # every session opens as real ones do: the system prompt and the user's task
+        self.append(self.opening())
+        if self.tokens() > self.budget and not self.rewrite():
+            return self.result
         # the plan's turns come round again (each time on a different window) until the
         # session has its passes: a short plan makes a long session, and shrinking a
         # session is deleting turns from a short list
@@ -304,10 +347,28 @@ class _Agent:
                 break  # what is sought is found: the rest of the session cannot matter
         return self.result
 
+    def opening(self) -> list[Obj]:
+        """The system prompt and the user's opening task."""
+        system = self.item("sys", "observation", 12, source="system", content=SYSTEM_PROMPT)
+        task = self.item(
+            "u",
+            "observation",
+            10,
+            source="user",
+            shows="user.task",
+            modality="verified",
+            content=TASK,
+        )
+        return [system, task]
+
     def turn(self, turn: Turn) -> list[Obj]:
         new: list[Obj] = []
+        waiting: list[Obj] = []  # results deferred by the step before: they arrive now
         for step in turn.steps:
             new.extend(self.step(step, new))
+            new.extend(waiting)
+            waiting, self.deferred = self.deferred, []
+        new.extend(waiting)
         if turn.fill and new:
             target = turn.fill * self.budget // 100
             have = self.tokens() + sum(item_tokens(i) for i in new)
@@ -327,24 +388,17 @@ class _Agent:
         if action == "tool":
             return self.tool_run(step.a, step.size, new)
         if action == "instruct":
-            k = step.a % 4
-            return [
-                self.item(
-                    "u",
-                    "observation",
-                    step.size,
-                    source="user",
-                    shows=f"user.asks_{k}",
-                    modality="verified",
-                    content=f"please take care of task {k}",
-                )
-            ]
+            return [self.instruct(step)]
+        if action == "parallel":
+            return self.parallel(step)
+        if action == "fix":
+            return self.fix(step, seen, new)
         if action == "decide":
             return self.decide(step, seen)
         if action == "reject":
             return self.reject(step, seen)
         if action == "invariant":
-            observed = [o for o in seen if _ok(o) and o.get("source") != "user"]
+            observed = [o for o in seen if _ok(o) and o.get("call")]
             if not observed:
                 return []
             o = observed[step.a % len(observed)]
@@ -380,43 +434,136 @@ class _Agent:
             return self.rerun(step, seen, new)
         return self.readopt(step, seen)
 
-    def item(self, prefix: str, kind: str, tokens: int, **fields: Any) -> Obj:
-        obj: Obj = {"id": self.fresh(prefix), "kind": kind, **fields, "tokens": tokens}
+    def item(self, prefix: str, kind: str, tokens: int, *, iid: str = "", **fields: Any) -> Obj:
+        obj: Obj = {"id": iid or self.fresh(prefix), "kind": kind, **fields, "tokens": tokens}
         if "score" not in obj:
             obj["score"] = (self.counter * 37) % 101
         return {k: v for k, v in obj.items() if v not in (None, [])}
+
+    def instruct(self, step: Step) -> Obj:
+        """A user instruction: a task, or (``flag``) a constraint on one of the choices."""
+        k = step.a % len(OPTIONS)
+        if step.flag:
+            chosen, other = self.option(k)  # the user asks for what is true in the world
+            return self.item(
+                "u",
+                "observation",
+                step.size,
+                source="user",
+                shows=f"user.requires.{chosen}",
+                modality="verified",
+                content=f"use {chosen}, not {other}",
+            )
+        return self.item(
+            "u",
+            "observation",
+            step.size,
+            source="user",
+            shows=f"user.asks_{k % 4}",
+            modality="verified",
+            content=f"please take care of task {k % 4}",
+        )
+
+    def call(self, index: int) -> Obj:
+        """A tool call: a prose item whose text is the call as the importers write it."""
+        return self.item("call", "prose", 6, text=f"{TOOL}: {TOOLS[index][0]}")
+
+    def outcome(self, call: Obj, index: int, size: int) -> Obj:
+        """The result of a call (``CALLID:result``, as the importers name it)."""
+        command, atom = TOOLS[index]
+        passed = self.fact(index)
+        code = 0 if passed else 1
+        output = "ok" if passed else "error: exit status 1"
+        result = self.item(
+            "r",
+            "observation",
+            size,
+            iid=f"{call['id']}:result",
+            call=call["id"],
+            source=f"{TOOL}: {command}",
+            shows=atom if passed else f"!{atom}",
+            modality="verified" if passed else "failed",
+            exit_code=code,
+            content=f"$ {command}\n{output}\nExit code {code}",
+        )
+        if not passed:
+            self.failures.append((result["id"], str(result["source"])))
+        return result
 
     def tool_run(
         self, which: int, size: int, new: list[Obj], source: str | None = None
     ) -> list[Obj]:
         index = which % len(TOOLS)
         if source is not None:
-            index = next(i for i, (s, _) in enumerate(TOOLS) if s == source)
-        src, atom = TOOLS[index]
-        passed = self.fact(index)
-        call = self.item("call", "prose", 6, text=f"run: {src}")
-        result = self.item(
+            index = next(i for i, (c, _) in enumerate(TOOLS) if f"{TOOL}: {c}" == source)
+        call = self.call(index)
+        return [call, self.outcome(call, index, size)]
+
+    def parallel(self, step: Step) -> list[Obj]:
+        """One assistant turn issues 2 to 4 calls at once; their results arrive in an order
+        of their own, and (``flag``) the first of them only after the turn's next step."""
+        count = 2 + step.a % 3
+        indices = [(step.b + j) % len(TOOLS) for j in range(count)]
+        calls = [self.call(i) for i in indices]
+        order = list(range(count))
+        shift = step.b % count
+        order = order[shift:] + order[:shift]
+        if step.size % 2:
+            order.reverse()
+        results = [self.outcome(calls[j], indices[j], step.size) for j in order]
+        if step.flag:
+            self.deferred.append(results.pop(0))
+        return [*calls, *results]
+
+    def fix(self, step: Step, seen: list[Obj], new: list[Obj]) -> list[Obj]:
+        """Fix a command whose failure the agent sees as the last run of it, and run it again
+        (it passes now). Only when nothing it sees asserts the fact the run shows: a claim
+        drawn from the failure would be stale, and the agent does not contradict itself."""
+        last: dict[str, Obj] = {}
+        for o in seen:
+            if o["kind"] == "observation" and o.get("call") and "source" in o:
+                last[str(o["source"])] = o
+        asserted = {a for o in seen if o["kind"] in ("claim", "commitment") for a in _atoms_in(o)}
+        broken = [
+            o
+            for o in last.values()
+            if o.get("modality") == "failed"
+            and str(o.get("shows", "")).lstrip("!") not in asserted
+            and o["id"] not in {d["id"] for d in self.deferred}
+        ]
+        if not broken:
+            return []
+        target = broken[step.a % len(broken)]
+        source = str(target["source"])
+        index = next(i for i, (c, _) in enumerate(TOOLS) if f"{TOOL}: {c}" == source)
+        self.fixed.add(index)
+        self.stale.update(oid for oid, src in self.failures if src == source)
+        command = TOOLS[index][0]
+        patch = self.item("call", "prose", 6, text=f"edit: fix what makes {command} fail")
+        applied = self.item(
             "r",
             "observation",
-            size,
-            call=call["id"],
-            source=src,
-            shows=atom if passed else f"!{atom}",
-            modality="verified" if passed else "failed",
-            exit_code=0 if passed else 1,
-            content=f"$ {src}\n{'ok' if passed else 'error: exit status 1'}",
+            step.size,
+            iid=f"{patch['id']}:result",
+            call=patch["id"],
+            source=f"edit: fix what makes {command} fail",
+            modality="verified",
+            exit_code=0,
+            content="patched 1 file\nExit code 0",
         )
-        if not passed:
-            self.failures.append((result["id"], src))
-        return [call, result]
+        return [patch, applied, *self.tool_run(index, step.size, new)]
 
     def decide(self, step: Step, seen: list[Obj]) -> list[Obj]:
         k = step.a % len(OPTIONS)
         if _decided(seen, k):
             return []  # it sees a decision on this choice already
         chosen, _ = self.option(k)
+        asked = _constraints(seen, k)
         reasons = [o["id"] for o in seen if o["kind"] in ("prose", "observation", "claim")]
-        rationale = reasons[-1 - (step.b % 2) :] if reasons else []
+        if asked:
+            rationale = asked[-1:]  # the user's instruction is the reason
+        else:
+            rationale = reasons[-1 - (step.b % 2) :] if reasons else []
         return [
             self.item(
                 "d",
@@ -452,7 +599,11 @@ class _Agent:
         return [rej]
 
     def claim(self, step: Step, seen: list[Obj]) -> list[Obj]:
-        observed = [o for o in seen if o["kind"] == "observation" and "shows" in o]
+        observed = [
+            o
+            for o in seen
+            if o["kind"] == "observation" and "shows" in o and o["id"] not in self.stale
+        ]
         if not observed:
             return []
         first = observed[step.a % len(observed)]
@@ -527,7 +678,12 @@ class _Agent:
         """Run again a command whose failure the agent can no longer see."""
         seen_ids = {o["id"] for o in seen}
         cited = {w for o in seen for w in o.get("witnesses", ())}
-        forgotten = [src for oid, src in self.failures if oid not in seen_ids and oid not in cited]
+        waiting = {d["id"] for d in self.deferred}
+        forgotten = [
+            src
+            for oid, src in self.failures
+            if oid not in seen_ids and oid not in cited and oid not in waiting
+        ]
         forgotten = [s for s in forgotten if not any(o.get("source") == s for o in seen)]
         if not forgotten:
             return []
@@ -541,9 +697,11 @@ class _Agent:
             opt
             for rid, opt in self.rejections
             if rid not in seen_ids
-            # nothing in sight decides between the two options either
+            # nothing in sight decides between the two options either, nor constrains them
             and not any(
-                opt in pair and (pair[0] in in_sight or pair[1] in in_sight) for pair in OPTIONS
+                opt in pair
+                and (pair[0] in in_sight or pair[1] in in_sight or _constraints(seen, k))
+                for k, pair in enumerate(OPTIONS)
             )
         ]
         if not forgotten:
@@ -580,7 +738,9 @@ class _Agent:
         before = self.tokens()
         pressure = _ratio(before, self.budget)
         ages = {i: self.result.rewrites - at for i, at in self.first_seen.items()}
-        res = run_twice(self.policy, self.items, self.budget, pass_no=pass_no, ages=ages)
+        res = run_twice(
+            self.policy, self.items, self.budget, pass_no=pass_no, ages=ages, store=self.stored
+        )
         if not res.ok:
             finding = res.finding(self.line())
             assert finding is not None
@@ -639,12 +799,13 @@ def run_twice(
     *,
     pass_no: int,
     ages: Mapping[str, int],
+    store: Mapping[str, Obj],
 ) -> PolicyResult:
     """One rewrite's two calls of the policy (PL002 compares them), wherever it runs."""
     if isinstance(policy, PolicyProcess):
-        return policy.run_twice(items, budget, pass_no=pass_no, ages=ages)
+        return policy.run_twice(items, budget, pass_no=pass_no, ages=ages, store=store)
     return run_policy(
-        policy, items, budget, pass_no=pass_no, ages=ages, check_determinism=True
+        policy, items, budget, pass_no=pass_no, ages=ages, store=store, check_determinism=True
     )
 
 
@@ -652,6 +813,12 @@ def _decided(seen: Iterable[Obj], k: int) -> bool:
     """Does the agent see a commitment on the k-th choice (a decision, or a rejection)?"""
     pair = set(OPTIONS[k])
     return any(o["kind"] == "commitment" and _atoms_in(o) & pair for o in seen)
+
+
+def _constraints(seen: Iterable[Obj], k: int) -> list[str]:
+    """The user instructions the agent sees that constrain the k-th choice."""
+    asked = {f"user.requires.{x}" for x in OPTIONS[k]}
+    return [o["id"] for o in seen if o.get("source") == "user" and o.get("shows") in asked]
 
 
 def _atoms_in(o: Obj) -> set[str]:
@@ -678,6 +845,7 @@ def run_session(
     With ``stop_on`` (a rule code) the session ends at the turn that shows it.
     """
     result = _Agent(plan, policy, passes, mode).run(stop_on)
+    result.shapes = session_shapes(result.trace)
     # findings made at an append count towards the rewrite before them
     if result.pressures:
         per_pass: dict[int, int] = {}
@@ -687,6 +855,103 @@ def run_session(
             (p, per_pass.get(i + 1, 0)) for i, (p, _) in enumerate(result.pressures)
         ]
     return result
+
+
+SHAPE_KEYS: tuple[str, ...] = (
+    "turns",
+    "call_groups",
+    "calls",
+    "parallel_groups",
+    "max_calls_per_group",
+    "results",
+    "results_out_of_order",
+    "results_apart",
+    "items_between",
+    "max_items_between",
+    "system_prompts",
+    "user_constraints",
+    "retries_after_fix",
+)
+"""The counters :func:`session_shapes` keeps (the ``max_`` ones merge by maximum)."""
+
+
+def session_shapes(trace: Sequence[Mapping[str, Any]]) -> dict[str, int]:
+    """What the turns of a trace look like, counted over its appends (docs/fuzz.md).
+
+    A *call group* is a run of tool calls one after another in an append (one
+    assistant turn issuing them; a group of two or more is parallel). A result
+    is *out of order* when a result of a later call of its append arrived
+    before it, and *apart* when other items (its sibling calls included) stand
+    between its call and it; ``items_between`` sums those items. A *retry
+    after a fix* is a run of a command whose last run failed, after an edit.
+
+    >>> trace = [{"event": "append", "items": [
+    ...     {"id": "c1", "kind": "prose"}, {"id": "c2", "kind": "prose"},
+    ...     {"id": "c2:result", "kind": "observation", "call": "c2", "source": "bash: ls"},
+    ...     {"id": "c1:result", "kind": "observation", "call": "c1", "source": "bash: pwd"}]}]
+    >>> shapes = session_shapes(trace)
+    >>> shapes["parallel_groups"], shapes["results_out_of_order"], shapes["items_between"]
+    (1, 1, 2)
+    """
+    out = dict.fromkeys(SHAPE_KEYS, 0)
+    last_run: dict[str, Obj] = {}
+    edited = False
+    for ev in trace:
+        if ev.get("event") != "append":
+            continue
+        items = list(ev.get("items", ()))
+        out["turns"] += 1
+        called = {str(it["call"]) for it in items if isinstance(it.get("call"), str)}
+        at = {str(it["id"]): i for i, it in enumerate(items)}
+        run = 0
+        for it in [*items, {}]:
+            if it.get("id") in called:
+                run += 1
+                continue
+            if run:
+                out["call_groups"] += 1
+                out["calls"] += run
+                out["parallel_groups"] += run > 1
+                out["max_calls_per_group"] = max(out["max_calls_per_group"], run)
+            run = 0
+        latest_call = -1
+        for i, it in enumerate(items):
+            call = it.get("call")
+            if not isinstance(call, str) or call not in at:
+                continue
+            out["results"] += 1
+            between = i - at[call] - 1
+            out["items_between"] += between
+            out["results_apart"] += between > 0
+            out["max_items_between"] = max(out["max_items_between"], between)
+            out["results_out_of_order"] += at[call] < latest_call
+            latest_call = max(latest_call, at[call])
+        for it in items:
+            source = it.get("source")
+            if it.get("kind") != "observation":
+                continue
+            if source == "system":
+                out["system_prompts"] += 1
+            elif source == "user" and str(it.get("shows", "")).startswith("user.requires."):
+                out["user_constraints"] += 1
+            elif isinstance(source, str) and source.startswith("edit: "):
+                edited = True
+            elif isinstance(source, str) and it.get("call"):
+                before = last_run.get(source)
+                if edited and before is not None and before.get("modality") == "failed":
+                    out["retries_after_fix"] += 1
+                    edited = False
+                last_run[source] = it
+    return out
+
+
+def merge_shapes(into: dict[str, int], more: Mapping[str, int]) -> None:
+    """Add the counters of ``more`` to ``into`` (maxima by maximum)."""
+    for key, n in more.items():
+        if key.startswith("max_"):
+            into[key] = max(into.get(key, 0), n)
+        else:
+            into[key] = into.get(key, 0) + n
 
 
 def keep_everything(window: list[Obj], budget: int) -> list[Obj]:
@@ -754,6 +1019,11 @@ class FuzzReport:
     """Rule code -> the trace text of its counterexample."""
     unshrunk: dict[str, str] = field(default_factory=dict)
     """Rule code -> why it has no counterexample."""
+    shapes: dict[str, int] = field(default_factory=dict)
+    """The sessions' shapes, summed (:func:`session_shapes`); in ``scorecard.json``."""
+    shrinking: Obj = field(default_factory=dict)
+    """What shrinking took: seconds and sessions played, in all and by rule, and the limit
+    on sessions per rule; in ``scorecard.json``."""
 
     @property
     def exit_code(self) -> int:
@@ -830,6 +1100,7 @@ class _Chunk:
     first: dict[str, int] = field(default_factory=dict)
     """code -> index (within the chunk) of the first session that showed it."""
     pressures: list[tuple[float, int]] = field(default_factory=list)
+    shapes: dict[str, int] = field(default_factory=dict)
 
     def to_json(self) -> Obj:
         return {
@@ -841,6 +1112,7 @@ class _Chunk:
             "counts": self.counts,
             "first": self.first,
             "pressures": self.pressures,
+            "shapes": self.shapes,
         }
 
     @classmethod
@@ -854,6 +1126,7 @@ class _Chunk:
             dict(obj["counts"]),
             dict(obj["first"]),
             [(p, n) for p, n in obj["pressures"]],
+            dict(obj.get("shapes", {})),
         )
 
 
@@ -884,10 +1157,37 @@ def explore_chunk(
         out.tokens_before += res.tokens_before
         out.tokens_after += res.tokens_after
         out.pressures.extend(res.pressures)
+        merge_shapes(out.shapes, res.shapes)
 
     with _own_draws_only():
         explore()
     return out
+
+
+def explore_sessions(
+    policy: Runnable,
+    visit: Callable[[SessionResult], None],
+    *,
+    sessions: int = 100,
+    passes: int = 10,
+    seed_value: int = 0,
+    mode: str = "support",
+) -> None:
+    """Play the sessions :func:`fuzz` explores with these arguments, in its order, and give
+    each one, audited, to ``visit`` (to look at more than the counts fuzz keeps)."""
+    for j in range(max(1, math.ceil(sessions / CHUNK))):
+        size = min(CHUNK, sessions - j * CHUNK)
+        if size <= 0:
+            break
+
+        @_settings(size)
+        @seed(chunk_seed(seed_value, j))
+        @given(session_plans(passes))
+        def play(plan: Plan) -> None:
+            visit(run_session(policy, plan, passes=passes, mode=mode))
+
+        with _own_draws_only():
+            play()
 
 
 class _Found(Exception):
@@ -919,7 +1219,10 @@ def shrink_code(
     candidates ran past the time limit or ended the process (each costs the
     limit, or a new process).
     """
+    started = time.perf_counter()
     calls = [0]
+    played = [0]
+    limit = shrink_calls or SHRINK_CALLS
     failing: dict[Plan, SessionResult] = {}
     strategy = session_plans(passes)
     faults_at_start = policy.faults if isinstance(policy, PolicyProcess) else 0
@@ -938,22 +1241,31 @@ def shrink_code(
             return  # sessions before the first that showed it: known not to
         hit = failing.get(plan)
         first = calls[0] == at + 1  # the session that showed it: always played again
-        budget = calls[0] <= at + 1 + (shrink_calls or SHRINK_CALLS) and affordable()
+        budget = calls[0] <= at + 1 + limit and affordable()
         if hit is None and (first or budget):
+            played[0] += 1
             res = run_session(policy, plan, passes=passes, mode=mode, stop_on=code)
             if code in res.codes():
                 hit = failing[plan] = res
         if hit is not None:
             raise _Found(hit)
 
+    def took() -> dict[str, Any]:
+        return {
+            "plays": played[0],
+            "bounded": calls[0] > at + 1 + limit or not affordable(),
+            "seconds": round(time.perf_counter() - started, 3),
+        }
+
     try:
         with _own_draws_only():
             hunt()
     except _Found as found:
+        found.result.shrink = took()
         return found.result
     # the session that showed it did not show it again: the policy's output depends on more
     # than its input (the clock, the environment); there is nothing to shrink
-    return SessionResult([], [])
+    return SessionResult([], [], shrink=took())
 
 
 def _first_finding(result: SessionResult, code: str) -> Finding:
@@ -1041,11 +1353,13 @@ def fuzz(
             report.tokens_before += ch.tokens_before
             report.tokens_after += ch.tokens_after
             report.pressures.extend(ch.pressures)
+            merge_shapes(report.shapes, ch.shapes)
             for code, n in ch.counts.items():
                 report.findings_by_rule[code] = report.findings_by_rule.get(code, 0) + n
             for code, at in ch.first.items():
                 first.setdefault(code, (ch.index, at))
         codes = sorted(first)
+        shrink_started = time.perf_counter()
         shrunk = run(
             _shrink_task,
             [
@@ -1066,6 +1380,13 @@ def fuzz(
             ],
             None,
         )
+        by_rule = {c: dict(result.shrink or {}) for c, result in zip(codes, shrunk, strict=True)}
+        report.shrinking = {
+            "seconds": round(time.perf_counter() - shrink_started, 3),
+            "plays": sum(int(s.get("plays", 0)) for s in by_rule.values()),
+            "limit_per_rule": shrink_calls,
+            "by_rule": by_rule,
+        }
     out = Path(out_dir)
     for code, result in zip(codes, shrunk, strict=True):
         if code not in result.codes():
@@ -1273,7 +1594,12 @@ def write_outputs(report: FuzzReport, out_dir: str | Path, *, card: bool = True)
     leaves the folder as the last run left it. Counterexamples of rules an earlier run
     found and this one did not are removed.
     """
-    scorecard = {**report.to_json(), "by_pressure": summarize_pressure(report.pressures)}
+    scorecard = {
+        **report.to_json(),
+        "by_pressure": summarize_pressure(report.pressures),
+        "shapes": describe_shapes(report.shapes),
+        "shrinking": report.shrinking,
+    }
     files: dict[str, str | bytes] = {
         f"cex-{code}.jsonl": text for code, text in sorted(report.texts.items())
     }
@@ -1288,6 +1614,36 @@ def write_outputs(report: FuzzReport, out_dir: str | Path, *, card: bool = True)
 
 def _is_counterexample(name: str) -> bool:
     return name.startswith("cex-") and name.endswith(".jsonl") and name[4:-6] in RULES
+
+
+def describe_shapes(shapes: Mapping[str, int]) -> Obj:
+    """The sessions' shapes as the scorecard shows them: the counters, and the means."""
+    counts = {key: int(shapes.get(key, 0)) for key in SHAPE_KEYS}
+    groups, results = counts["call_groups"], counts["results"]
+    return {
+        **counts,
+        "calls_per_group": round(counts["calls"] / groups, 3) if groups else None,
+        "share_out_of_order": round(counts["results_out_of_order"] / results, 3)
+        if results
+        else None,
+        "items_between_per_result": round(counts["items_between"] / results, 3)
+        if results
+        else None,
+    }
+
+
+def shapes_text(shapes: Mapping[str, int]) -> str:
+    """One line: calls per turn, results out of order, items between a call and its result."""
+    d = describe_shapes(shapes)
+    if not d["call_groups"]:
+        return "no tool calls"
+    return (
+        f"{d['calls_per_group']:.2f} calls per turn that calls tools (at most"
+        f" {d['max_calls_per_group']}; {d['parallel_groups']} parallel turns),"
+        f" {d['results_out_of_order']} of {d['results']} results out of order,"
+        f" {d['items_between_per_result']:.2f} items between a call and its result (at most"
+        f" {d['max_items_between']}), {d['retries_after_fix']} retries after a fix"
+    )
 
 
 def scorecard_text(report: FuzzReport, by_pressure: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -1323,4 +1679,6 @@ def scorecard_text(report: FuzzReport, by_pressure: Sequence[Mapping[str, Any]])
     ]
     if bands:
         lines.append("  findings per rewrite by pressure: " + ", ".join(bands))
+    if report.shapes:
+        lines.append("  sessions: " + shapes_text(report.shapes))
     return lines

@@ -1,6 +1,6 @@
 """The formula grammar (lark, LALR): the reference parser, and the wording of syntax errors.
 
-:func:`verifier.formula.parse` parses well-formed formulas itself and comes here
+:func:`verifier.parser.parse_formula` parses well-formed formulas itself and comes here
 for anything it would not accept, so lark is imported only on that path.
 """
 

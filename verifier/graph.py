@@ -151,8 +151,12 @@ class JustificationGraph:
                     self._link(node, target, relation)
         if item.kind == "stub" and item.stub_ref is not None:
             entry = f"store:{item.stub_ref}"
-            if entry in self.g:
+            if entry in self.g and self.g.nodes[entry].get("id") == item.id:
                 self._link(node, entry, "stub")
+            elif (stored := self.stored_ids.get(item.id)) is not None:
+                # a stub the store does not resolve is still an entry with its id: what the
+                # store holds under that id is retained, whatever the stub's ref
+                self._link(node, stored, "spilled")
 
     def _add_versions(self, items: Iterable[Item], pass_no: int, line: int | None) -> None:
         """New versions first, then their citations: an item may cite one listed after it."""

@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from verifier.errors import FormulaError, InputError
-from verifier.formula import Formula, parse
+from verifier.formula import Formula
+from verifier.parser import parse_formula
 from verifier.window import (
     KINDS,
     MODALITIES,
@@ -238,7 +239,7 @@ def _formula_field(value: Any, name: str, ctx: _Ctx, item: str) -> Formula:
     if not isinstance(value, str):
         raise ctx.error(f"{name!r} must be a formula string", item=item)
     try:
-        return parse(value)
+        return parse_formula(value)
     except FormulaError as exc:
         raise ctx.error(
             exc.message if name == "formula" else f"{name}: {exc.message}",
@@ -403,7 +404,7 @@ def _build_shape(kind: str, keys: frozenset[str]) -> _Builder | None:
 
 def _formula_or_none(text: str) -> Formula | None:
     try:
-        return parse(text)
+        return parse_formula(text)
     except FormulaError:
         return None
 
@@ -716,7 +717,7 @@ def _background(value: Any, ctx: _Ctx) -> tuple[str, ...]:
         raise ctx.error("'background' must be a list of formula strings")
     for i, text in enumerate(value):
         try:
-            parse(text)
+            parse_formula(text)
         except FormulaError as exc:
             raise ctx.error(
                 f"background[{i}]: {exc.message}", fix=exc.fix or "fix the formula"
@@ -727,7 +728,7 @@ def _background(value: Any, ctx: _Ctx) -> tuple[str, ...]:
 
 def check_background(texts: Iterable[str], file: str, line: int | None = 1) -> None:
     """A background that is unsatisfiable on its own is bad input."""
-    formulas = [parse(t) for t in texts]
+    formulas = [parse_formula(t) for t in texts]
     if not formulas:
         return
     from verifier.solver import Session, greedy_model
@@ -860,10 +861,10 @@ def _check_trace(trace: Trace, known: Callable[[str], bool]) -> None:
         else:
             defined.update(it.id for it in ev.items)
     current: list[Item] = []
+    present: set[str] = set()  # the ids of current, kept along (an append costs its items)
     for ev in trace.events:
         ctx = _Ctx(trace.name, ev.line)
         if isinstance(ev, Append):
-            present = {it.id for it in current}
             for it in ev.items:
                 if it.id in present:
                     raise ctx.error(
@@ -871,7 +872,8 @@ def _check_trace(trace: Trace, known: Callable[[str], bool]) -> None:
                         item=it.id,
                         fix="give the new item a fresh id, or change it with a rewrite",
                     )
-            current = [*current, *ev.items]
+            current.extend(ev.items)
+            present.update(it.id for it in ev.items)
             items: Iterable[Item] = ev.items
         elif isinstance(ev, Spill):
             items = ev.items
@@ -883,6 +885,7 @@ def _check_trace(trace: Trace, known: Callable[[str], bool]) -> None:
                         fix="remove only ids of the window",
                     )
             current = list(ev.apply(tuple(current)))
+            present = {it.id for it in current}
             items = current if ev.window is not None else ev.put
             for cid in ev.claimed_preserved or ():
                 if cid not in defined and not known(cid):

@@ -19,6 +19,7 @@ Every page is self-contained (no scripts, no external assets).
 from __future__ import annotations
 
 import contextlib
+import difflib
 import html
 import json
 import re
@@ -31,16 +32,19 @@ from typing import Any
 from verifier.audit import Auditor, TraceReport
 from verifier.errors import FormulaError, OutputError
 from verifier.findings import RULES, SUMMARIES, cause_item
-from verifier.formula import evaluate, parse
+from verifier.formula import evaluate
 from verifier.fsutil import write_set
 from verifier.graph import JustificationGraph, WhyAnswer, why
+from verifier.parser import parse_formula
 from verifier.rules.context import MODE_SUPPORT
 from verifier.store import Store
 from verifier.window import Append, Item, Rewrite, Trace
 
 __all__ = [
+    "ContentChange",
     "RewriteView",
     "TraceView",
+    "content_changes",
     "page_name",
     "render_index",
     "render_trace_page",
@@ -95,6 +99,8 @@ padding:.6rem .9rem;margin:1rem 0}.finding.cp{border-left-color:#6a1b9a}.msg{mar
 .tt td,.tt th{text-align:center;font-family:monospace}.t{background:#e8f5e9}.f{background:#ffebee}
 td.status{font-weight:600;white-space:nowrap}details{margin:.3rem 0}summary{cursor:pointer}
 .num{text-align:right}
+pre{white-space:pre-wrap;margin:.2rem 0;font-size:.8rem}pre.lost{background:#ffebee}
+pre.diff{background:#fafafa}.coverage{color:#37474f}
 """
 
 
@@ -137,6 +143,8 @@ class TraceView:
     whys: dict[str, str] = field(default_factory=dict)
     """item -> its why chain, as it stood at its first finding."""
     graph: JustificationGraph | None = None
+    kinds: dict[str, int] = field(default_factory=dict)
+    """kind -> how many distinct item ids of that kind the trace holds."""
 
 
 def _held(auditor: Auditor, item_id: str) -> Item | None:
@@ -170,6 +178,7 @@ def view_trace(
         repair=repair,
     )
     rewrites: dict[int, RewriteView] = {}
+    kinds: dict[str, str] = {}
     appended: dict[tuple[int | None, str], Item] = {}
     known: dict[tuple[int | None, str], Item] = {}
     whys: dict[str, str] = {}
@@ -177,6 +186,8 @@ def view_trace(
         seen = len(auditor.findings)
         before = auditor.window
         auditor.feed(ev)
+        for it in auditor.window:
+            kinds.setdefault(it.id, it.kind)
         if isinstance(ev, Rewrite):
             after = auditor.window
             ids = {it.id for it in (*before, *after)}
@@ -198,6 +209,7 @@ def view_trace(
                     whys[iid] = _why_text(graph, iid)
     report = auditor.report()
     view = TraceView(report.to_json(repairs=repair), rewrites, appended, known, whys, graph)
+    view.kinds = dict(Counter(kinds.values()))
     return report, view
 
 
@@ -416,6 +428,129 @@ def _diff_table(rows: Sequence[DiffRow], stored: frozenset[str]) -> str:
     return "".join(out)
 
 
+@dataclass(frozen=True, slots=True)
+class ContentChange:
+    """What a rewrite did to an observation's content.
+
+    ``what`` is ``removed`` (the content left the window: dropped, or replaced by a
+    placeholder), ``cut`` (a placeholder keeps part of it: ``lost`` is the rest) or
+    ``changed`` (the same id with other content: ``diff`` is a unified diff).
+    ``placeholder`` is the prose item left where the content was, if any.
+    """
+
+    id: str
+    what: str
+    before: str
+    after: str | None = None
+    lost: str = ""
+    diff: str = ""
+    placeholder: str | None = None
+
+
+def content_changes(rw: RewriteView) -> list[ContentChange]:
+    """Every observation whose content the rewrite removed, cut or changed, with the text.
+
+    An observation left as a stub is spilled, not lost, and is not listed; one that
+    left the window is ``removed`` unless a placeholder that answers the same call
+    keeps part of its text (``cut``).
+    """
+    after = {it.id: it for it in rw.after}
+    placeholders = {
+        it.call: it
+        for it in rw.after
+        if it.kind == "prose" and it.call is not None and it.id not in {b.id for b in rw.before}
+    }
+    out: list[ContentChange] = []
+    for old in rw.before:
+        if old.kind != "observation":
+            continue
+        text = old.content if old.content is not None else ""
+        new = after.get(old.id)
+        if new is None:
+            ph = placeholders.get(old.call) if old.call is not None else None
+            kept = ph.text if ph is not None and ph.text is not None else None
+            cut = ph is not None and ph.id.endswith(":truncated")
+            lost = _lost_part(text, kept, cut=cut) if kept is not None else None
+            if ph is not None and lost is not None:
+                out.append(ContentChange(old.id, "cut", text, kept, lost, "", ph.id))
+            else:
+                out.append(
+                    ContentChange(old.id, "removed", text, None, text, "", ph.id if ph else None)
+                )
+        elif new.kind == "observation" and new.content != old.content:
+            diff = "\n".join(
+                difflib.unified_diff(
+                    text.splitlines(),
+                    (new.content or "").splitlines(),
+                    "before",
+                    "after",
+                    lineterm="",
+                )
+            )
+            out.append(ContentChange(old.id, "changed", text, new.content, "", diff))
+    return out
+
+
+_MAX_DIFF = 20_000
+
+
+def _lost_part(old: str, kept: str, *, cut: bool) -> str | None:
+    """The text of ``old`` that ``kept`` no longer shows, when ``kept`` is a cut of it
+    (what survives is a prefix, a suffix or both; ``cut`` says the placeholder is
+    one, else at least 8 characters must survive): else None."""
+    if not old or kept == old:
+        return None
+    head = len(_common_prefix(old, kept))
+    tail = len(_common_prefix(old[head:][::-1], kept[head:][::-1]))
+    if head + tail >= len(old) or (not cut and head + tail < 8):
+        return None
+    lost = old[head : len(old) - tail]
+    return lost if lost.strip() else None
+
+
+def _common_prefix(a: str, b: str) -> str:
+    n = 0
+    limit = min(len(a), len(b), _MAX_DIFF * 50)
+    while n < limit and a[n] == b[n]:
+        n += 1
+    return a[:n]
+
+
+def _clip(text: str, limit: int = 4000) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _content_table(changes: Sequence[ContentChange]) -> str:
+    """The content a rewrite removed, cut or changed, with the text itself."""
+    if not changes:
+        return ""
+    out = [
+        '<table class="content"><tr><th>item</th><th>what happened to its content</th>'
+        "<th>the text</th></tr>"
+    ]
+    for c in changes:
+        if c.what == "changed":
+            shown = f'<pre class="diff">{_e(_clip(c.diff, _MAX_DIFF))}</pre>'
+        elif c.what == "cut":
+            shown = (
+                f'<div class="muted">kept (in {_e(c.placeholder)}):</div>'
+                f"<pre>{_e(_clip(c.after or ''))}</pre>"
+                f'<div class="muted">lost:</div><pre class="lost">{_e(_clip(c.lost))}</pre>'
+            )
+        else:
+            where = f" ({_e(c.placeholder)} left in its place)" if c.placeholder else ""
+            shown = (
+                f'<div class="muted">lost{where}:</div><pre class="lost">{_e(_clip(c.lost))}</pre>'
+            )
+        out.append(
+            f"<tr><td><code>{_e(c.id)}</code></td>"
+            f'<td class="status" style="background:{_STATUS["dropped"]}">{_e(c.what)}</td>'
+            f"<td>{shown}</td></tr>"
+        )
+    out.append("</table>")
+    return "".join(out)
+
+
 def _truth_table(f: Mapping[str, Any]) -> str:
     """The counterexample as a row of atom values, then the entailment it refutes with the
     truth value of each formula under it."""
@@ -438,7 +573,7 @@ def _truth_table(f: Mapping[str, Any]) -> str:
         cells = []
         for role, text in lines:
             try:
-                value: bool | None = evaluate(parse(text), cex)
+                value: bool | None = evaluate(parse_formula(text), cex)
             except FormulaError:
                 value = None
             shown = "?" if value is None else ("true" if value else "false")
@@ -485,6 +620,7 @@ def _finding_section(
         diff = [r for r in diff_rows(rewrite) if r[0] in ids]
         if diff:
             out.append(_diff_table(diff, rewrite.stored))
+        out.append(_content_table([c for c in content_changes(rewrite) if c.id in ids]))
     else:
         rows: list[str] = []
         for iid in ids:
@@ -537,6 +673,7 @@ def render_trace_page(view: TraceView, *, index_href: str | None = "../index.htm
         f"({', '.join(f'{v} {n}' for v, n in sorted(verdicts.items())) or 'none'}),"
         f" {len(findings)} finding(s) ({_e(_counts(findings))}), exit {result['exit']}.</p>"
     )
+    out.append(_coverage(view.kinds))
     # where each primary finding's section is
     primary = [i for i, f in enumerate(findings) if f.get("related_to") is None]
     rows = []
@@ -559,6 +696,7 @@ def render_trace_page(view: TraceView, *, index_href: str | None = "../index.htm
             )
             touched = [d for d in diff if d[1] != "kept"]
             table = _diff_table(touched, rw.stored) if touched else ""
+            table += _content_table(content_changes(rw))
             did = f"<details><summary>{_e(summary or 'nothing')}</summary>{table}</details>"
         repair = r.get("repair")
         fix = (
@@ -636,6 +774,19 @@ def render_trace_page(view: TraceView, *, index_href: str | None = "../index.htm
             f'<div class="svgwrap">{svg_graph(view.graph)}</div>'
         )
     return _page(f"ctxproof: {result['trace']}", "\n".join(out))
+
+
+def _coverage(kinds: Mapping[str, int]) -> str:
+    """Items by kind, and the plain sentence when no commitment or claim is checked."""
+    if not kinds:
+        return ""
+    bound = kinds.get("commitment", 0) + kinds.get("claim", 0)
+    parts = [f"{bound} commitment(s) and claim(s)"]
+    parts += [f"{kinds[k]} {k}" for k in ("observation", "prose", "stub") if kinds.get(k)]
+    text = f'<p class="coverage">Items: {_e(", ".join(parts))}.'
+    if bound == 0:
+        text += " <b>Nothing here is checked as a commitment: annotate or extract.</b>"
+    return text + "</p>"
 
 
 def _page(title: str, body: str) -> str:

@@ -2,7 +2,9 @@
 
 A :class:`Session` owns one z3 context. Its solver (``QF_FD``, fixed seed,
 per-check ``rlimit``) holds the background, asserted once; each small query is
-asked in a push/pop frame, so nothing piles up between queries.
+asked in a push/pop frame, so nothing piles up between queries. A model that
+may reach a report is read from a solver of a fresh context holding the
+query's formulas alone, so it never depends on what was asked before.
 
 Before asking z3, a query is sliced (identity in Python, logic in z3): only
 the premises that share atoms with the goal, through the premises and the
@@ -28,10 +30,8 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import z3
-
 from verifier import crosscheck
-from verifier.encoding import Encoder
+from verifier.encoding import Encoder, z3_module
 from verifier.errors import InputError, InternalError
 from verifier.formula import (
     And,
@@ -306,7 +306,7 @@ class Session:
         self._main: Any = None
         self._bg_model: Result | None = None
         self._bg_python_model: dict[str, bool] | None = None
-        self._consistency: dict[frozenset[Formula], Result] = {}
+        self._consistency: dict[tuple[Formula, ...], Result] = {}
         if self.background:
             self._reject_unsatisfiable_background()
 
@@ -319,7 +319,7 @@ class Session:
 
     def _reject_unsatisfiable_background(self) -> None:
         """An unsatisfiable background is bad input: every entailment would be vacuous."""
-        if greedy_model(self.background) is not None or not self.satisfiable(()).fails:
+        if greedy_model(self.background) is not None or not self.satisfiable((), model=False).fails:
             return
         core = self.background_core()
         raise InputError(
@@ -328,8 +328,8 @@ class Session:
             fix="remove or correct one of these background formulas",
         )
 
-    def _empty_solver(self) -> Any:
-        solver = z3.SolverFor("QF_FD", ctx=self.enc.ctx)
+    def _empty_solver(self, ctx: Any = None) -> Any:
+        solver = z3_module().SolverFor("QF_FD", ctx=self.enc.ctx if ctx is None else ctx)
         solver.set("random_seed", SEED)
         solver.set("rlimit", self.rlimit)
         if self.timeout is not None:
@@ -364,13 +364,24 @@ class Session:
         names: Iterable[str],
         assumptions: Sequence[Any] = (),
         facts: Sequence[Formula] = (),
+        *,
+        model_of: Sequence[Formula] | None = None,
+        enc: Encoder | None = None,
     ) -> tuple[str, Any]:
         """Check the solver; on sat, return the values of the named atoms.
 
         With assumptions, an unsat answer returns the assumptions of z3's
         (not necessarily minimal) unsat core. ``facts`` are the formulas this
         query adds to what the solver holds (for the cross-check).
+
+        ``model_of``: every formula the solver holds for this query. On sat the
+        values are then read from a model of them found afresh
+        (:meth:`_canonical_values`): a solver that answered other questions
+        before may pick another model, and a model that reaches a report must
+        not depend on what else was asked. ``enc``: the encoder of the solver's
+        context (default: the session's).
         """
+        z3 = z3_module()
         self.queries += 1
         try:
             answer = solver.check(*assumptions)
@@ -382,7 +393,11 @@ class Session:
                 self._cross_check(solver, facts, "unsat")
             return "unsat", core
         if answer == z3.sat:
-            values = self.enc.assignment(solver.model(), names)
+            values = None
+            if model_of is not None:
+                values = self._canonical_values(model_of, names)
+            if values is None:
+                values = (enc or self.enc).assignment(solver.model(), names)
             if self.cross_check:
                 self._cross_check(solver, facts, "sat")
             return "sat", values
@@ -397,27 +412,62 @@ class Session:
             )
         return "unknown", reason
 
+    def _canonical_values(
+        self, formulas: Sequence[Formula], names: Iterable[str]
+    ) -> dict[str, bool] | None:
+        """The values of the named atoms in the model of the formulas that a solver of a
+        z3 context of its own finds, its atoms made in the order of their names: the same
+        model whatever the session asked before (in one context, the order terms were
+        made in, and the ids z3 reuses, steer the model). None if that solver does not
+        answer sat."""
+        enc = Encoder()
+        wanted = set(names)
+        for f in formulas:
+            wanted |= atoms(f)
+        for name in sorted(wanted):
+            enc.atom(name)
+        solver = self._empty_solver(enc.ctx)
+        for f in formulas:
+            solver.add(enc.convert(f))
+        try:
+            status, values = self._check(solver, names, facts=formulas, enc=enc)
+        finally:
+            self._asserted.pop(id(solver), None)
+        return values if status == "sat" else None
+
     def ask_in(
-        self, solver: Any, extra: Sequence[Formula], names: Iterable[str]
+        self,
+        solver: Any,
+        extra: Sequence[Formula],
+        names: Iterable[str],
+        held: Sequence[Formula] | None = None,
     ) -> tuple[str, Any]:
-        """Check solver ∧ extra in a push/pop frame."""
+        """Check solver ∧ extra in a push/pop frame. ``held``: what the solver holds besides
+        (then a model is found afresh: see :meth:`_check`)."""
         solver.push()
         try:
             for f in extra:
                 solver.add(self.enc.convert(f))
-            return self._check(solver, names, facts=extra)
+            model_of = None if held is None else [*held, *extra]
+            return self._check(solver, names, facts=extra, model_of=model_of)
         finally:
             solver.pop()
 
-    def _ask(self, premises: Sequence[Formula], negated_goal: Formula | None) -> Result:
-        """HOLDS when background ∧ premises ∧ ¬goal is unsat (goal None: premises unsat)."""
+    def _ask(
+        self, premises: Sequence[Formula], negated_goal: Formula | None, *, model: bool = True
+    ) -> Result:
+        """HOLDS when background ∧ premises ∧ ¬goal is unsat (goal None: premises unsat).
+
+        ``model=False``: the caller reads the verdict only, so the solver's own model
+        will do (no model is found afresh: see :meth:`_check`)."""
         extra = list(premises)
         if negated_goal is not None:
             extra.append(Not(negated_goal))
         names: set[str] = set(self.bg_atom_set)
         for f in extra:
             names |= atoms(f)
-        status, payload = self.ask_in(self._solver, extra, names)
+        held = self.background if model else None
+        status, payload = self.ask_in(self._solver, extra, names, held=held)
         if status == "unsat":
             return HOLDS
         if status == "unknown":
@@ -469,6 +519,7 @@ class Session:
         return self._deletion_core(self.new_solver(fixed), labeled)
 
     def _deletion_core(self, solver: Any, labeled: Sequence[tuple[str, Formula]]) -> Core:
+        z3 = z3_module()
         ctx = self.enc.ctx
         lits = [z3.Bool(f"core!{i}", ctx) for i in range(len(labeled))]
         for lit, (_, f) in zip(lits, labeled, strict=True):
@@ -504,17 +555,25 @@ class Session:
                 return Core("unknown", reason=str(core))
         return Core("unsat", tuple(labeled[i][0] for i in alive))
 
-    def consistency(self, formulas: Iterable[Formula]) -> Result:
-        """HOLDS (with a model) when background ∧ formulas is satisfiable; cached."""
+    def consistency(self, formulas: Iterable[Formula], *, shared: bool = True) -> Result:
+        """HOLDS (with a model) when background ∧ formulas is satisfiable; cached.
+
+        The cache is keyed by the formulas in their order: the model found follows
+        the order, so a cached answer is the one the same list would get anew.
+        ``shared=False``: for a caller that keeps the model to itself (it never
+        reaches a report): not cached, and the solver's own model will do.
+        """
         given = list(formulas)
-        key = frozenset(given)
+        if not shared:
+            return _consistent(self, given, model=False)
+        key = tuple(given)
         hit = self._consistency.get(key)
         if hit is None:
             hit = self._consistency[key] = _consistent(self, given)
         return hit
 
-    def valid(self, goal: Formula) -> Result:
-        """Does the background alone entail goal?
+    def valid(self, goal: Formula, *, model: bool = True) -> Result:
+        """Does the background alone entail goal? (``model=False``: as in :meth:`_ask`.)
 
         A goal over atoms the background never mentions (at most
         ``TAUTOLOGY_ATOMS`` of them) is valid exactly when it is a tautology: its
@@ -528,27 +587,44 @@ class Session:
             falsifier: dict[str, bool] = {}
             if not extend_model(falsifier, Not(goal), TAUTOLOGY_ATOMS):
                 return HOLDS  # no row falsifies it: a tautology
-            model = self._background_model()
-            if model is not None:
-                return Result(Verdict.FAILS, counterexample={**model, **falsifier})
-        return self._ask((), goal)
+            bg = self._background_model()
+            if bg is not None:
+                return Result(Verdict.FAILS, counterexample={**bg, **falsifier})
+        return self._ask((), goal, model=model)
 
     def _background_model(self) -> dict[str, bool] | None:
         """A model of the background: found in Python where it can be, else the solver's."""
         if self._bg_python_model is None:
             found = greedy_model(self.background)
             if found is None:
-                if self._bg_model is None:
-                    self._bg_model = self.satisfiable(())
-                if not self._bg_model.holds:
+                if not self.background_model().holds:
                     return None
-                found = dict(self._bg_model.counterexample or {})
+                found = dict(self.background_model().counterexample or {})
             self._bg_python_model = found
         return self._bg_python_model
 
-    def satisfiable(self, formulas: Iterable[Formula]) -> Result:
-        """HOLDS (with a model as counterexample) when background ∧ formulas has a model."""
-        status = self._ask(list(formulas), None)
+    def background_model(self) -> Result:
+        """HOLDS with the solver's model of the background alone (cached).
+
+        The model is found afresh (:meth:`_check`): the same whatever the session
+        asked before.
+        """
+        if self._bg_model is None:
+            names = self.bg_atom_set
+            status, payload = self.ask_in(self._solver, (), names, held=self.background)
+            if status == "sat":
+                self._recheck(payload, (), None)
+                self._bg_model = Result(Verdict.HOLDS, counterexample=payload)
+            elif status == "unsat":
+                self._bg_model = Result(Verdict.FAILS)
+            else:
+                self._bg_model = Result(Verdict.UNKNOWN, reason=str(payload))
+        return self._bg_model
+
+    def satisfiable(self, formulas: Iterable[Formula], *, model: bool = True) -> Result:
+        """HOLDS (with a model as counterexample) when background ∧ formulas has a model.
+        (``model=False``: as in :meth:`_ask`.)"""
+        status = self._ask(list(formulas), None, model=model)
         if status.holds:  # unsat
             return Result(Verdict.FAILS)
         if status.unknown:
@@ -717,11 +793,9 @@ class PremiseSet:
             missing = [a for a in session.bg_atom_set if a not in model]
             if missing:
                 # literal premises leave the background's atoms to a model of the background
-                if session._bg_model is None:
-                    session._bg_model = session.satisfiable(())
-                if not session._bg_model.holds:
+                if not session.background_model().holds:
                     return None
-                bg = session._bg_model.counterexample or {}
+                bg = session.background_model().counterexample or {}
                 model.update({a: bg.get(a, False) for a in missing})
             session._recheck(model, self.formulas, None)
             self._checked_model = model
@@ -819,7 +893,9 @@ class PremiseSet:
         names: set[str] = set(session.bg_atom_set) | atoms(goal)
         for f in inside:
             names |= atoms(f)
-        status, payload = session.ask_in(solver, [Not(goal)], names)
+        status, payload = session.ask_in(
+            solver, [Not(goal)], names, held=[*session.background, *inside]
+        )
         if status == "unsat":
             return HOLDS
         if status == "unknown":
@@ -857,11 +933,11 @@ def _conjuncts(f: Formula) -> int:
     return sum(_conjuncts(a) for a in f.args) if isinstance(f, And) else 1
 
 
-def _consistent(session: Session, formulas: Sequence[Formula]) -> Result:
+def _consistent(session: Session, formulas: Sequence[Formula], *, model: bool = True) -> Result:
     """HOLDS (with a model) when background ∧ formulas is satisfiable.
 
     Literals, and conjunctions of literals, over atoms the background does not
-    mention are settled in Python.
+    mention are settled in Python. (``model=False``: as in :meth:`Session._ask`.)
     """
     bg_atoms = session.bg_atom_set
     polarity: dict[str, bool] = {}
@@ -882,18 +958,18 @@ def _consistent(session: Session, formulas: Sequence[Formula]) -> Result:
     hard_atoms: set[str] = set()
     for h in hard:
         hard_atoms |= atoms(h)
-    model = {name: value for name, value in polarity.items() if name not in hard_atoms}
+    easy = {name: value for name, value in polarity.items() if name not in hard_atoms}
     hard += [Atom(n) if v else Not(Atom(n)) for n, v in polarity.items() if n in hard_atoms]
     if not hard:
-        return Result(Verdict.HOLDS, counterexample=model)
+        return Result(Verdict.HOLDS, counterexample=easy)
     if len(hard) >= GREEDY_MIN:
         found = greedy_model([*session.background, *hard])
         if found is not None:
-            return Result(Verdict.HOLDS, counterexample={**model, **found})
-    sat = session.satisfiable(hard)
+            return Result(Verdict.HOLDS, counterexample={**easy, **found})
+    sat = session.satisfiable(hard, model=model)
     if not sat.holds:
         return sat
-    return Result(Verdict.HOLDS, counterexample={**model, **(sat.counterexample or {})})
+    return Result(Verdict.HOLDS, counterexample={**easy, **(sat.counterexample or {})})
 
 
 class PremiseIndex:
@@ -908,7 +984,7 @@ class PremiseIndex:
     a thousand entries or fifty thousand.
     """
 
-    def __init__(self, session: Session) -> None:
+    def __init__(self, session: Session, *, keep_model: bool = False) -> None:
         self.session = session
         self._entries: dict[str, tuple[str, Formula, frozenset[str]]] = {}
         self._by_atom: dict[str, dict[str, None]] = {}
@@ -919,6 +995,13 @@ class PremiseIndex:
         for group in session._bg_atoms:
             for a in group:
                 self._bg_by_atom.setdefault(a, []).append(frozenset(group))
+        self._keep_model = keep_model
+        self._model: dict[str, bool] | None = None
+        """With ``keep_model``: while the premises are known to be consistent, a model of
+        the background and every premise (None: none known)."""
+        self._offer: tuple[Formula, frozenset[str], Mapping[str, bool]] | None = None
+        """The last formula :meth:`satisfiable_with` found satisfiable by asking, the atoms
+        of its slice and the model found: what adding that formula next takes in."""
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -936,6 +1019,16 @@ class PremiseIndex:
             self._by_atom.setdefault(a, {})[key] = None
         if not names:
             self._constants[key] = None
+        offer, self._offer = self._offer, None
+        model = self._model
+        if model is not None:
+            if extend_model(model, formula):
+                return  # the model satisfies it: still consistent, nothing to check
+            if offer is not None and offer[0] is formula:
+                _overwrite(model, offer[1], offer[2])
+                return  # asked just now (satisfiable_with): the slice's model takes it in
+        # the model (if any) still satisfies every premise but the pending ones: consistent()
+        # asks about their slice and puts its model over theirs
         self._pending[key] = None
 
     def remove(self, key: str) -> None:
@@ -952,6 +1045,7 @@ class PremiseIndex:
         self._pending.pop(key, None)
         if self._state is not None and not self._state.holds:
             self._state = None  # a subset of an inconsistent set may be consistent: check again
+            self._model = None
 
     def remove_label(self, label: str) -> None:
         """Remove every premise with this label (an item id)."""
@@ -985,22 +1079,92 @@ class PremiseIndex:
         return [(self._entries[k][0], self._entries[k][1]) for k in keys if k in self._entries]
 
     def consistent(self) -> Result:
-        """Is background ∧ every premise satisfiable? (No model is kept: HOLDS or not.)"""
+        """Is background ∧ every premise satisfiable? (HOLDS or not; with ``keep_model``,
+        :meth:`model` then gives a model.)"""
+        shared = not self._keep_model  # a kept model never reaches a report
         if self._state is None:
-            self._state = self.session.consistency([f for _, f, _ in self._entries.values()])
+            state = self._state = self.session.consistency(
+                [f for _, f, _ in self._entries.values()], shared=shared
+            )
             self._pending.clear()
+            self._model = None
+            if self._keep_model and state.holds:
+                self._model = self._full_model(state)
         elif self._pending:
             if self._state.holds:
                 keys: dict[str, None] = dict(self._pending)
                 seed: set[str] = set()
                 for key in self._pending:
                     seed |= self._entries[key][2]
-                self.reach(seed, keys)
-                part = self.session.consistency([f for _, f in self.formulas_of(keys)])
+                reached = self.reach(seed, keys)
+                part = self.session.consistency(
+                    [f for _, f in self.formulas_of(keys)], shared=shared
+                )
                 if not part.holds:
                     self._state = part
+                    self._model = None
+                elif self._keep_model:
+                    if self._model is None:
+                        self._model = self._full_model(
+                            self.session.consistency(
+                                [f for _, f, _ in self._entries.values()], shared=False
+                            )
+                        )
+                    else:
+                        # the part holds every premise with an atom it reached: its model
+                        # there, the kept model's elsewhere
+                        _overwrite(self._model, reached, part.counterexample or {})
             self._pending.clear()
         return self._state
+
+    def _full_model(self, state: Result) -> dict[str, bool] | None:
+        """A model of the background and every premise, from a consistency result over all
+        of them; None when the background's own model is not known."""
+        if not state.holds:
+            return None
+        bg = self.session._background_model()
+        if bg is None:
+            return None
+        # the result assigns either every atom of the background or none (no premise shares
+        # one): the background's model fills in what it leaves
+        return {**bg, **(state.counterexample or {})}
+
+    def model(self) -> dict[str, bool] | None:
+        """With ``keep_model``: a model of the background and every premise, kept across
+        changes (extended in place by :meth:`satisfiable_with`); None when the premises
+        are not consistent or no model is known."""
+        return self._model if self.consistent().holds else None
+
+    def satisfiable_with(self, formula: Formula) -> Result:
+        """Is background ∧ every premise ∧ formula satisfiable? (``keep_model`` only.)
+
+        HOLDS, FAILS or UNKNOWN as :meth:`Session.consistency` answers, asked of the
+        premises linked to the formula only: the others have the kept model. When the
+        kept model extends to the formula no question is asked (the model is extended
+        in place); a model found by asking is kept for the formula's next :meth:`add`.
+        Unknown, with no question asked, when no model is kept.
+        """
+        model = self.model()
+        if model is None:
+            return Result(Verdict.UNKNOWN, reason="the premises have no model kept")
+        if extend_model(model, formula):
+            return HOLDS
+        keys: dict[str, None] = {}
+        reached = self.reach(atoms(formula), keys)
+        part = self.session.consistency(
+            [*(f for _, f in self.formulas_of(keys)), formula], shared=False
+        )
+        if part.holds:
+            self._offer = (formula, frozenset(reached), part.counterexample or {})
+        return part
+
+
+def _overwrite(model: dict[str, bool], names: Iterable[str], values: Mapping[str, bool]) -> None:
+    """Give the named atoms their values (false where none is given): a slice's model put
+    over a larger one. Sound when no premise and no background formula has atoms both
+    among the names and outside them."""
+    for name in names:
+        model[name] = bool(values.get(name, False))
 
 
 class CombinedPremises:

@@ -34,7 +34,8 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from verifier.formula import atoms, evaluate, parse
+from verifier.formula import atoms, evaluate
+from verifier.parser import parse_formula
 from verifier.window import canonical_json, content_ref
 
 __all__ = [
@@ -77,7 +78,7 @@ def formula_texts(atoms: Sequence[str] = ATOMS, max_depth: int = 2) -> st.Search
 
 def _satisfiable_text(text: str) -> bool:
     """Has the formula a model? (Truth tables: generated formulas have few atoms.)"""
-    formula = parse(text)
+    formula = parse_formula(text)
     names = sorted(atoms(formula))
     return any(
         evaluate(formula, dict(zip(names, values, strict=True)))
@@ -240,7 +241,7 @@ SOURCES: tuple[str, ...] = ("make test", "pip install x", "git status", "user", 
 def _true_under(draw: st.DrawFn, truth: dict[str, bool]) -> str:
     """A formula text over ATOMS that holds under truth (negated when it would not)."""
     text = draw(formula_texts(max_depth=1))
-    return text if evaluate(parse(text), truth) else f"!({text})"
+    return text if evaluate(parse_formula(text), truth) else f"!({text})"
 
 
 def _conj(texts: Sequence[str]) -> str:
@@ -388,7 +389,7 @@ def _when_text(draw: st.DrawFn) -> str:
         if draw(st.integers(0, 3)) == 0:
             chosen = draw(st.lists(st.sampled_from(choices), min_size=1, max_size=3, unique=True))
             parts.append(f"{key} = {_toml_list(chosen)}")
-    for key in ("load_bearing", "negative", "cited", "stub"):
+    for key in ("load_bearing", "negative", "cited", "result", "stub"):
         if draw(st.integers(0, 5)) == 0:
             parts.append(f"{key} = {'true' if draw(st.booleans()) else 'false'}")
     for key, top in (("age", 4), ("score", 100), ("tokens", 40)):

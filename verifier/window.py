@@ -14,7 +14,8 @@ from dataclasses import MISSING, dataclass, field, fields
 from functools import lru_cache
 from typing import Any, Literal
 
-from verifier.formula import TRUE, Formula, atom_formula, parse
+from verifier.formula import TRUE, Formula, atom_formula
+from verifier.parser import parse_formula
 
 __all__ = [
     "KINDS",
@@ -199,9 +200,9 @@ class Item:
         if self.kind in ("commitment", "claim"):
             if self.formula_text is None:
                 return atom_formula(self.id)
-            return parse(self.formula_text)
+            return parse_formula(self.formula_text)
         if self.kind == "observation" and self.shows_text is not None:
-            return parse(self.shows_text)
+            return parse_formula(self.shows_text)
         return TRUE
 
     @property

@@ -12,11 +12,10 @@ result cleared), and CP001 when the agent later uses a claim that is no
 longer backed. The pairing itself is fine (no TP001/TP002).
 
 Spec: not expressible exactly. The spec language has no action that leaves a
-placeholder, and no condition that tells a tool result (an observation with
-``call``) from another observation. ``models/specs/tool_output_clearer.toml``
-is the closest spec: it evicts every observation, so on windows whose
-observations are all tool results it gives this policy's window without the
-placeholders.
+placeholder. ``models/specs/tool_output_clearer.toml`` is the closest spec: it
+evicts every observation that answers a call (``result = true``), so it gives
+this policy's window without the placeholders (and, with them gone, orphans
+the calls: TP002).
 """
 
 from __future__ import annotations

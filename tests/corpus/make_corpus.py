@@ -173,6 +173,9 @@ SCENARIOS: dict[str, tuple[list, dict]] = {}
 BAD: dict[str, tuple[bytes, str]] = {}
 # (trace, "core" | "sat", background, formulas): checked by main()
 SEMANTIC: list[tuple[str, str, tuple, tuple]] = []
+# traces that leave a stub the store cannot resolve on purpose (WR006 and the third
+# reading); every other stub in the corpus resolves
+UNRESOLVABLE = {"wr006_fires.jsonl"}
 
 
 def core(name, bg, *formulas):
@@ -186,8 +189,16 @@ def consistent(name, bg, *formulas):
 
 
 def case(name, events, *, fires=(), verdicts=(), why, mode="support",
-         not_fire=None, exit=None, target=CORPUS):
-    """Register a trace.  `fires` holds (CODE, line, [ids]); pass is derived."""
+         not_fire=None, exit=None, target=CORPUS, repairs=None,
+         undecided_appends=()):
+    """Register a trace.  `fires` holds (CODE, line, [ids]); pass is derived.
+
+    `undecided_appends` holds the lines of the appends whose questions the
+    solver could not settle (vacuous premises); every other append is decided.
+    `repairs`, when given, holds (line, verdict, [actions...]) for every
+    rewrite that gets a repair (each refused or undecided one): the verdict
+    of the repaired rewrite and what the repair did, in order.
+    """
     rewrite_lines = [n for n, ev in enumerate(events, 1)
                      if ev["event"] == "rewrite"]
     assert len(rewrite_lines) == len(verdicts), (name, "verdict count")
@@ -199,7 +210,8 @@ def case(name, events, *, fires=(), verdicts=(), why, mode="support",
         if code.startswith(("CF", "WR", "TP")) and code not in ("WR005",):
             # CF/WR/TP findings other than WR005 belong to rewrites
             assert ev["event"] == "rewrite", (name, code, line)
-        if code.startswith("CP"):
+        if code.startswith("CP") and code != "CP002":
+            # CP002 is asked at a rewrite too (a cycle it makes); the others at appends
             assert ev["event"] == "append", (name, code, line)
         p = sum(1 for r in rewrite_lines if r <= line)
         ids = list(ids) if code in ORDERED else sorted(ids)
@@ -220,12 +232,25 @@ def case(name, events, *, fires=(), verdicts=(), why, mode="support",
     assert (exit == 1) == bool(must), (name, exit)
     for n, v in zip(rewrite_lines, verdicts, strict=True):
         assert v in ("accept", "accept-demoted", "refuse", "undecided"), v
-        has_rw_finding = any(m[2] == n for m in must)
+        # CP findings at a rewrite (CP002) are reported, never refused
+        has_rw_finding = any(m[2] == n and not m[0].startswith("CP")
+                             for m in must)
         assert (v == "refuse") == has_rw_finding, (name, n, v)
-    target[name] = (events, {
+    exp = {
         "exit": exit, "witness_mode": mode, "must_fire": must,
         "must_not_fire": not_fire, "verdicts": list(verdicts), "why": why,
-    })
+        "undecided_appends": list(undecided_appends),
+    }
+    for line in undecided_appends:
+        assert events[line - 1]["event"] == "append", (name, line)
+    if repairs is not None:
+        repaired = {n for n, v in zip(rewrite_lines, verdicts, strict=True)
+                    if v in ("refuse", "undecided")}
+        assert {r[0] for r in repairs} == repaired, (name, "repairs")
+        exp["repairs"] = [
+            [sum(1 for r in rewrite_lines if r <= line), verdict, list(actions)]
+            for line, verdict, actions in repairs]
+    target[name] = (events, exp)
 
 
 def bad(name, text, why):
@@ -1895,7 +1920,7 @@ case("undecided_append_vacuous.jsonl", [
     append(o_mt_fail),
     append(o_flaky_pass),
     append(k_flaky),
-], verdicts=[], exit=3,
+], verdicts=[], exit=3, undecided_appends=[4],
     why=SR + "'Vacuous entailments at an append make the trace undecided "
         "(exit 3 when nothing is found).' o2 supersedes o1 (same source), "
         "so the content stays consistent (no CP004), but k1 cites both, "
@@ -1915,6 +1940,776 @@ case("undecided_append_quiet.jsonl", [
         "-- here none is vacuous: k1 cites only the later run o2, whose "
         "shows entail it, and the superseded failure o1 is no part of the "
         "content (no CP004): exit 0.")
+
+
+# ======================================================= third reading
+# The cases below test "Fine print, third reading" (SPEC §4), the verdict
+# accept-demoted, and behaviours that a mutation run found unpinned (each
+# with a trace that shows it and one that must not).
+
+TR = "Fine print, third reading: "
+
+
+def bad_stub(item: dict, name: str):
+    """A stub for `item` whose ref the store cannot resolve (a version of the
+    item that was never spilled); registers `name` as leaving one on purpose."""
+    UNRESOLVABLE.add(name)
+    return {"id": item["id"], "kind": "stub",
+            "ref": ref_of(changed(item, text=item.get("text", "") +
+                                  " (never spilled)"))}
+
+
+def stub_naming(item: dict, other: dict, name: str):
+    """A stub with item's id whose ref names the stored item `other`."""
+    UNRESOLVABLE.add(name)
+    return {"id": item["id"], "kind": "stub", "ref": ref_of(other)}
+
+
+# ----------------------------------------------- unresolvable stubs: pairing
+
+n = "tp002_unresolvable_stub_quiet.jsonl"
+case(n, [
+    header(),
+    append(call_pytest, o_result, p_work),
+    rewrite("spill-then-stub", [call_pytest, bad_stub(o_result, n), p_work]),
+], fires=[("WR006", 3, ["o1"])], verdicts=["refuse"],
+    repairs=[(3, "accept", ["revert 'o1'"])],
+    why=TR + "'A stub the store cannot resolve is still an entry with that "
+        "id in the window: the pairing holds through it (TP001/TP002) ... The "
+        "stub itself is WR006's, and nothing else is charged for the stub'. "
+        "The result o1 stands as a stub whose ref was never spilled: WR006, "
+        "and call1 is not orphaned (no TP002). The repair reverts the stub.")
+
+n = "tp002_stub_names_other_quiet.jsonl"
+case(n, [
+    header(),
+    append(call_pytest, o_result, p_work),
+    spill(p_work),
+    rewrite("spill-then-stub", [call_pytest, stub_naming(o_result, p_work, n),
+                                p_work]),
+], fires=[("WR006", 4, ["o1"])], verdicts=["refuse"],
+    why=TR + "the same sentence for a stub whose ref names another stored "
+        "item (p1, not o1): unresolvable, WR006, and the pairing of call1 "
+        "with its result o1 still holds (no TP002).")
+
+n = "tp001_unresolvable_stub_quiet.jsonl"
+case(n, [
+    header(),
+    append(call_pytest, o_result, p_work),
+    rewrite("spill-then-stub", [bad_stub(o_result, n), p_work]),
+], fires=[("WR006", 3, ["o1"])], verdicts=["refuse"],
+    repairs=[(3, "accept", ["revert 'o1'",
+                            "restore call 'call1' of result 'o1'"])],
+    why=TR + "'The stub itself is WR006's, and nothing else is charged for "
+        "the stub': the result o1 stands as a stub that does not resolve "
+        "while the rewrite dropped its call call1. What the stub stands for "
+        "cannot be read, so it is charged with WR006 alone, not TP001. The "
+        "repair reverts the stub; the result it puts back gets its call "
+        "back.")
+
+# ------------------------------------- unresolvable stubs: CP001, WR005, WR001
+
+n = "cp001_unresolvable_stub_quiet.jsonl"
+case(n, [
+    header(),
+    append(o_tests, p_work),
+    spill(o_tests),
+    rewrite("spill-then-stub", [bad_stub(o_tests, n), p_work]),
+    append(k_tests_v),
+], fires=[("WR006", 4, ["o1"])], verdicts=["refuse"],
+    why=TR + "'a primitive whose id the store holds is retained whatever the "
+        "stub's ref (CP001, WR005)'. o1 was spilled, then left as a stub "
+        "whose ref the store does not hold: WR006 only. The later claim k1 "
+        "cites o1, which the store holds: no CP001, no WR005.")
+
+n = "cp001_unresolvable_stub_fires.jsonl"
+case(n, [
+    header(),
+    append(o_tests, p_work),
+    rewrite("spill-then-stub", [bad_stub(o_tests, n), p_work]),
+    append(k_tests_v),
+], fires=[("WR006", 3, ["o1"]), ("CP001", 4, ["o1", "k1"])],
+    verdicts=["refuse"],
+    why=TR + "the twin of cp001_unresolvable_stub_quiet with o1 never "
+        "spilled: the store holds no o1, so the stub keeps nothing and k1's "
+        "use of o1 is CP001 (and, CP001 naming it, no WR005).")
+
+n = "cp001_stub_names_other_quiet.jsonl"
+case(n, [
+    header(),
+    append(o_tests, p_work),
+    spill(o_tests, p_work),
+    rewrite("spill-then-stub", [stub_naming(o_tests, p_work, n), p_work]),
+    append(k_tests_v),
+], fires=[("WR006", 4, ["o1"])], verdicts=["refuse"],
+    why=TR + "'a primitive whose id the store holds is retained whatever the "
+        "stub's ref': the stub o1 names the stored p1, but the store holds o1 "
+        "under its own id, so k1's use of o1 is no CP001.")
+
+k_digest_o1 = claim("d1", "tests.passed", modality="verified",
+                    witnesses=["o1"], derived_from=["o1"],
+                    text="digest: pytest passed (142 tests)")
+
+n = "wr005_unresolvable_stub_quiet.jsonl"
+case(n, [
+    header(),
+    append(o_tests, p_work),
+    spill(o_tests),
+    rewrite("summarize-v2", [bad_stub(o_tests, n), p_work, k_digest_o1]),
+], fires=[("WR006", 4, ["o1"])], verdicts=["refuse"],
+    why=TR + "'a primitive whose id the store holds is retained whatever the "
+        "stub's ref (CP001, WR005)': the new digest d1 cites o1, behind a "
+        "stub that does not resolve but held in the store: no WR005.")
+
+n = "wr005_unresolvable_stub_fires.jsonl"
+case(n, [
+    header(),
+    append(o_tests, p_work),
+    rewrite("summarize-v2", [bad_stub(o_tests, n), p_work, k_digest_o1]),
+], fires=[("WR006", 3, ["o1"]), ("WR005", 3, ["d1"])], verdicts=["refuse"],
+    why=TR + "the twin of wr005_unresolvable_stub_quiet with o1 never "
+        "spilled: retained nowhere, it does not count, and d1 is WR005.")
+
+n = "wr001_unresolvable_stub_fires.jsonl"
+case(n, [
+    header(),
+    append(o_health),
+    append(i_health),
+    spill(o_health),
+    rewrite("summarize-v2", [bad_stub(o_health, n), i_health]),
+], fires=[("WR006", 5, ["o1"]), ("WR001", 5, ["i1", "o1"])],
+    verdicts=["refuse"],
+    why=TR + "'a witness that survives only behind it is no surviving witness "
+        "(WR001 charges the item that lost it)'. The stub of o1 does not "
+        "resolve (the store holds o1, but surviving witnesses are pointers "
+        "left beside the item that the store resolves): load-bearing i1 "
+        "lost its support. The twin is wr001_stub_quiet (a resolving stub).")
+
+# ------------------------------------- unresolvable stubs: nothing else charged
+
+n = "cf006_unresolvable_stub_quiet.jsonl"
+case(n, [
+    header(BG_DB),
+    append(c_pg, p_schema),
+    rewrite("spill-then-stub", [bad_stub(c_pg, n), p_schema],
+            claimed_preserved=["c1"]),
+], fires=[("WR006", 3, ["c1"])], verdicts=["refuse"],
+    why=TR + "'The stub itself is WR006's, and nothing else is charged for "
+        "the stub': commitment c1 stands as an unresolvable stub and is "
+        "claimed preserved: WR006, and no CF001 (c1 is in the window by id) "
+        "nor CF006.")
+
+n = "cf004_unresolvable_stub_quiet.jsonl"
+case(n, [
+    header(),
+    append(r_locks, c_pg_r, p_fill),
+    rewrite("spill-then-stub", [bad_stub(r_locks, n), c_pg_r]),
+], fires=[("WR006", 3, ["r1"])], verdicts=["refuse"],
+    why=TR + "'nothing else is charged for the stub': the rationale r1 of "
+        "c1 stands as an unresolvable stub, an entry with its id in the "
+        "window: WR006, no CF004.")
+
+n = "wr008_unresolvable_stub_quiet.jsonl"
+case(n, [
+    header(),
+    append(o_pg_fail, p_work),
+    rewrite("relevance-topk", [bad_stub(o_pg_fail, n), p_work]),
+    append(changed(o_pg_fail, id="o2", at="2026-11-12T08:30:02Z",
+                   text="pip install psycopg2 from source, again")),
+], fires=[("WR006", 3, ["o1"])], verdicts=["refuse"],
+    why=TR + "'nothing else is charged for the stub': the failed o1 stands "
+        "as an unresolvable stub; it did not leave the window (no WR008), "
+        "and a stub was left, so the later run of the same source is no "
+        "re-run of an evicted failure (no CP003).")
+
+# ------------------------------------------------- CF004 on new commitments
+
+r_locks_c = commitment("r1", "invariant", "migrations.advisory_locks",
+                       text="migrations must take advisory locks (sqitch)")
+c_pg_rc = changed(c_pg_r, rationale=["r1"])
+
+case("cf004_new_commitment_fires.jsonl", [
+    header(),
+    append(r_locks, n_pg, p_fill),
+    rewrite("summarize-v2", [n_pg, p_fill, c_pg_r]),
+], fires=[("CF004", 3, ["c1", "r1"])], verdicts=["refuse"],
+    why=TR + "'CF004 concerns every commitment in after, a new one included: "
+        "a rewrite that adds a commitment citing a rationale it dropped is "
+        "CF004'. c1 is new (entailed by n1, so no CF005) and cites r1, which "
+        "the same rewrite dropped with no record.")
+
+case("cf004_new_commitment_cf001_fires.jsonl", [
+    header(),
+    append(r_locks_c, n_pg, p_fill),
+    rewrite("summarize-v2", [n_pg, p_fill, c_pg_rc]),
+], fires=[("CF001", 3, ["r1"]), ("CF004", 3, ["c1", "r1"])],
+    verdicts=["refuse"],
+    why=TR + "'... is CF004 (with CF001 when the rationale was itself a "
+        "commitment)': the dropped rationale r1 is a commitment.")
+
+case("cf004_new_commitment_quiet.jsonl", [
+    header(),
+    append(r_locks, n_pg, p_fill),
+    spill(r_locks),
+    rewrite("summarize-v2", [n_pg, p_fill, c_pg_r]),
+], verdicts=["accept"],
+    why=TR + "the twin of cf004_new_commitment_fires with r1 spilled first: "
+        "the new commitment's rationale is in the store.")
+
+c_pg_plain = changed(c_pg_r, rationale=None)
+
+case("cf004_new_citation_fires.jsonl", [
+    header(),
+    append(r_locks, c_pg_plain, p_fill),
+    rewrite("summarize-v2", [c_pg_plain, p_fill]),
+    rewrite("summarize-v2", [c_pg_r, p_fill]),
+], fires=[("CF004", 4, ["c1", "r1"])], verdicts=["accept", "refuse"],
+    why=TR + "'CF004 concerns every commitment in after'; §7 'a reference to "
+        "an item that existed and was dropped is a finding'. Prose r1 is "
+        "dropped at pass 1, when nothing cites it; at pass 2 c1 is changed "
+        "to cite it: CF004 at pass 2, where c1's citation is orphaned (the "
+        "twin of cf004_once_fires, where c1 cited r1 all along).")
+
+# ----------------------------------------------------------------- verdicts
+
+case("verdict_verified_to_unverified_quiet.jsonl", [
+    header(),
+    append(o_tests, k_tests_v, p_work),
+    rewrite("summarize-v2", [o_tests, changed(k_tests_v, modality="unverified"),
+                             p_work]),
+], verdicts=["accept"],
+    why=TR + "'Lowering verified to unverified with the support still "
+        "retained is no demotion: alone, it is accept.'")
+
+case("verdict_unverified_to_unwitnessed_demoted.jsonl", [
+    header(),
+    append(o_tests, changed(k_tests_v, modality=None), p_work),
+    rewrite("summarize-v2", [o_tests, changed(k_tests_v,
+                                              modality="unwitnessed"), p_work]),
+], verdicts=["accept-demoted"],
+    why=TR + "'The verdict is accept-demoted when nothing is found and the "
+        "rewrite demoted at least one item (changed its modality to "
+        "unwitnessed, from any modality).' k1 goes from unverified to "
+        "unwitnessed.")
+
+case("verdict_support_kept_demoted.jsonl", [
+    header(),
+    append(o_tests, k_tests_v, p_work),
+    rewrite("summarize-v2", [o_tests, changed(k_tests_v,
+                                              modality="unwitnessed"), p_work]),
+], verdicts=["accept-demoted"],
+    why=TR + "'changed its modality to unwitnessed, from any modality': k1 "
+        "is verified and its witness o1 stays; tagging it unwitnessed is "
+        "still a demotion.")
+
+# ----------------------------------------- exclusions inside one append
+
+o_port = obs("o2", "db:5432 - no response\n", source="pg_isready -h db -t 2",
+             exit_code=2, at="2026-11-12T14:00:05Z", modality="failed",
+             shows="!db.accepting & db.port_open",
+             text="pg_isready with a short timeout")
+k_port_closed = claim("k1", "!db.port_open",
+                      text="port 5432 is closed on db (from the firewall "
+                           "notes)")
+
+case("exclusion_same_append_quiet.jsonl", [
+    header(),
+    append(o_isready),
+    append(o_port, k_port_closed),
+], fires=[("CP004", 3, ["o2", "o1"])], verdicts=[],
+    why=TR + "'At an append, exclusions apply from the next event, and to "
+        "the consistency checks of the same append's later items.' o2 "
+        "contradicts o1 (db.accepting): CP004 excludes o2. k1 contradicts "
+        "only o2 (db.port_open), excluded already: no second CP004.")
+
+case("exclusion_same_append_fires.jsonl", [
+    header(),
+    append(o_isready),
+    append(changed(o_port, shows="db.port_open"), k_port_closed),
+], fires=[("CP004", 3, ["o2", "k1"])], verdicts=[],
+    why=TR + "the twin of exclusion_same_append_quiet: o2 shows only "
+        "db.port_open, consistent with o1, so it stays a premise and k1 "
+        "contradicts it: CP004 [o2, k1] ('the core's appended items in "
+        "append order').")
+
+a_not_mysql = commitment("a2", "rejection", "!db.mysql",
+                         text="MySQL rejected after all: no advisory locks")
+
+case("exclusion_same_append_cp003_quiet.jsonl", [
+    header(BG_DB),
+    append(d_pg),
+    append(a_mysql, a_not_mysql),
+], fires=[("CP003", 3, ["a1", "d1"])], verdicts=[],
+    why=TR + "'At an append, exclusions apply ... to the consistency checks "
+        "of the same append's later items.' CP003 excludes a1; a2 "
+        "(!db.mysql) contradicts only a1: nothing more (cp003_once_fires "
+        "has the same items in two appends).")
+
+case("supersede_same_append_quiet.jsonl", [
+    header(),
+    append(p_work),
+    append(o_mt_fail, o_mt_pass),
+], verdicts=[],
+    why=SR + "'A later appended observation supersedes every earlier "
+        "observation with the same source' -- inside one append too: o1 "
+        "(make test failed) and o2 (make test passed) come together, and "
+        "the later run supersedes the earlier: no CP004.")
+core("supersede_same_append_quiet.jsonl", [], "!tests.passed", "tests.passed")
+
+case("supersede_same_append_fires.jsonl", [
+    header(),
+    append(p_work),
+    append(o_mt_fail, changed(o_mt_pass, source="make test-ci")),
+], fires=[("CP004", 3, ["o1", "o2"])], verdicts=[],
+    why=SR + "the twin of supersede_same_append_quiet with o2 from another "
+        "source (make test-ci): no supersession, and o2 contradicts o1 in "
+        "the same append: CP004 names both appended items.")
+
+# -------------------------------------------- exclusions and count mode
+
+o_env_a = obs("o1", "FEATURE_REFUNDS_V2=0\n", source="printenv FEATURE_REFUNDS_V2",
+              exit_code=0, at="2026-11-12T15:00:00Z", modality="verified",
+              shows="!refunds_v2.on", text="the flag in the CI environment")
+o_env_b = obs("o2", "refunds_v2: on\nrounding: bankers\n",
+              source="curl -fsS https://staging.example.com/flags",
+              exit_code=0, at="2026-11-12T15:00:04Z", modality="verified",
+              shows="refunds_v2.on & rounding.bankers",
+              text="flags endpoint on staging")
+o_env_c = obs("o3", "rounding=bankers\n", source="grep rounding config/app.ini",
+              exit_code=0, at="2026-11-12T15:00:09Z", modality="verified",
+              shows="rounding.bankers", text="rounding in the app config")
+k_bankers = claim("k1", "rounding.bankers", modality="verified",
+                  witnesses=["o2"], text="refunds round half to even")
+
+for mode in ("count", "support"):
+    case(f"exclusion_wr005_{mode}_fires.jsonl", [
+        header(),
+        append(o_env_a, o_env_c, p_work),
+        append(o_env_b),
+        rewrite("summarize-v2", [o_env_a, o_env_b, o_env_c, p_work,
+                                 k_bankers]),
+    ], mode=mode, fires=[("CP004", 3, ["o2", "o1"]), ("WR005", 4, ["k1"])],
+        verdicts=["refuse"],
+        why=TR + "(and the second reading's exclusions) excluded items are "
+            "no premise of WR005, in either witness mode: CP004 excludes o2, "
+            "so the new claim k1, which cites only o2, has no retained "
+            "witness that entails it: WR005. CF005 is quiet: o3 "
+            "(rounding.bankers) is in the window before.")
+
+case("exclusion_wr005_count_quiet.jsonl", [
+    header(),
+    append(o_env_a, o_env_c, p_work),
+    append(o_env_b),
+    rewrite("summarize-v2", [o_env_a, o_env_b, o_env_c, p_work,
+                             changed(k_bankers, witnesses=["o3"])]),
+], mode="count", fires=[("CP004", 3, ["o2", "o1"])], verdicts=["accept"],
+    why=TR + "the twin of exclusion_wr005_count_fires: k1 cites o3, which "
+        "no finding excluded.")
+
+# -------------------------------------------------- reported once: WR005, WR006
+
+o_flake = obs("o2", "tests/test_orders.py::test_refund_rounding PASSED\n",
+              source="pytest -q tests/test_orders.py", exit_code=0,
+              at="2026-11-12T09:43:00Z", modality="verified",
+              shows="orders.tests_passed", text="orders tests alone")
+k_tests_pip = claim("k1", "tests.passed", modality="verified",
+                    witnesses=["o1"], text="the test suite passes")
+
+case("wr005_once_derived_from_quiet.jsonl", [
+    header(),
+    append(o_pipcheck),
+    append(k_tests_pip),
+    rewrite("summarize-v2", [o_pipcheck, changed(k_tests_pip,
+                                                 derived_from=["o1"])]),
+], fires=[("WR005", 3, ["k1"])], verdicts=["accept"],
+    why="§4 'Each defect is reported once, at the event that introduces it'. "
+        "k1's witness o1 (deps.consistent) does not entail tests.passed: "
+        "WR005 at the append. The rewrite changes only derived_from; what "
+        "k1 claims and cites is unchanged: not reported again.")
+
+case("wr005_once_witnesses_fires.jsonl", [
+    header(),
+    append(o_pipcheck, o_flake),
+    append(k_tests_pip),
+    rewrite("summarize-v2", [o_pipcheck, o_flake,
+                             changed(k_tests_pip, witnesses=["o1", "o2"])]),
+], fires=[("WR005", 3, ["k1"]), ("WR005", 4, ["k1"])],
+    verdicts=["refuse"],
+    why="§4 WR005 runs on new or changed items: the twin of "
+        "wr005_once_derived_from_quiet where the rewrite changes k1's "
+        "witnesses, which still do not entail tests.passed: a new defect, "
+        "reported at the rewrite.")
+
+n = "wr006_once_text_quiet.jsonl"
+case(n, [
+    header(),
+    append(o_status),
+    spill(o_status),
+    rewrite("spill-then-stub", [bad_stub(o_status, n)]),
+    rewrite("spill-then-stub", [changed(bad_stub(o_status, n),
+                                        text="git status (spilled)")]),
+], fires=[("WR006", 4, ["o1"])], verdicts=["refuse", "accept"],
+    why=SR + "'A rewrite that changes only an item's text, score or tokens "
+        "changes nothing the rules read' and §4 'reported once': the "
+        "unresolvable stub gets a text at pass 2, and is not reported "
+        "again.")
+
+n = "wr006_once_ref_fires.jsonl"
+case(n, [
+    header(),
+    append(o_status),
+    spill(o_status),
+    rewrite("spill-then-stub", [bad_stub(o_status, n)]),
+    rewrite("spill-then-stub", [stub(o_status_other)]),
+], fires=[("WR006", 4, ["o1"]), ("WR006", 5, ["o1"])],
+    verdicts=["refuse", "refuse"],
+    why="§4 WR006: the twin of wr006_once_text_quiet where pass 2 changes "
+        "the stub's ref, to another that the store does not hold: a new "
+        "stub, reported again.")
+
+# ----------------------------------------------------------------- restores
+
+case("restore_call_without_result_fires.jsonl", [
+    header(),
+    append(call_pytest, o_result, p_work),
+    rewrite("prune-v1", [p_work]),
+    rewrite("rehydrate", [call_pytest, p_work]),
+], fires=[("TP002", 4, ["call1", "o1"])], verdicts=["accept", "refuse"],
+    repairs=[(4, "accept", ["remove orphaned call 'call1'"])],
+    why=SR + "'A rewrite that puts an item back unchanged restores that "
+        "version' -- the call, not its pairing: call1 and its result o1 are "
+        "dropped together at pass 1 (no finding); pass 2 puts back call1 "
+        "alone: TP002 [call1, o1], o1 named from the session's history. The "
+        "window before had no result to restore: the repair removes the "
+        "orphaned call.")
+
+case("restore_call_with_result_quiet.jsonl", [
+    header(),
+    append(call_pytest, o_result, p_work),
+    rewrite("prune-v1", [p_work]),
+    rewrite("rehydrate", [call_pytest, o_result, p_work]),
+], verdicts=["accept", "accept"],
+    why=SR + "the twin of restore_call_without_result_fires: both halves "
+        "of the pair come back (o1 restored, not forged: WR007 quiet).")
+
+case("restore_failure_rerun_quiet.jsonl", [
+    header(),
+    append(o_mig_fail, p_work),
+    spill(o_mig_fail),
+    rewrite("relevance-topk", [p_work]),
+    rewrite("rehydrate", [o_mig_fail, p_work]),
+    append(o_mig_again),
+], verdicts=["accept", "accept"],
+    why="§4 CP003 re-runs concern a failed observation a rewrite evicted "
+        "without leaving a stub; the twin of cp003_rerun_fires where pass 2 "
+        "puts o1 back: the failure is in sight again, and running make "
+        "migrate again (o2) is no re-run of an evicted failure.")
+
+# ------------------------------------------------------------------ CP002
+
+c_locks_a = commitment("c1", "decision", "jobs.advisory_lock_queue",
+                       rationale=["c2"],
+                       text="the job queue uses advisory locks because we "
+                            "chose Postgres")
+c_locks_b = commitment("c2", "decision", "db.postgres", rationale=["c1"],
+                       text="we chose Postgres because the job queue uses "
+                            "advisory locks")
+
+case("cp002_rationale_fires.jsonl", [
+    header(),
+    append(c_locks_a, c_locks_b),
+], fires=[("CP002", 2, ["c1", "c2"])], verdicts=[],
+    why="§4 CP002: the justification graph has rationale edges too; c1 and "
+        "c2 cite each other as rationale with no primitive under them.")
+
+case("cp002_rationale_quiet.jsonl", [
+    header(),
+    append(o_isready, c_locks_a, changed(c_locks_b, rationale=["c1", "o1"])),
+], verdicts=[],
+    why="§4 CP002: the twin of cp002_rationale_fires with observation o1 "
+        "under the cycle (c2's rationale cites it).")
+
+a_stale = claim("a1", "cache.stale",
+                text="the cache is stale because reads are inconsistent")
+a_incons = claim("a2", "reads.inconsistent",
+                 text="reads are inconsistent because the cache is stale")
+
+case("cp002_rewrite_fires.jsonl", [
+    header(),
+    append(a_stale, a_incons),
+    rewrite("summarize-v2", [changed(a_stale, derived_from=["a2"]),
+                             changed(a_incons, derived_from=["a1"])]),
+], fires=[("CP002", 3, ["a1", "a2"])], verdicts=["accept"],
+    why="§4 CP002 is asked of what a rewrite changes too: the rewrite makes "
+        "a1 and a2 derive from each other. A CP finding is reported, not "
+        "refused: the rewrite is accepted, and the trace exits 1.")
+
+case("cp002_rewrite_quiet.jsonl", [
+    header(),
+    append(o_reads, a_stale, a_incons),
+    rewrite("summarize-v2", [o_reads,
+                             changed(a_stale, derived_from=["a2", "o1"]),
+                             changed(a_incons, derived_from=["a1"])]),
+], verdicts=["accept"],
+    why="§4 CP002: the twin of cp002_rewrite_fires with observation o1 "
+        "under the cycle the rewrite makes.")
+
+# ------------------------------------------------- negative(old) in WR001
+
+o_fixa_ok = obs("o2", "lock_timeout\n-----------\n30s\n",
+                source="psql -c 'show lock_timeout'", exit_code=0,
+                at="2026-11-12T11:21:00Z", modality="verified",
+                shows="lock_timeout.30s", text="lock_timeout after fix A")
+k_fixa = claim("k1", "!fix_a.works", witnesses=["o1"],
+               text="fix A did not fix the flaky test")
+
+case("wr001_negative_before_fires.jsonl", [
+    header(),
+    append(o_fixa, o_fixa_ok),
+    append(k_fixa),
+    rewrite("summarize-v2", [o_fixa, o_fixa_ok,
+                             changed(k_fixa, witnesses=["o2"])]),
+], fires=[("WR001", 4, ["k1", "o1"]), ("WR005", 4, ["k1"])],
+    verdicts=["refuse"],
+    why="§4 fine print: 'An item is negative-result if either its before or "
+        "its after version is.' k1 was negative (its witness o1 failed) and "
+        "supported by o1; its new version cites only o2, which is no failed "
+        "observation and does not support it: WR001 (negative-result, so "
+        "load-bearing), not a quiet loss; WR005 for the changed witnesses.")
+
+case("wr001_negative_before_quiet.jsonl", [
+    header(),
+    append(o_fixa, changed(o_fixa_ok, shows="lock_timeout.30s & !fix_a.works",
+                           text="lock_timeout and the test after fix A")),
+    append(k_fixa),
+    rewrite("summarize-v2", [o_fixa, changed(
+        o_fixa_ok, shows="lock_timeout.30s & !fix_a.works",
+        text="lock_timeout and the test after fix A"),
+        changed(k_fixa, witnesses=["o2"])]),
+], verdicts=["accept"],
+    why="§4 WR001: the twin of wr001_negative_before_fires where the new "
+        "witness o2 supports !fix_a.works: k1 is still checkable.")
+
+# ------------------------------------------------ CF001 through last_seen
+
+k_lock_plain = changed(k_lock, modality=None, load_bearing=None)
+
+case("cf001_last_seen_fires.jsonl", [
+    header(),
+    append(o_lock, p_work),
+    append(k_lock_plain),
+    rewrite("summarize-v2", [k_lock_plain, p_work]),
+    rewrite("summarize-v2", [p_work]),
+], fires=[("WR008", 4, ["o1"]), ("WR001", 4, ["k1", "o1"]),
+          ("CF001", 5, ["k1"])], verdicts=["refuse", "refuse"],
+    why="§2 an item is negative-result when any of its witnesses is a failed "
+        "observation, wherever that observation now is: pass 1 evicts the "
+        "failed o1 with no record (WR008; k1 loses its support, WR001). At "
+        "pass 2, k1 still cites o1, known only as the session last saw it: "
+        "k1 is negative-result, so bound, and dropping it is CF001.")
+
+case("cf001_last_seen_quiet.jsonl", [
+    header(),
+    append(o_ok, p_work),
+    append(changed(k_ok, modality=None)),
+    rewrite("summarize-v2", [changed(k_ok, modality=None), p_work]),
+    rewrite("summarize-v2", [p_work]),
+], verdicts=["accept", "accept"],
+    why="§4 CF001: the twin of cf001_last_seen_fires with a verified "
+        "witness: k1 is a plain claim (unverified, not load-bearing, no "
+        "failed witness), dropping it is allowed.")
+
+# ----------------------------------------------------- CF006 through a stub
+
+c_pg_or = changed(c_pg, formula="db.postgres | db.sqlite",
+                  text="database: Postgres or SQLite")
+
+case("cf006_stub_quiet.jsonl", [
+    header(BG_DB),
+    append(c_pg, p_schema),
+    spill(c_pg),
+    rewrite("spill-then-stub", [stub(c_pg), p_schema],
+            claimed_preserved=["c1", "p1"]),
+], verdicts=["accept"],
+    why="§4 CF006 'an id that is missing or altered': c1 stands as a stub "
+        "that resolves to the very version the window held: preserved.")
+
+case("cf006_stub_altered_fires.jsonl", [
+    header(BG_DB),
+    append(c_pg, p_schema),
+    spill(c_pg),
+    spill(c_pg_or),
+    rewrite("spill-then-stub", [stub(c_pg_or), p_schema],
+            claimed_preserved=["c1"]),
+], fires=[("CF006", 5, ["c1"])], verdicts=["refuse"],
+    why="§4 CF006: the twin of cf006_stub_quiet where the stub resolves to "
+        "another stored version of c1 (weaker; the original is stored, so "
+        "no CF003): altered, and claimed preserved.")
+
+# -------------------------------------- undecided: the store contradicts itself
+
+c_store_pg = commitment("c9", "decision", "db.postgres",
+                        text="reporting database: Postgres")
+c_store_my = changed(c_store_pg, formula="db.mysql",
+                     text="reporting database: MySQL (draft)")
+c_store_v14 = changed(c_store_pg, formula="db.postgres & pg.v14",
+                      text="reporting database: Postgres 14")
+n_crypto_c = commitment("n2", "decision", "pg.ext_pgcrypto",
+                        text="enable pgcrypto for token hashing")
+
+case("undecided_store_contradicts_itself.jsonl", [
+    header(BG_DB),
+    append(p_work),
+    spill(c_store_pg),
+    spill(c_store_my),
+    append(n_crypto_c),
+    rewrite("summarize-v2", [p_work, n_crypto_c, n_pg]),
+], verdicts=["undecided"], exit=3, undecided_appends=[5],
+    repairs=[(6, "accept", ["keep the window as it was"])],
+    why="§8 'When the premises of an entailment are unsatisfiable all the "
+        "same, every entailment is vacuous: ... undecided'; §4 fine print "
+        "'nothing is reported while that knowledge is itself "
+        "unsatisfiable'. The store holds two versions of c9 (db.postgres, "
+        "db.mysql) that contradict under the background: the append's "
+        "re-adoption question and the rewrite's CF005 question are vacuous. "
+        "An undecided rewrite gets a repair too (unknown is never read as "
+        "accept): no finding names anything to mend, so the repair keeps "
+        "the window as it was, which asks nothing: accept.")
+core("undecided_store_contradicts_itself.jsonl", BG_DB, "db.postgres",
+     "db.mysql")
+
+case("undecided_store_consistent_quiet.jsonl", [
+    header(BG_DB),
+    append(p_work),
+    spill(c_store_pg),
+    spill(c_store_v14),
+    append(n_crypto_c),
+    rewrite("summarize-v2", [p_work, n_crypto_c, n_pg]),
+], verdicts=["accept"],
+    why="§8: the twin of undecided_store_contradicts_itself with a second "
+        "stored version that agrees (db.postgres & pg.v14): the store "
+        "entails n1 (db.postgres): accept.")
+consistent("undecided_store_consistent_quiet.jsonl", BG_DB, "db.postgres",
+           "db.postgres & pg.v14")
+
+# ------------------------------------------- CF004: a rationale re-pointed
+
+r_mig_locks = commitment("r1", "invariant", "migrations.advisory_locks",
+                         text="migrations take advisory locks (sqitch)")
+r_job_locks = commitment("r2", "invariant", "jobs.advisory_lock_queue",
+                         text="the job queue takes advisory locks")
+c_pg_locks = commitment("c1", "decision", "db.postgres", rationale=["r1"],
+                        text="database choice: Postgres (advisory locks)")
+m_locks = commitment("m1", "invariant",
+                     "migrations.advisory_locks & jobs.advisory_lock_queue",
+                     covers=["r1", "r2"],
+                     text="migrations and the job queue take advisory locks")
+
+case("cf004_merge_repointed_quiet.jsonl", [
+    header(),
+    append(r_mig_locks, r_job_locks, c_pg_locks),
+    rewrite("merge-v1", [m_locks, changed(c_pg_locks, rationale=["m1"])]),
+], verdicts=["accept"],
+    why="§4 CF004 and CF007: the rewrite merges r1 and r2 into m1, a valid "
+        "merge, and re-points c1's rationale from r1 to m1, which carries "
+        "it: the reason is kept (no CF004), and the covered r1, r2 are not "
+        "dropped (no CF001).")
+
+case("cf004_merge_repointed_fires.jsonl", [
+    header(),
+    append(r_mig_locks, r_job_locks, c_pg_locks),
+    rewrite("merge-v1", [changed(m_locks, formula="jobs.advisory_lock_queue",
+                                 covers=["r2"]),
+                         changed(c_pg_locks, rationale=["m1"])]),
+], fires=[("CF001", 3, ["r1"]), ("CF004", 3, ["c1", "r1"])],
+    verdicts=["refuse"],
+    why="§4 CF004: the twin of cf004_merge_repointed_quiet where m1 covers "
+        "r2 only: re-pointing c1 to m1 does not carry r1, which is dropped "
+        "with no record (CF001) and was c1's rationale (CF004).")
+
+# ------------------------------------------ WR003: a rise from unwitnessed
+
+case("wr003_unwitnessed_fires.jsonl", [
+    header(),
+    append(o_tests),
+    append(changed(k_tests_cited, modality="unwitnessed")),
+    rewrite("summarize-v2", [o_tests, changed(k_tests_cited,
+                                              modality="verified")]),
+], fires=[("WR003", 4, ["k1"])], verdicts=["refuse"],
+    why="§2 'Never upward: unverified and unwitnessed cannot become verified "
+        "or failed without a new supporting primitive'; §4 fine print "
+        "WR003. k1 was tagged unwitnessed citing o1; it rises to verified "
+        "citing the same o1, no new witness: WR003.")
+
+# ----------------------------- an appended item that stays, within its append
+
+k_warm2 = claim("k2", "cache.warm",
+                text="the cache is warm again (from the deploy log)")
+
+case("exclusion_same_append_stays_fires.jsonl", [
+    header(),
+    append(k_warm, p_cache),
+    append(o_dbsize, k_warm2),
+], fires=[("CP004", 3, ["o1", "k1"]), ("CP004", 3, ["o1", "k2"])],
+    verdicts=[],
+    why=SR + "'CP004 excludes the claims of its core when it has any': o1 "
+        "contradicts the claim k1, which is excluded; o1 stays a premise, "
+        "for the same append's later items too (third reading), so k2, "
+        "which contradicts o1, is CP004 [o1, k2] ('the core's appended "
+        "items in append order').")
+
+# ------------------------------------------------------------------ repairs
+
+case("repair_revert_wr005_fires.jsonl", [
+    header(),
+    append(o_tests, k_tests_v, p_work),
+    rewrite("summarize-v2", [changed(k_tests_v, modality="unverified"),
+                             p_work]),
+], fires=[("WR005", 3, ["k1"])], verdicts=["refuse"],
+    repairs=[(3, "accept", ["revert 'k1'",
+                            "keep witness 'o1' of 'k1' as a stub"])],
+    why="§4 'revert to its before version whatever neither can mend': k1, "
+        "lowered to unverified, still cites o1, which the rewrite dropped "
+        "with no record (WR005). The repair reverts k1; checked again, the "
+        "verified k1 has lost o1 (WR002), which spilling mends: o1 is "
+        "spilled and kept as a stub.")
+
+case("repair_restore_call_fires.jsonl", [
+    header(),
+    append(call_pytest, o_result, p_work),
+    rewrite("prune-v1", [o_result, p_work]),
+], fires=[("TP001", 3, ["o1", "call1"])], verdicts=["refuse"],
+    repairs=[(3, "accept", ["restore call 'call1' of result 'o1'"])],
+    why=SR + "'The repair restores the partner when the window before had "
+        "it (item or stub), else removes the orphan.' call1 was in the "
+        "window before: restored.")
+
+case("repair_remove_orphan_fires.jsonl", [
+    header(),
+    append(call_pytest, o_result, p_work),
+    rewrite("prune-v1", [p_work]),
+    rewrite("elide-results", [ph_result, p_work]),
+], fires=[("TP001", 4, ["ph1", "call1"])], verdicts=["accept", "refuse"],
+    repairs=[(4, "accept", ["remove orphaned result 'ph1'"])],
+    why=SR + "'... else removes the orphan': the twin of "
+        "repair_restore_call_fires where the call was not in the window "
+        "before (pass 1 dropped the pair): the placeholder ph1 that pass 2 "
+        "puts in is removed.")
+
+case("repair_demoted_fires.jsonl", [
+    header(),
+    append(o_lint, k_lint),
+    spill(o_lint, k_lint),
+    rewrite("spill-then-stub", [stub(k_lint)]),
+    rewrite("rehydrate", [k_lint]),
+], fires=[("WR002", 5, ["k1"])], verdicts=["accept", "refuse"],
+    repairs=[(5, "accept-demoted", ["demote 'k1' to unwitnessed"])],
+    why="§4 'demote what lost non-load-bearing support'. Pass 1 spills k1 "
+        "with its witness o1 (a stub's witnesses may come from the store). "
+        "Pass 2 puts k1 back without o1 beside it: k1 still says verified "
+        "(WR002). The window before held no o1 to keep as a stub, so the "
+        "repair tags k1 unwitnessed: the repaired rewrite is "
+        "accept-demoted.")
 
 
 # ======================================================== bundled scenarios
@@ -2337,6 +3132,7 @@ def self_check(name, events):
             defined.add(it["id"])
     window: dict[str, dict] = {}
     store_refs = set()
+    stored_ids: dict[str, str] = {}
     appended_obs = set()
     for n, ev in enumerate(events, 1):
         assert set(ev) <= EVENT_FIELDS[ev["event"]], (name, n, set(ev))
@@ -2382,6 +3178,7 @@ def self_check(name, events):
         elif ev["event"] == "spill":
             for it in ev["items"]:
                 store_refs.add(ref_of(it))
+                stored_ids[ref_of(it)] = it["id"]
         elif ev["event"] == "rewrite":
             for c in ev.get("claimed_preserved", []):
                 assert c in defined, (name, n, c)
@@ -2396,8 +3193,13 @@ def self_check(name, events):
                 for it in ev["diff"]["put"]:
                     window[it["id"]] = it
             for it in window.values():
-                if it["kind"] == "stub" and name != "wr006_fires.jsonl":
+                if it["kind"] == "stub" and name not in UNRESOLVABLE:
                     assert it["ref"] in store_refs, (name, n, it["id"])
+                if it["kind"] == "stub" and it["ref"] in store_refs:
+                    # a stub that resolves names its own item (else it is one of
+                    # the UNRESOLVABLE cases, on purpose)
+                    assert stored_ids[it["ref"]] == it["id"] or \
+                        name in UNRESOLVABLE, (name, n, it["id"])
 
 
 def main() -> int:

@@ -49,6 +49,18 @@ def test_corpus_verdicts(case: str) -> None:
         assert code not in codes, [f for f in report.findings if f.code == code]
     if "verdicts" in spec:
         assert [r.verdict for r in report.rewrites] == spec["verdicts"]
+    # the appends whose questions could not be settled, by line; every other append is
+    # decided (a vacuous question is never silent)
+    lines = sorted({int(u.split(":")[0].removeprefix("line ")) for u in report.undecided})
+    assert lines == spec["undecided_appends"]
+    if "repairs" in spec:
+        # every refused or undecided rewrite's repair: its verdict and what it did
+        repairs = [
+            [r.pass_, r.repair.verdict, list(r.repair.actions)]
+            for r in report.rewrites
+            if r.repair is not None
+        ]
+        assert repairs == spec["repairs"]
     assert report.exit_code == spec["exit"]
 
 

@@ -10,7 +10,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from verifier.cli import _first_lines
+from verifier.cli.check import _first_lines
 
 IDS = st.sampled_from(["c1", "c10", "k", ": ", '"', 'a"b', "a\\b", "x\ny", "é", ",", " "])
 

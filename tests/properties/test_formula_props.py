@@ -30,9 +30,9 @@ from verifier.formula import (
     evaluate,
     evaluate_partial,
     extend_model,
-    parse,
     render,
 )
+from verifier.parser import parse_formula
 from verifier.solver import Session
 
 KEYWORDS = frozenset({"true", "false", "and", "or", "not"})
@@ -195,12 +195,12 @@ def test_render_then_parse_gives_an_equivalent_formula(data: st.DataObject) -> N
     names = data.draw(vocabularies)
     f = data.draw(formulas(names))
     text = render(f)
-    g = parse(text)
+    g = parse_formula(text)
     assert names_in(g) == names_in(f), text
     for env in assignments(names_in(f)):
         assert truth(g, env) == truth(f, env), (text, env)
     # printing what was parsed is a fixpoint: the same text gives the same tree
-    assert parse(render(g)) == g, text
+    assert parse_formula(render(g)) == g, text
 
 
 @settings(max_examples=200, deadline=None)
@@ -362,7 +362,7 @@ def test_minimal_core_is_unsatisfiable_and_minimal(data: st.DataObject) -> None:
 
 
 def test_minimal_core_follows_the_deletion_order() -> None:
-    a, b, c = parse("a"), parse("!a"), parse("a -> false")
+    a, b, c = parse_formula("a"), parse_formula("!a"), parse_formula("a -> false")
     # {a, !a} and {a, a -> false} are both cores: deletion drops 'a' first only if the
     # rest stays unsat — it does not ({!a, a->false} is sat), so 'a' stays; then '!a' goes
     core = Session().minimal_core([("a", a), ("not a", b), ("a false", c)])
@@ -373,8 +373,8 @@ def test_minimal_core_follows_the_deletion_order() -> None:
 
 def test_unsatisfiable_background_is_refused() -> None:
     with pytest.raises(InputError, match=r"background is unsatisfiable.*'background\[0\]'"):
-        Session([parse("a"), parse("b"), parse("!a")])
-    Session([parse("a"), parse("a -> b")])  # satisfiable: accepted
+        Session([parse_formula("a"), parse_formula("b"), parse_formula("!a")])
+    Session([parse_formula("a"), parse_formula("a -> b")])  # satisfiable: accepted
 
 
 @settings(max_examples=300, deadline=None)

@@ -7,7 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from verifier.errors import FormulaError
-from verifier.formula import MAX_DEPTH, Formula, _fast_parse, parse, parse_with_grammar, walk
+from verifier.formula import MAX_DEPTH, Formula, walk
+from verifier.parser import _fast_parse, parse_formula, parse_with_grammar
 
 SPACES = [" ", "", "", "  ", "\t", "\n", "\r", "\f", "\v", "\u00a0", "\u2003", "\u3000"]
 WORDS = ["a", "b.c", "x_1:y@z/w", "true", "false", "and", "or", "not", "andy", "nota", "orb",
@@ -53,7 +54,7 @@ def _agree(text: str) -> None:
     if fast is None:
         assert ref is None, (text, ref)
         with pytest.raises(FormulaError) as raised:
-            parse.__wrapped__(text)
+            parse_formula.__wrapped__(text)
         assert str(raised.value) == error
         return
     assert fast == ref, text
@@ -78,13 +79,13 @@ def test_token_soup_parses_or_fails_the_same(text: str) -> None:
 )
 def test_only_the_grammars_whitespace_is_whitespace(text: str) -> None:
     with pytest.raises(FormulaError, match="unexpected character"):
-        parse(text)
+        parse_formula(text)
 
 
 def test_deep_nesting_fails_the_same() -> None:
     deep = "!" * (MAX_DEPTH + 1) + "a"
     assert _fast_parse(deep) is None
     with pytest.raises(FormulaError, match="deeper than"):
-        parse(deep)
+        parse_formula(deep)
     fine = "!" * (MAX_DEPTH - 1) + "a"
-    assert parse(fine) == parse_with_grammar(fine)
+    assert parse_formula(fine) == parse_with_grammar(fine)

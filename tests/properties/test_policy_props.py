@@ -14,6 +14,7 @@ content.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -21,9 +22,10 @@ import pytest
 from hypothesis import given, note, settings
 from hypothesis import strategies as st
 
-from verifier import MemoryStore, check_rewrite, item_from_json, load_policy, run_policy
-from verifier.formula import parse
+from verifier import MemoryStore, check_rewrite, item_from_json, load_policy, ref_of, run_policy
+from verifier.parser import parse_formula
 from verifier.policies import Policy, PolicyResult, SpecPolicy, parse_spec, window_tokens
+from verifier.policies.spec import spec_to_toml
 from verifier.strategies import policy_windows, spec_texts
 
 Obj = dict[str, Any]
@@ -31,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[2]
 MODELS = ROOT / "models" / "policies"
 SPECS = ROOT / "models" / "specs"
 
-parse("true")  # build the formula parser before hypothesis times the first example
+parse_formula("true")  # build the formula parser before hypothesis times the first example
 
 EXPRESSIBLE = [
     "spill_first",
@@ -52,10 +54,8 @@ def spec(name: str) -> Policy:
 
 
 @st.composite
-def window_and_budget(
-    draw: st.DrawFn, /, *, all_results: bool = False
-) -> tuple[list[Obj], list[Obj], int]:
-    window, stored = draw(policy_windows(all_results=all_results))
+def window_and_budget(draw: st.DrawFn) -> tuple[list[Obj], list[Obj], int]:
+    window, stored = draw(policy_windows())
     total = window_tokens(window)
     budget = draw(st.integers(0, 2 * total + 2))
     return window, stored, budget
@@ -83,7 +83,7 @@ def test_spec_and_model_give_the_same_rewrite(
 
 
 @settings(max_examples=150, deadline=None)
-@given(case=window_and_budget(all_results=True))
+@given(case=window_and_budget())
 def test_the_clearer_spec_removes_what_the_clearer_clears(
     case: tuple[list[Obj], list[Obj], int],
 ) -> None:
@@ -91,7 +91,8 @@ def test_the_clearer_spec_removes_what_the_clearer_clears(
     by_model = ran(model("tool_output_clearer"), window, budget)
     by_spec = ran(spec("tool_output_clearer"), window, budget)
     placeholders = [it for it in by_model.window if it.id.endswith(":cleared")]
-    assert len(placeholders) == sum(1 for it in window if it["kind"] == "observation")
+    results = [it for it in window if it["kind"] == "observation" and "call" in it]
+    assert len(placeholders) == len(results)
     assert all(it.kind == "prose" and it.call is not None for it in placeholders)
     without = [it.raw for it in by_model.window if it not in placeholders]
     assert [it.raw for it in by_spec.window] == without
@@ -154,7 +155,9 @@ def test_a_spec_never_lies_about_preservation(
     window, stored, budget = case
     policy = SpecPolicy(parse_spec(text))
     ages = {it["id"]: data.draw(st.integers(0, 4)) for it in window}
-    res = run_policy(policy, window, budget, pass_no=pass_no, ages=ages)
+    store = MemoryStore()
+    store.spill([item_from_json(o) for o in stored])  # the window's stubs resolve
+    res = run_policy(policy, window, budget, pass_no=pass_no, ages=ages, store=store)
     assert res.ok, res.message  # a spec's output is always a valid window
     before = {it["id"]: it for it in window}
     unchanged = [it.id for it in res.window if it.id in before and it.as_json() == before[it.id]]
@@ -168,8 +171,6 @@ def test_a_spec_never_lies_about_preservation(
         and not (policy.spec.demote_orphans)
     ):
         assert [it.as_json() for it in res.window] == window  # it fits: nothing to do
-    store = MemoryStore()
-    store.spill([item_from_json(o) for o in stored])
     store.spill(list(res.spilled))
     result = check_rewrite(
         [item_from_json(o) for o in window],
@@ -179,3 +180,45 @@ def test_a_spec_never_lies_about_preservation(
         with_repair=False,
     )
     assert not [f for f in result.findings if f.code == "CF006"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    text=spec_texts(),
+    name=st.text(min_size=1, max_size=12),
+    comments=st.lists(st.text(max_size=20), max_size=3),
+)
+def test_a_spec_written_as_toml_reads_back_as_itself(
+    text: str, name: str, comments: list[str]
+) -> None:
+    spec = replace(parse_spec(text), name=name)
+    notes = {i: [c] for i, c in enumerate(comments)}
+    written = spec_to_toml(spec, comments=comments, rule_comments=notes)
+    assert parse_spec(written) == spec
+    assert spec_to_toml(parse_spec(written), comments=comments, rule_comments=notes) == written
+
+
+@settings(max_examples=150, deadline=None)
+@given(text=spec_texts(), case=window_and_budget(), pass_no=st.integers(1, 9))
+def test_each_item_gets_the_action_its_reading_names(
+    text: str, case: tuple[list[Obj], list[Obj], int], pass_no: int
+) -> None:
+    window, stored, budget = case
+    spec_ = replace(parse_spec(text), stop="all", demote_orphans=False)  # every item visited
+    store = {ref_of(o): o for o in stored}
+    policy = SpecPolicy(spec_)
+    readings = policy.readings(window, budget, store=store)
+    assert [r.id for r in readings] == [it["id"] for it in window]
+    out = {it["id"]: it for it in policy(window, budget, pass_no=pass_no, store=store)["window"]}
+    for r, before in zip(readings, window, strict=True):
+        assert r.action == ("keep" if r.rule is None else spec_.rules[r.rule].do)
+        assert r.stub == (before["kind"] == "stub")
+        after = out.get(r.id)
+        if r.action == "keep":
+            assert after == before
+        elif r.action in ("evict", "summarize"):
+            assert after is None
+        elif r.action == "spill":
+            assert after is not None and after["kind"] == "stub"
+        else:  # soften, demote: the item stays, changed or not
+            assert after is not None and after["kind"] == before["kind"]

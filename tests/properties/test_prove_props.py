@@ -1,9 +1,9 @@
 """The prover cross-checked against the spec interpreter and the checker.
 
-Two comparisons, against the oracle below:
+Three comparisons, against the oracle below:
 
 * **per window, sampled** (hypothesis, 100 examples for each spec and each
-  mode, 2,200 in all): the encoding pinned to one concrete state — up
+  mode, 2,400 in all): the encoding pinned to one concrete state — up
   to 4 slots as a pass starts (induction), or up to 5 items appended over 3
   passes (BMC) — must predict the interpreter's window after every pass and
   exactly the findings of the eight rules the audit reports (BMC: WR001 and
@@ -14,26 +14,33 @@ Two comparisons, against the oracle below:
   items in a smaller one (two modalities, one token count, two budgets, every
   way two items can cite each other: 14,142 states, 28,284 runs of the
   interpreter and ``check_rewrite``), "some state shows the finding" equals the
-  prover's sat/unsat with the same domain imposed.
+  prover's sat/unsat with the same domain imposed;
+* **what the conditions read** (hypothesis, 300 windows of up to 5 items
+  with stubs, resolvable or not, and prose placeholders): the items
+  ``cited``, ``result`` and ``negative`` hold for, as the interpreter reads
+  them (given the store) and as the encoding's pass reads them (the model's
+  values with every slot pinned).
 """
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from verifier import MemoryStore, check_rewrite, item_from_json, run_policy
+from verifier import MemoryStore, check_rewrite, item_from_json, ref_of, run_policy
 from verifier.audit import audit_trace
 from verifier.io import parse_trace_text
-from verifier.policies.loading import Policy
-from verifier.policies.spec import Spec, SpecPolicy, load_spec, parse_spec
+from verifier.policies import spec_policy
+from verifier.policies.spec import Spec, load_spec, parse_spec
 from verifier.prove import PROPERTIES, Encoding
+from verifier.prove.passes import read_facts
 from verifier.prove.replay import ConcreteSlot, Scenario, build_trace, item_objects, slot_id
 from verifier.prove.smt import Term
 from verifier.prove.window import KINDS, MODALITIES, TYPES
@@ -209,8 +216,7 @@ def check_rewrite_findings(spec: Spec, sc: Scenario) -> set[str]:
     stored, window, ages = item_objects(sc)
     store = MemoryStore()
     store.spill([item_from_json(obj) for obj in stored])
-    policy = Policy(spec.name, SpecPolicy(spec), True, True, spec)
-    res = run_policy(policy, window, sc.budget, pass_no=1, ages=ages)
+    res = run_policy(spec_policy(spec), window, sc.budget, pass_no=1, ages=ages, store=store)
     assert res.ok, res.message
     store.spill(list(res.spilled))
     result = check_rewrite(
@@ -294,6 +300,9 @@ EXTRA = {
     "newest-first": 'order = ["-position"]\ndemote_orphans = true\n[[rule]]\n'
     'when = { tokens = { gt = 4.5, le = 16 } }\ndo = "summarize"\n[[rule]]\n'
     'when = { pressure = { ge = 0.1 } }\ndo = "evict"',
+    "results-and-stubs": 'stop = "all"\n[[rule]]\nwhen = { stub = true, result = true }\n'
+    'do = "evict"\n[[rule]]\nwhen = { result = true, negative = false }\ndo = "spill"\n'
+    '[[rule]]\nwhen = { kind = ["prose"], cited = false }\ndo = "evict"',
 }
 SPECS: dict[str, Spec] = {
     **MODEL_SPECS,
@@ -490,3 +499,136 @@ def test_a_summary_cited_by_a_later_append_is_followed() -> None:
     compare(enc, spec, sc, exact_support=False)
     keys, _ = predicted(enc, sc)
     assert ("CF004", 2, ("c2", "summary@1")) in keys
+
+
+# -- what `cited`, `result` and `negative` read: the interpreter and the encoding ------------
+
+
+READ_KEYS = ("cited", "result", "negative")
+_KEEP = parse_spec(HEAD + '[[rule]]\ndo = "keep"', "keep.toml")
+_READS: list[Encoding] = []
+
+
+def interpreter_reads(
+    window: list[dict[str, Any]], store: Mapping[str, Mapping[str, Any]]
+) -> dict[str, set[str]]:
+    """For each key, the ids of the window it holds for, as the interpreter reads them: the
+    items ``when = { KEY = true }`` matches (evicted, every item visited)."""
+    out = {}
+    for key in READ_KEYS:
+        spec = parse_spec(HEAD + f'stop = "all"\n[[rule]]\nwhen = {{ {key} = true }}\n'
+                          'do = "evict"', f"{key}.toml")
+        res = run_policy(spec_policy(spec), window, 0, store=store)
+        assert res.ok, res.message
+        kept = {it.id for it in res.window}
+        out[key] = {str(obj["id"]) for obj in window} - kept
+    return out
+
+
+def encoding_reads(sc: Scenario) -> dict[str, set[str]]:
+    """For each key, the ids of the window it holds for, as the encoding of the pass reads
+    them with every slot pinned to the scenario (the model's values of the facts)."""
+    if not _READS:
+        _READS.append(Encoding(_KEEP, items=N_READS, passes=1, appends=1, induction=True))
+    enc = _READS[0]
+    smt = enc.smt
+    facts = read_facts(enc.world, enc.passes[0].before, result=True)
+    smt.push()
+    try:
+        smt.add(enc.pin(sc))
+        assert smt.check().sat, "the encoding rejects the scenario"
+        ids = enc.ids()
+        out: dict[str, set[str]] = {key: set() for key in READ_KEYS}
+        for s in sc.slots:
+            f = facts[s.index]
+            if s.place not in ("win", "stub"):
+                continue
+            assert f is not None
+            for key in READ_KEYS:
+                if smt.value(getattr(f, key)):
+                    out[key].add(ids[s.index])
+    finally:
+        smt.pop()
+    return out
+
+
+N_READS = 5
+
+
+@st.composite
+def windows_with_stubs(draw: st.DrawFn) -> tuple[Scenario, frozenset[int], str]:
+    """An induction state with stubs and placeholders, some of its stubs unresolvable (and
+    how: no entry, the entry of another item, or bytes that do not hash to the ref).
+
+    Drawn so that what these keys turn on is common: observations and prose (results,
+    placeholders), failed modalities, stubs, and many citations.
+    """
+    n = draw(st.integers(1, N_READS))
+    slots = []
+    for i in range(n):
+        kind = draw(st.sampled_from(("commitment", "claim", "observation", "observation",
+                                     "prose", "prose")))
+        modality = "unverified" if kind == "prose" else draw(
+            st.sampled_from(("failed", "failed", "verified", "unverified"))
+        )
+        ctype = draw(st.sampled_from(TYPES)) if kind == "commitment" else "decision"
+        place = draw(st.sampled_from(("win", "win", "stub", "stub", "store")))
+        slots.append(ConcreteSlot(i, kind, ctype, False, modality, 1, 0, {}, None, place, 0))
+    links = []
+    for s in slots:
+        fields: dict[str, tuple[int, ...]] = {}
+        for field in FIELDS[s.kind]:
+            targets = [t.index for t in slots if t.index != s.index and draw(st.booleans())]
+            if field == "call":
+                targets = targets[:1]
+            if targets:
+                fields[field] = tuple(targets)
+        links.append(replace(s, links=fields))
+    sc = Scenario(True, 0, tuple(links), 1)
+    stubs = [s.index for s in sc.slots if s.place == "stub"]
+    dangling = frozenset(i for i in stubs if draw(st.booleans()))
+    how = draw(st.sampled_from(("missing", "other", "rehashed")))
+    return sc, dangling, how
+
+
+@settings(max_examples=300, deadline=None)
+@given(case=windows_with_stubs())
+def test_the_interpreter_reads_cited_result_and_negative_as_the_encoding_does(
+    case: tuple[Scenario, frozenset[int], str],
+) -> None:
+    """On windows with stubs (resolvable or not) and prose placeholders: the interpreter's
+    view of ``cited``, ``result`` and ``negative`` is what the encoding assigns.
+
+    The encoding has no unresolvable stub (every stub of a proof resolves); the
+    interpreter's reading of one is compared with the encoding's reading of a stub of
+    an item that cites nothing and answers no call, which is what an unresolvable stub
+    is to these keys.
+    """
+    sc, dangling, how = case
+    stored, window, _ = item_objects(sc)
+    by_id = {str(obj["id"]): obj for obj in stored}
+    store: dict[str, dict[str, Any]] = {ref_of(obj): obj for obj in stored}
+    ids = {s.index: slot_id(s.index, s.kind) for s in sc.slots}
+    for i in sorted(dangling):
+        stub = next(obj for obj in window if obj["id"] == ids[i])
+        item = by_id[ids[i]]
+        del store[stub["ref"]]
+        if how == "other":
+            # the ref names another stored item: the entry is there, under another id
+            other = {**item, "id": f"{ids[i]}-other"}
+            stub["ref"] = ref_of(other)
+            store[stub["ref"]] = other
+        elif how == "rehashed":
+            # the entry under the ref is not the item that hashes to it
+            store[stub["ref"]] = {**item, "tokens": int(item["tokens"]) + 1}
+    unresolved = replace(
+        sc,
+        slots=tuple(replace(s, links={}) if s.index in dangling else s for s in sc.slots),
+    )
+    assert interpreter_reads(window, store) == encoding_reads(unresolved)
+    if not dangling:
+        return
+    # and the same window with every stub resolving is read as the encoding reads it
+    _, resolving, _ = item_objects(sc)
+    full = {ref_of(obj): obj for obj in stored}
+    assert interpreter_reads(resolving, full) == encoding_reads(sc)

@@ -22,20 +22,9 @@ from hypothesis import strategies as st
 from test_formula_props import name_atoms
 
 from verifier.check import RewriteResult, check_rewrite
-from verifier.formula import (
-    FALSE,
-    TRUE,
-    And,
-    Atom,
-    Formula,
-    Iff,
-    Implies,
-    Not,
-    Or,
-    parse,
-    render,
-)
+from verifier.formula import FALSE, TRUE, And, Atom, Formula, Iff, Implies, Not, Or, render
 from verifier.io import check_references, item_from_json
+from verifier.parser import parse_formula
 from verifier.solver import Session
 from verifier.store import MemoryStore, Store
 from verifier.strategies import background_texts
@@ -648,7 +637,7 @@ def premises_satisfiable(before: Sequence[Item], store: Store, background: Seque
         real = store.get(it.stub_ref) if it.kind == "stub" and it.stub_ref else it
         if real is not None:
             formulas.append(real.formula)
-    return Session([parse(b) for b in background]).satisfiable(formulas).holds
+    return Session([parse_formula(b) for b in background]).satisfiable(formulas).holds
 
 
 @settings(max_examples=150, deadline=None)

@@ -13,8 +13,9 @@ from hypothesis import strategies as st
 
 from verifier.audit import audit_trace
 from verifier.check import check_rewrite
-from verifier.formula import atoms, evaluate, parse
+from verifier.formula import atoms, evaluate
 from verifier.io import item_from_json, parse_trace_text
+from verifier.parser import parse_formula
 from verifier.rules.context import History, RewriteContext, WindowView
 from verifier.solver import Session
 from verifier.store import MemoryStore, SqliteStore
@@ -25,9 +26,9 @@ SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[Heal
 
 def _brute_supports(shows: list[str], goal: str, background: list[str]) -> bool | None:
     """Support by truth tables; None when the witnesses contradict each other (vacuous)."""
-    fs = [parse(t) for t in shows]
-    g = parse(goal)
-    bg = [parse(b) for b in background]
+    fs = [parse_formula(t) for t in shows]
+    g = parse_formula(goal)
+    bg = [parse_formula(b) for b in background]
     names = sorted(set().union(atoms(g), *(atoms(f) for f in fs + bg)))
     entailed, valid, consistent = True, True, False
     for values in itertools.product([False, True], repeat=len(names)):
@@ -66,7 +67,8 @@ def test_witness_support_agrees_with_truth_tables(
     store = MemoryStore()
     view = WindowView([*observations, claim], store)
     ctx = RewriteContext(
-        Session([parse(b) for b in background]), store, view, view, 1, None, history=History()
+        Session([parse_formula(b) for b in background]), store, view, view, 1, None,
+        history=History(),
     )
     got = ctx.supports(view.surviving_witnesses(claim), claim, "test")
     assert got == _brute_supports(shows, goal, background)

@@ -10,10 +10,14 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import verifier
 from verifier.audit import audit_trace
+from verifier.batch import audit_job, error_from_json, error_json
 from verifier.cli import main
+from verifier.errors import FormulaError, InputError, StoreError
 from verifier.io import trace_from_dicts
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -226,22 +230,23 @@ def test_window_names_stubs_for_items_the_trace_spills(tmp_path: Path) -> None:
 
 
 def test_a_small_batch_with_jobs_runs_in_this_process(monkeypatch: pytest.MonkeyPatch) -> None:
-    from verifier import cli
+    from verifier import batch
 
     def no_pool(*args: object, **kwargs: object) -> None:
         raise AssertionError("a worker pool was started for a small batch")
 
     traces = sorted(str(p) for p in SCENARIOS.glob("*.jsonl"))
     one = run("audit", *traces, "--format", "json", "--jobs", "1")
-    monkeypatch.setattr(cli, "ProcessPoolExecutor", no_pool)
+    monkeypatch.setattr(batch, "ProcessPoolExecutor", no_pool)
     assert run("audit", *traces, "--format", "json", "--jobs", "8") == one
 
 
 def test_a_large_batch_goes_to_workers_in_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
-    from verifier import cli
+    from verifier import batch
 
     started: list[int] = []
     chunks: list[int] = []
+    sent: list[object] = []
     class Pool(ProcessPoolExecutor):
         def __init__(self, max_workers: int) -> None:
             started.append(max_workers)
@@ -249,12 +254,59 @@ def test_a_large_batch_goes_to_workers_in_chunks(monkeypatch: pytest.MonkeyPatch
 
         def map(self, fn, *iterables, timeout=None, chunksize=1):  # type: ignore[no-untyped-def]
             chunks.append(chunksize)
+            sent.append(fn)
             return super().map(fn, *iterables, timeout=timeout, chunksize=chunksize)
 
     traces = sorted(str(p) for p in SCENARIOS.glob("*.jsonl")) * 3
     one = run("audit", *traces, "--format", "json", "--jobs", "1")
-    monkeypatch.setattr(cli, "ProcessPoolExecutor", Pool)
-    monkeypatch.setattr(cli, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(batch, "ProcessPoolExecutor", Pool)
+    monkeypatch.setattr(batch, "PARALLEL_MIN_BYTES", 0)
     assert run("audit", *traces, "--format", "json", "--jobs", "2") == one
     assert started == [2]  # started once for the whole batch
     assert chunks == [2]  # 12 traces, 2 workers: a few chunks each, not one trace at a time
+    assert sent == [batch.audit_job]  # the worker function Ray runs too (test_distributed)
+
+
+# -- the batch layer: a job's outcome crosses processes as JSON ------------------------------
+
+_TEXTS = st.text(max_size=20)
+
+
+@given(
+    message=_TEXTS,
+    file=st.none() | _TEXTS,
+    line=st.none() | st.integers(min_value=1, max_value=10**6),
+    item=st.none() | _TEXTS,
+    fix=st.none() | _TEXTS,
+    formula=st.booleans(),
+)
+def test_an_input_error_crosses_as_json_and_comes_back_the_same(
+    message: str, file: str | None, line: int | None, item: str | None, fix: str | None,
+    formula: bool,
+) -> None:
+    kind = FormulaError if formula else InputError
+    exc = kind(message, file=file, line=line, item=item, fix=fix)
+    sent = error_json(exc)
+    back = error_from_json(json.loads(json.dumps(sent)))
+    assert isinstance(back, InputError) and sent["text"] == exc.render() == back.render()
+    assert (back.message, back.file, back.line, back.item, back.fix) == (
+        message, file, line, item, fix
+    )
+
+
+@given(_TEXTS)
+def test_a_store_error_crosses_as_json_and_comes_back_the_same(message: str) -> None:
+    sent = error_json(StoreError(message))
+    back = error_from_json(json.loads(json.dumps(sent)))
+    assert isinstance(back, StoreError) and str(back) == message
+    assert sent["text"] == f"store error: {message}"
+
+
+def test_the_worker_returns_bad_input_and_never_raises_it(tmp_path: Path) -> None:
+    good = audit_job((GOOD, Path(GOOD).read_bytes(), None, "support", False, False))
+    assert set(good) == {"result"} and good["result"]["trace"] == GOOD
+    bad = audit_job(("bad.jsonl", b'{"event": "header"}\n', None, "support", False, False))
+    assert set(bad) == {"error"} and bad["error"]["kind"] == "input"
+    assert bad["error"]["text"].startswith("bad.jsonl:1: ")
+    gone = audit_job((GOOD, b"", str(tmp_path / "no.sqlite"), "support", False, False))
+    assert set(gone) == {"error"} and gone["error"]["kind"] == "store"

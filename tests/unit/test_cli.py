@@ -10,7 +10,7 @@ from typing import Any
 import networkx as nx
 import pytest
 
-from verifier import cli
+from verifier import batch
 from verifier.cli import main
 from verifier.store import SqliteStore
 
@@ -181,7 +181,7 @@ def test_internal_error_exits_4_with_a_message(monkeypatch: pytest.MonkeyPatch) 
     def boom(*_a: Any, **_k: Any) -> Any:
         raise RuntimeError("kaboom")
 
-    monkeypatch.setattr(cli, "audit_trace", boom)
+    monkeypatch.setattr(batch, "audit_trace", boom)
     code, _, err = run("audit", str(SCENARIOS / "postgres_spilled_first.jsonl"))
     assert code == 4
     assert "internal error" in err and "kaboom" in err and "Traceback" not in err
@@ -355,3 +355,109 @@ def test_bad_input_in_one_trace_leaves_no_output(tmp_path: Path, jobs: str) -> N
     code, out, err = run("audit", good[0], str(bad), good[1], "--jobs", jobs)
     assert code == 2 and out == ""
     assert f"{bad}:2" in err
+
+
+# -- the command line as a package: commands load on first use, every door opens ------------
+
+
+def test_every_command_is_found_where_the_group_says() -> None:
+    import click
+
+    from verifier.cli import COMMANDS, cli
+
+    ctx = click.Context(cli)
+    assert cli.list_commands(ctx) == sorted(COMMANDS)
+    for name in COMMANDS:
+        command = cli.get_command(ctx, name)
+        assert isinstance(command, click.Command) and command.name == name
+    assert cli.get_command(ctx, "nosuch") is None
+
+
+def test_version_imports_no_command_and_no_heavy_dependency() -> None:
+    import subprocess
+    import sys
+
+    heavy = ("z3", "networkx", "matplotlib", "hypothesis", "ray", "lark", "cvc5")
+    code = (
+        "import io, json, sys\n"
+        "from verifier.cli import main\n"
+        "code = main(sys.argv[1:], stdout=io.StringIO(), stderr=io.StringIO())\n"
+        f"heavy = {heavy!r}\n"
+        "print(json.dumps([code, sorted({m.split('.')[0] for m in sys.modules} & set(heavy)),"
+        " sorted(m for m in sys.modules if m.startswith('verifier.cli.'))]))\n"
+    )
+
+    def imported(*argv: str) -> list[Any]:
+        done = subprocess.run(
+            [sys.executable, "-c", code, *argv], capture_output=True, text=True, check=False
+        )
+        assert done.returncode == 0, done.stderr
+        result: list[Any] = json.loads(done.stdout)
+        return result
+
+    assert imported("--version") == [0, [], ["verifier.cli.common"]]
+    # a command's module, and what it imports, load when the command is asked for
+    code_, loaded, commands = imported("prove", "--help")
+    assert code_ == 0 and "z3" in loaded and "verifier.cli.prove" in commands
+    assert "verifier.cli.audit" not in commands
+
+
+def test_a_command_imports_the_heavy_dependencies_its_work_needs_only(tmp_path: Path) -> None:
+    """z3 loads when a question reaches the solver, networkx when an audit builds its
+    graph, multiprocessing when a batch goes to worker processes: a check that the
+    shortcuts settle, or ``ref`` of an item, loads none of them."""
+    import subprocess
+    import sys
+
+    heavy = ("z3", "networkx", "matplotlib", "hypothesis", "ray", "cvc5", "multiprocessing")
+    code = (
+        "import io, json, sys\n"
+        "from verifier.cli import main\n"
+        "code = main(sys.argv[1:], stdout=io.StringIO(), stderr=io.StringIO())\n"
+        f"heavy = {heavy!r}\n"
+        "print(json.dumps([code, sorted({m.split('.')[0] for m in sys.modules} & set(heavy))]))\n"
+    )
+
+    def imported(*argv: str) -> list[Any]:
+        done = subprocess.run(
+            [sys.executable, "-c", code, *argv], capture_output=True, text=True, check=False
+        )
+        assert done.returncode == 0, done.stderr
+        result: list[Any] = json.loads(done.stdout)
+        return result
+
+    item = {"id": "c1", "kind": "commitment", "type": "decision", "formula": "a -> b"}
+    window = {"format": "ctxproof-window/1", "background": [], "items": [item]}
+    kept = tmp_path / "w.json"
+    kept.write_text(json.dumps(window))
+    assert imported("check", str(kept), str(kept)) == [0, []]
+    trace = tmp_path / "t.jsonl"
+    trace.write_text(
+        json.dumps({"event": "header", "format": "ctxproof-trace/1"})
+        + "\n"
+        + json.dumps({"event": "append", "items": [item]})
+        + "\n"
+    )
+    assert imported("ref", str(trace), "c1") == [0, []]
+    assert imported("audit", str(trace)) == [0, ["networkx"]]
+    contradicted = tmp_path / "c.jsonl"
+    claim = {"id": "k", "kind": "claim", "formula": "a & !b"}
+    contradicted.write_text(
+        trace.read_text() + json.dumps({"event": "append", "items": [claim]}) + "\n"
+    )
+    code_, loaded = imported("audit", str(contradicted))
+    assert code_ == 1 and loaded == ["networkx", "z3"]
+
+
+def test_the_console_script_and_python_m_verifier_run_the_same_command() -> None:
+    import subprocess
+    import sys
+
+    trace = str(SCENARIOS / "postgres_spilled_first.jsonl")
+    code, out, _ = run("audit", trace, "--format", "json")
+    script = Path(sys.executable).parent / "ctxproof"
+    for argv in ([str(script)], [sys.executable, "-m", "verifier"]):
+        done = subprocess.run(
+            [*argv, "audit", trace, "--format", "json"], capture_output=True, text=True, check=False
+        )
+        assert (done.returncode, done.stdout) == (code, out)

@@ -15,7 +15,8 @@ import pytest
 
 from verifier.cli import main
 from verifier.findings import cause_item
-from verifier.formula import atoms, evaluate, parse
+from verifier.formula import atoms, evaluate
+from verifier.parser import parse_formula
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "tests" / "corpus"
@@ -56,7 +57,7 @@ def run(*argv: str) -> tuple[int, str, str]:
 def _question_atoms(refutes: dict[str, Any]) -> set[str]:
     names: set[str] = set()
     for text in [*refutes["background"], *refutes["premises"], refutes["goal"]]:
-        names |= atoms(parse(text))
+        names |= atoms(parse_formula(text))
     return names
 
 
@@ -67,7 +68,7 @@ def _check_trace(path: str) -> int:
     _, out, _ = run("audit", path, "--format", "json", "--witness-mode", mode)
     result = json.loads(out)
     header = json.loads(Path(ROOT / path).read_text("utf-8").splitlines()[0])
-    background = [parse(b) for b in header.get("background", [])]
+    background = [parse_formula(b) for b in header.get("background", [])]
     groups: dict[tuple[Any, ...], set[str]] = defaultdict(set)
     for f in result["findings"]:
         if "refutes" in f:
@@ -86,10 +87,12 @@ def _check_trace(path: str) -> int:
         assert set(cex) <= groups[key], f
         # the background it names is every background formula that touches those atoms
         touching = [b for b in background if atoms(b) & set(cex)]
-        assert sorted(map(str, touching)) == sorted(str(parse(b)) for b in refutes["background"])
+        assert sorted(map(str, touching)) == sorted(
+            str(parse_formula(b)) for b in refutes["background"]
+        )
         for text in refutes["background"] + refutes["premises"]:
-            assert evaluate(parse(text), cex), (f, text)
-        assert not evaluate(parse(refutes["goal"]), cex), f
+            assert evaluate(parse_formula(text), cex), (f, text)
+        assert not evaluate(parse_formula(refutes["goal"]), cex), f
         checked += 1
     return checked
 

@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, Phase, given, seed, settings
 
-from verifier import cli
+from verifier import batch
 from verifier.audit import TraceReport, audit_trace
 from verifier.cli import main
 from verifier.errors import InternalError
@@ -107,21 +107,21 @@ def audit_or_kill(args: Job) -> dict[str, Any]:
     if name.endswith("victim.jsonl") and not marker.exists():
         marker.write_text(str(os.getpid()), "utf-8")
         os.kill(os.getpid(), signal.SIGKILL)
-    return cli._work(args)
+    return batch.audit_job(args)
 
 
 def audit_or_always_kill(args: Job) -> dict[str, Any]:
     """A trace named ``*poison.jsonl`` kills every worker that audits it."""
     if args[0].endswith("poison.jsonl"):
         os.kill(os.getpid(), signal.SIGKILL)
-    return cli._work(args)
+    return batch.audit_job(args)
 
 
 def audit_or_crash(args: Job) -> dict[str, Any]:
     """The checker crashes (a bug) on a trace named ``*crash.jsonl``."""
     if args[0].endswith("crash.jsonl"):
         raise ZeroDivisionError("the checker divided by zero")
-    return cli._work(args)
+    return batch.audit_job(args)
 
 
 # -- without Ray ------------------------------------------------------------------------------
@@ -312,7 +312,7 @@ def test_a_killed_worker_loses_nothing(cluster: Any, tmp_path: Path) -> None:
     killed = int(marker.read_text("utf-8"))
     with pytest.raises(ProcessLookupError):
         os.kill(killed, 0)
-    assert got == [cli._work(w) for w in work]
+    assert got == [batch.audit_job(w) for w in work]
 
 
 def test_the_command_prints_only_results_when_a_worker_is_killed(
@@ -324,7 +324,7 @@ def test_the_command_prints_only_results_when_a_worker_is_killed(
         path.write_text(text, "utf-8")
         paths.append(str(path))
     local = run("audit", *paths, "--format", "json", "--jobs", "1")
-    monkeypatch.setattr(cli, "_work", audit_or_kill)  # what the workers import
+    monkeypatch.setattr(batch, "audit_job", audit_or_kill)  # what the workers import
     on_ray = run("audit", *paths, "--format", "json", "--ray")
     assert (tmp_path / "victim.jsonl.killed").exists()
     # Ray's report of the dead worker, printed from a thread of its own, is not on stdout
@@ -346,7 +346,7 @@ def test_a_trace_that_keeps_killing_its_worker_is_the_only_one_lost(
         if k == 2:
             assert res["internal"].startswith(f"{w[0]}: the worker auditing it failed 4 times")
         else:
-            assert res == cli._work(w)
+            assert res == batch.audit_job(w)
 
 
 def test_a_crash_is_an_internal_error_for_that_trace_only(
@@ -363,9 +363,9 @@ def test_a_crash_is_an_internal_error_for_that_trace_only(
     got = ray_work(work, work=audit_or_crash)
     assert got[4] == {"internal": f"{paths[4]}: ZeroDivisionError: the checker divided by zero"}
     assert [g for k, g in enumerate(got) if k != 4] == [
-        cli._work(w) for k, w in enumerate(work) if k != 4
+        batch.audit_job(w) for k, w in enumerate(work) if k != 4
     ]
-    monkeypatch.setattr(cli, "_work", audit_or_crash)
+    monkeypatch.setattr(batch, "audit_job", audit_or_crash)
     from verifier.distributed import ray_audit
 
     outcomes = ray_audit([(p, Path(p).read_bytes(), None, "support") for p in paths])
@@ -480,10 +480,13 @@ MARKER = Path({marker!r})
 
 
 def keep_recent_or_die(window: list[dict[str, Any]], budget: int) -> list[dict[str, Any]]:
-    """keep_recent, but the first Ray worker to call it is killed (SIGKILL)."""
-    if os.getpid() != {driver} and not MARKER.exists():
-        MARKER.write_text(str(os.getpid()), "utf-8")
-        os.kill(os.getpid(), signal.SIGKILL)
+    """keep_recent, but the first Ray worker to call it is killed (SIGKILL). The policy
+    runs in a process of its own, started by the worker: its parent is the worker (the
+    driver, in a run without Ray)."""
+    worker = os.getppid()
+    if worker != {driver} and not MARKER.exists():
+        MARKER.write_text(str(worker), "utf-8")
+        os.kill(worker, signal.SIGKILL)
     total = sum(item_tokens(it) for it in window)
     kept = list(window)
     while kept and total > budget:

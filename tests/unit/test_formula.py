@@ -7,21 +7,9 @@ import re
 import pytest
 
 from verifier.errors import FormulaError, InputError
-from verifier.formula import (
-    FALSE,
-    MAX_DEPTH,
-    MAX_LENGTH,
-    TRUE,
-    And,
-    Atom,
-    Iff,
-    Implies,
-    Not,
-    Or,
-    parse,
-    render,
-)
+from verifier.formula import FALSE, MAX_DEPTH, TRUE, And, Atom, Iff, Implies, Not, Or, render
 from verifier.io import item_from_json
+from verifier.parser import MAX_LENGTH, parse_formula
 
 a, b, c, d = Atom("a"), Atom("b"), Atom("c"), Atom("d")
 
@@ -46,55 +34,55 @@ a, b, c, d = Atom("a"), Atom("b"), Atom("c"), Atom("d")
     ],
 )
 def test_precedence(text: str, tree: object) -> None:
-    assert parse(text) == tree
+    assert parse_formula(text) == tree
 
 
 def test_implication_is_right_associative() -> None:
-    assert parse("a -> b -> c") == Implies(a, Implies(b, c))
-    assert parse("a -> b -> c -> d") == Implies(a, Implies(b, Implies(c, d)))
-    assert parse("(a -> b) -> c") == Implies(Implies(a, b), c)
+    assert parse_formula("a -> b -> c") == Implies(a, Implies(b, c))
+    assert parse_formula("a -> b -> c -> d") == Implies(a, Implies(b, Implies(c, d)))
+    assert parse_formula("(a -> b) -> c") == Implies(Implies(a, b), c)
 
 
 def test_and_or_chains_are_flat() -> None:
-    assert parse("a & b & c") == And((a, b, c))
-    assert parse("a | b | c | d") == Or((a, b, c, d))
+    assert parse_formula("a & b & c") == And((a, b, c))
+    assert parse_formula("a | b | c | d") == Or((a, b, c, d))
 
 
 def test_constants() -> None:
-    assert parse("true") == TRUE
-    assert parse("false") == FALSE
-    assert parse("true -> false") == Implies(TRUE, FALSE)
+    assert parse_formula("true") == TRUE
+    assert parse_formula("false") == FALSE
+    assert parse_formula("true -> false") == Implies(TRUE, FALSE)
 
 
 def test_whitespace_is_insignificant() -> None:
-    assert parse("a&b|!c->d") == parse("  a & b | ! c -> d  ")
-    assert parse("a<->b") == Iff(a, b)
+    assert parse_formula("a&b|!c->d") == parse_formula("  a & b | ! c -> d  ")
+    assert parse_formula("a<->b") == Iff(a, b)
 
 
 # -- keywords ----------------------------------------------------------------------------------
 
 
 def test_keyword_operators() -> None:
-    assert parse("not a") == Not(a)
-    assert parse("a and b") == And((a, b))
-    assert parse("a or b") == Or((a, b))
-    assert parse("not a and b or c") == parse("!a & b | c")
-    assert parse("a and not b -> c or d") == parse("a & !b -> c | d")
+    assert parse_formula("not a") == Not(a)
+    assert parse_formula("a and b") == And((a, b))
+    assert parse_formula("a or b") == Or((a, b))
+    assert parse_formula("not a and b or c") == parse_formula("!a & b | c")
+    assert parse_formula("a and not b -> c or d") == parse_formula("a & !b -> c | d")
 
 
 @pytest.mark.parametrize(
     "name", ["nota", "not.x", "not/y", "andy", "and.b", "or_x", "order", "truex", "false_"]
 )
 def test_names_that_begin_with_a_keyword_are_atoms(name: str) -> None:
-    assert parse(name) == Atom(name)
-    assert parse(f"{name} & a") == And((Atom(name), a))
-    assert parse(f"not {name}") == Not(Atom(name))
+    assert parse_formula(name) == Atom(name)
+    assert parse_formula(f"{name} & a") == And((Atom(name), a))
+    assert parse_formula(f"not {name}") == Not(Atom(name))
 
 
 @pytest.mark.parametrize("keyword", ["and", "or", "not"])
 def test_a_bare_keyword_is_not_an_atom(keyword: str) -> None:
     with pytest.raises(FormulaError):
-        parse(keyword)
+        parse_formula(keyword)
 
 
 # -- atoms -------------------------------------------------------------------------------------
@@ -105,13 +93,15 @@ def test_a_bare_keyword_is_not_an_atom(keyword: str) -> None:
     ["db.postgres", "x:y", "user@host", "path/to/file", "a.b:c@d/e_1", "_", "_x9", "A", "v1.2.3"],
 )
 def test_atoms_with_punctuation(name: str) -> None:
-    assert parse(name) == Atom(name)
-    assert parse(f"!{name}") == Not(Atom(name))
+    assert parse_formula(name) == Atom(name)
+    assert parse_formula(f"!{name}") == Not(Atom(name))
     assert render(Atom(name)) == name
 
 
 def test_background_axiom_from_the_spec() -> None:
-    assert parse("db.postgres -> !db.mysql") == Implies(Atom("db.postgres"), Not(Atom("db.mysql")))
+    assert parse_formula("db.postgres -> !db.mysql") == Implies(
+        Atom("db.postgres"), Not(Atom("db.mysql"))
+    )
 
 
 # -- errors ------------------------------------------------------------------------------------
@@ -138,7 +128,7 @@ def _column(message: str) -> int:
 )
 def test_syntax_error_names_column_and_expectation(text: str, column: int, expected: str) -> None:
     with pytest.raises(FormulaError) as info:
-        parse(text)
+        parse_formula(text)
     message = info.value.message
     assert _column(message) == column
     assert "expected" in message
@@ -149,7 +139,7 @@ def test_syntax_error_names_column_and_expectation(text: str, column: int, expec
 @pytest.mark.parametrize("text", ["a &", "!", "a ->", "(a | b", "not"])
 def test_incomplete_formula_says_where_it_ends_too_early(text: str) -> None:
     with pytest.raises(FormulaError) as info:
-        parse(text)
+        parse_formula(text)
     message = info.value.message
     assert "end of formula" in message
     assert "expected" in message
@@ -159,14 +149,14 @@ def test_incomplete_formula_says_where_it_ends_too_early(text: str) -> None:
 @pytest.mark.parametrize("text", ["", "   ", "\t\n"])
 def test_empty_formula_is_an_error(text: str) -> None:
     with pytest.raises(FormulaError, match="empty"):
-        parse(text)
+        parse_formula(text)
 
 
 def test_formula_error_is_input_error() -> None:
     with pytest.raises(InputError):
-        parse("a &&")
+        parse_formula("a &&")
     with pytest.raises(ValueError):
-        parse("a &&")
+        parse_formula("a &&")
 
 
 def test_item_with_bad_formula_names_the_item() -> None:
@@ -191,57 +181,57 @@ def test_observation_with_bad_shows_names_the_item() -> None:
 
 def test_length_bound() -> None:
     at_bound = "a" * MAX_LENGTH
-    assert parse(at_bound) == Atom(at_bound)
+    assert parse_formula(at_bound) == Atom(at_bound)
     with pytest.raises(FormulaError, match=str(MAX_LENGTH)):
-        parse("a" * (MAX_LENGTH + 1))
+        parse_formula("a" * (MAX_LENGTH + 1))
     long_conj = " & ".join(["a"] * (MAX_LENGTH // 4))
     assert len(long_conj) <= MAX_LENGTH
-    assert isinstance(parse(long_conj), And)
+    assert isinstance(parse_formula(long_conj), And)
     with pytest.raises(FormulaError, match="characters long"):
-        parse(long_conj + " & " + "b" * 10)
+        parse_formula(long_conj + " & " + "b" * 10)
 
 
 def test_negation_nesting_bound() -> None:
-    assert parse("!" * (MAX_DEPTH - 1) + "a").depth == MAX_DEPTH
+    assert parse_formula("!" * (MAX_DEPTH - 1) + "a").depth == MAX_DEPTH
     with pytest.raises(FormulaError, match=f"deeper than {MAX_DEPTH}"):
-        parse("!" * MAX_DEPTH + "a")
+        parse_formula("!" * MAX_DEPTH + "a")
 
 
 def test_parenthesis_nesting_bound() -> None:
-    assert parse("(" * MAX_DEPTH + "a" + ")" * MAX_DEPTH) == a
+    assert parse_formula("(" * MAX_DEPTH + "a" + ")" * MAX_DEPTH) == a
     with pytest.raises(FormulaError, match=f"deeper than {MAX_DEPTH}"):
-        parse("(" * (MAX_DEPTH + 1) + "a" + ")" * (MAX_DEPTH + 1))
+        parse_formula("(" * (MAX_DEPTH + 1) + "a" + ")" * (MAX_DEPTH + 1))
 
 
 def test_implication_chain_nesting_bound() -> None:
     ok = " -> ".join(["a"] * MAX_DEPTH)
-    assert parse(ok).depth == MAX_DEPTH
+    assert parse_formula(ok).depth == MAX_DEPTH
     with pytest.raises(FormulaError, match=f"deeper than {MAX_DEPTH}"):
-        parse(" -> ".join(["a"] * (MAX_DEPTH + 1)))
+        parse_formula(" -> ".join(["a"] * (MAX_DEPTH + 1)))
 
 
 def test_nesting_error_is_not_a_recursion_error() -> None:
     deep = "(" * 5_000 + "a" + ")" * 5_000
     with pytest.raises(FormulaError):
-        parse(deep)
+        parse_formula(deep)
     with pytest.raises(FormulaError):
-        parse("!" * 5_000 + "a")
+        parse_formula("!" * 5_000 + "a")
 
 
 @pytest.mark.parametrize("text", ["a &", "!", "a ->", "(a | b", "not", "a & not", "a &  "])
 def test_unexpected_end_is_reported_at_the_end(text: str) -> None:
     with pytest.raises(FormulaError) as info:
-        parse(text)
+        parse_formula(text)
     assert f"column {len(text) + 1}:" in info.value.message
 
 
 def test_a_formula_hash_is_the_hash_of_its_fields_and_is_kept() -> None:
     """A compound node keeps its hash (the dataclass's: that of its compared fields)."""
-    f = parse("(a & b) -> !c")
+    f = parse_formula("(a & b) -> !c")
     assert isinstance(f, Implies)
     assert hash(f) == hash((f.left, f.right))
     assert f._hash == hash(f)  # kept after the first use
-    assert hash(parse("(a & b) -> !c")) == hash(f) and parse("(a & b) -> !c") == f
+    assert hash(parse_formula("(a & b) -> !c")) == hash(f) and parse_formula("(a & b) -> !c") == f
     assert hash(And((Atom("a"), Atom("b")), 5)) == hash(And((Atom("a"), Atom("b"))))
 
 
@@ -251,15 +241,15 @@ def test_a_pickled_formula_hashes_afresh_in_another_process() -> None:
     import subprocess
     import sys
 
-    f = parse("!(a | b) <-> (c -> d & e)")
+    f = parse_formula("!(a | b) <-> (c -> d & e)")
     assert isinstance(f, Iff)
     hash(f)  # keep it
     data = pickle.dumps([f, f.left, f.right])
     code = (
         "import pickle, sys\n"
-        "from verifier.formula import parse\n"
+        "from verifier.parser import parse_formula\n"
         "f, left, right = pickle.loads(sys.stdin.buffer.read())\n"
-        "g = parse('!(a | b) <-> (c -> d & e)')\n"
+        "g = parse_formula('!(a | b) <-> (c -> d & e)')\n"
         "assert f == g and f in {g} and left in {g.left} and right in {g.right}\n"
         "assert f.depth == g.depth\n"
     )
@@ -272,3 +262,38 @@ def test_a_pickled_formula_hashes_afresh_in_another_process() -> None:
             check=False,
         )
         assert done.returncode == 0, done.stderr.decode()
+
+
+# -- one front door: parse_formula, the grammar (lark) only where the fast path gives up ------
+
+
+def test_parse_formula_is_the_public_front_door() -> None:
+    import verifier
+    from verifier import parser
+
+    assert verifier.parse_formula is parser.parse_formula
+    assert "parse_formula" in verifier.__all__
+
+
+def test_lark_is_loaded_only_for_a_formula_the_fast_path_refuses() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from verifier.errors import FormulaError\n"
+        "from verifier.parser import parse_formula\n"
+        "parse_formula('a & !(b | c) -> d')\n"
+        "print('lark' in sys.modules)\n"
+        "try:\n"
+        "    parse_formula('a & ')\n"
+        "except FormulaError as exc:\n"
+        "    print('lark' in sys.modules, exc.message)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "False",
+        "True formula 'a & ': column 5: unexpected end of formula,"
+        " expected '!' or '(' or an atom",
+    ]

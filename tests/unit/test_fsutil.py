@@ -12,7 +12,7 @@ import pytest
 
 from verifier import fsutil
 from verifier.errors import OutputError
-from verifier.fsutil import atomic_write, atomic_write_all, stage
+from verifier.fsutil import atomic_write, atomic_write_all, stage, stage_text
 
 
 @pytest.fixture
@@ -159,3 +159,69 @@ def test_the_umask_is_read_without_being_changed(umask: Callable[[int], None]) -
     umask(0o027)
     assert fsutil._umask() == 0o027
     assert os.umask(0o027) == 0o027
+
+
+def test_a_staged_text_is_written_piece_by_piece_and_put_in_place(
+    tmp_path: Path, umask: Callable[[int], None]
+) -> None:
+    umask(0o077)
+    out = tmp_path / "t.jsonl"
+    out.write_text("old", "utf-8")
+    with stage_text(out) as staged:
+        staged.write("ünï")
+        mark = staged.tell()
+        staged.write("taken back")
+        staged.seek(mark)
+        staged.truncate()
+        staged.write("cødé\n")
+        assert out.read_text("utf-8") == "old"  # nothing in place before the commit
+        assert staged.commit() == out
+    assert out.read_bytes() == "ünïcødé\n".encode()
+    assert out.stat().st_mode & 0o777 == 0o600
+    assert [p.name for p in tmp_path.iterdir()] == ["t.jsonl"]
+
+
+def test_a_staged_text_not_committed_is_removed(tmp_path: Path) -> None:
+    with pytest.raises(RuntimeError), stage_text(tmp_path / "t.jsonl") as staged:
+        staged.write("part of a trace")
+        raise RuntimeError("the import failed half way")
+    assert list(tmp_path.iterdir()) == []
+
+
+class _FullFile:
+    """A text file on a full disk: every write and flush fails."""
+
+    def __init__(self, real: Any) -> None:
+        self.real = real
+
+    def write(self, _text: str) -> int:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    def flush(self) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    def close(self) -> None:
+        self.real.close()
+
+
+@pytest.mark.parametrize("when", ["write", "commit"])
+def test_a_staged_text_on_a_full_disk_leaves_nothing(tmp_path: Path, when: str) -> None:
+    out = tmp_path / "t.jsonl"
+    out.write_text("old", "utf-8")
+    staged = stage_text(out)
+    staged.write("fits")
+    staged._file = _FullFile(staged._file)  # type: ignore[assignment]
+    with pytest.raises(OutputError, match="No space left on device") as caught:
+        if when == "write":
+            staged.write("does not fit")
+        else:
+            staged.commit()
+    assert str(out) in str(caught.value)
+    assert out.read_text("utf-8") == "old"
+    assert [p.name for p in tmp_path.iterdir()] == ["t.jsonl"]
+
+
+def test_a_staged_text_in_a_missing_folder_is_an_output_error(tmp_path: Path) -> None:
+    with pytest.raises(OutputError, match="No such file or directory"):
+        stage_text(tmp_path / "nope" / "t.jsonl")
+    assert list(tmp_path.iterdir()) == []

@@ -12,7 +12,18 @@ from hypothesis import given, settings
 
 from verifier.audit import audit_trace
 from verifier.cli import main
-from verifier.fuzz import FuzzReport, Plan, fuzz, run_session, session_plans
+from verifier.fuzz import (
+    BACKGROUND,
+    FuzzReport,
+    Plan,
+    Step,
+    Turn,
+    fuzz,
+    run_session,
+    session_plans,
+    session_shapes,
+    write_outputs,
+)
 from verifier.io import parse_trace_text
 from verifier.policies import Policy, load_policy, pressure_of
 from verifier.strategies import sessions_of, windows_under_pressure
@@ -133,8 +144,14 @@ def test_the_scorecard_and_the_plot_are_written(tmp_path: Path) -> None:
     card = json.loads((tmp_path / "scorecard.json").read_text("utf-8"))
     assert set(card) >= {
         "policy", "sessions", "rewrites", "seed", "findings_by_rule", "counterexamples",
-        "tokens_before", "tokens_after", "seconds", "by_pressure",
+        "tokens_before", "tokens_after", "seconds", "by_pressure", "shapes",
     }  # fmt: skip
+    shapes = card["shapes"]
+    assert shapes["system_prompts"] == 10  # one a session
+    assert shapes["calls"] >= shapes["call_groups"] > 0
+    assert shapes["calls_per_group"] == round(shapes["calls"] / shapes["call_groups"], 3)
+    assert 0 <= shapes["results_out_of_order"] <= shapes["results"]
+    assert "calls per turn" in out and "results out of order" in out
     assert (tmp_path / "pressure.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "WR004 negative-laundered" in out and "tokens" in out
 
@@ -221,6 +238,145 @@ def test_sessions_hold_every_kind_of_item_and_link() -> None:
     } <= seen["field"]  # fmt: skip
 
 
+def _plan(*steps: Step, budget: int = 400) -> Plan:
+    return Plan(budget, (False,) * 10, (Turn(tuple(steps)),))
+
+
+def _appended(plan: Plan) -> list[dict[str, Any]]:
+    """The items of the opening and of the plan's first turn (the agent alone)."""
+    res = run_session(load_policy("verifier.fuzz:keep_everything"), plan, passes=1)
+    assert res.findings == []
+    opening, turn = [ev for ev in res.trace if ev["event"] == "append"][:2]
+    return [*opening["items"], *turn["items"]]
+
+
+def test_a_session_opens_with_the_system_prompt_and_the_users_task() -> None:
+    first, second, *_ = _appended(_plan(Step("prose")))
+    assert (first["kind"], first["source"]) == ("observation", "system")
+    assert (second["source"], second["shows"]) == ("user", "user.task")
+
+
+def test_one_turn_issues_parallel_calls_whose_results_arrive_out_of_order() -> None:
+    # three calls (a=1), results rotated by b % 3 = 1, the first to arrive deferred (flag)
+    # past the next step's note
+    items = _appended(_plan(Step("parallel", a=1, b=1, flag=True, size=8), Step("prose")))
+    ids = [it["id"] for it in items[2:]]
+    calls = ids[:3]
+    assert all(i.startswith("call") for i in calls)
+    results = [it for it in items if "call" in it]
+    # they arrive as calls[1], calls[2], calls[0]; calls[1]'s is deferred past the note
+    assert [r["id"] for r in results] == [f"{c}:result" for c in (calls[2], calls[0], calls[1])]
+    assert [r["source"] for r in results] == [
+        "bash: npm run build",
+        "bash: pip install -r requirements.txt",
+        "bash: make migrate",
+    ]
+    note = next(i for i in ids if i.startswith("p"))
+    assert ids.index(note) == 5 and ids.index(f"{calls[1]}:result") == 6
+    shapes = session_shapes([{"event": "append", "items": items}])
+    assert shapes["parallel_groups"] == 1 and shapes["max_calls_per_group"] == 3
+    assert shapes["results_out_of_order"] == 2  # both arrive after calls[2]'s
+    assert shapes["results_apart"] == 2 and shapes["items_between"] == 0 + 3 + 4
+
+
+def test_calls_one_at_a_time_are_neither_parallel_nor_out_of_order() -> None:
+    items = _appended(_plan(Step("tool", a=0), Step("tool", a=1), Step("tool", a=2)))
+    shapes = session_shapes([{"event": "append", "items": items}])
+    assert (shapes["call_groups"], shapes["calls"], shapes["parallel_groups"]) == (3, 3, 0)
+    assert shapes["results_out_of_order"] == shapes["results_apart"] == 0
+
+
+def test_a_failing_command_is_fixed_and_run_again() -> None:
+    items = _appended(_plan(Step("tool", a=0), Step("fix"), Step("tool", a=0)))
+    runs = [it for it in items if it.get("source") == "bash: make test"]
+    assert [r["modality"] for r in runs] == ["failed", "verified", "verified"]
+    assert [r["exit_code"] for r in runs] == [1, 0, 0]
+    assert "Exit code 1" in runs[0]["content"]
+    edits = [it for it in items if str(it.get("source", "")).startswith("edit: ")]
+    assert len(edits) == 1 and items.index(edits[0]) < items.index(runs[1])
+    assert session_shapes([{"event": "append", "items": items}])["retries_after_fix"] == 1
+
+
+def test_no_fix_while_the_agent_sees_a_claim_drawn_from_the_failure() -> None:
+    # the failed-claim would be contradicted by the passing run: the agent does not fix
+    items = _appended(_plan(Step("tool", a=0), Step("claim", a=1, b=1), Step("fix")))
+    claim = next(it for it in items if it["kind"] == "claim")
+    assert claim["formula"] == "(!tests.pass)" and claim["modality"] == "failed"
+    assert not any(str(it.get("source", "")).startswith("edit: ") for it in items)
+    assert [it.get("modality") for it in items if it.get("source") == "bash: make test"] == [
+        "failed"
+    ]
+
+
+def test_a_user_constraint_is_the_reason_of_the_later_decision() -> None:
+    world_says_first = Plan(400, (False,) * 6 + (True,) * 4, ())
+    plan = Plan(
+        world_says_first.budget,
+        world_says_first.world,
+        (Turn((Step("instruct", a=0, flag=True), Step("prose"), Step("decide", a=0))),),
+    )
+    items = _appended(plan)
+    asked = next(it for it in items if str(it.get("shows", "")).startswith("user.requires."))
+    assert asked["shows"] == "user.requires.db.postgres"
+    decision = next(it for it in items if it.get("type") == "decision")
+    assert decision["formula"] == "db.postgres"
+    assert decision["rationale"] == [asked["id"]]
+    assert "user.requires.db.postgres -> db.postgres" in BACKGROUND
+
+
+def test_a_seen_constraint_keeps_the_agent_from_readopting_against_it() -> None:
+    """The agent re-adopts a rejected option it no longer sees rejected, unless it sees the
+    user's instruction about that choice."""
+    forget = load_policy(f"{MODELS / 'keep_recent'}.py:keep_recent")
+    steps = (Step("reject", a=0, size=4), Step("prose", size=30), Step("readopt"))
+    for constrained, expected in ((False, True), (True, False)):
+        first = (Step("instruct", a=0, flag=True, size=4),) if constrained else ()
+        # the instruction comes after the rejection's eviction: keep_recent drops the oldest
+        plan = Plan(60, (True,) * 10, (Turn(steps[:2]), Turn((*first, *steps[2:]))))
+        res = run_session(forget, plan, passes=3)
+        appended = [it for ev in res.trace if ev["event"] == "append" for it in ev["items"]]
+        readopted = [it for it in appended if it.get("formula") == "db.mysql"]
+        assert bool(readopted) is expected, appended
+
+
+def _nearest_call_cutoff(window: list[dict[str, Any]], budget: int) -> list[dict[str, Any]]:
+    """A suffix that fits; when it starts on results, it moves back to the nearest call of
+    one of them (a cut that is safe for one call at a time, and not for parallel calls)."""
+    sizes = [int(it.get("tokens", 1)) for it in window]
+    start, total = len(window), 0
+    while start > 0 and total + sizes[start - 1] <= budget:
+        start -= 1
+        total += sizes[start]
+    if start < len(window) and "call" in window[start]:
+        answered = set()
+        end = start
+        while end < len(window) and "call" in window[end]:
+            answered.add(window[end]["call"])
+            end += 1
+        start = next((i for i in range(start - 1, -1, -1) if window[i]["id"] in answered), end)
+    return window[start:]
+
+
+def test_a_defect_that_only_parallel_calls_show_is_found_and_shrunk(tmp_path: Path) -> None:
+    from verifier.policies.loading import as_policy
+
+    report = fuzz(
+        as_policy(_nearest_call_cutoff), sessions=40, passes=6, out_dir=tmp_path,
+        shrink_calls=120,
+    )  # fmt: skip
+    assert "TP001" in report.findings_by_rule
+    cex = next(c for c in report.counterexamples if c.code == "TP001")
+    lines = Path(cex.path).read_text("utf-8").splitlines()
+    assert len(lines) <= 6, lines  # shrunk: the opening, a turn or two, the rewrite
+    _orphan, call = cex.items
+    trace = [json.loads(line) for line in lines]
+    appended = [it for ev in trace if ev["event"] == "append" for it in ev["items"]]
+    # the orphan's call was issued in one group with another call, before both results
+    ids = [it["id"] for it in appended]
+    group = ids[ids.index(call) - 1 : ids.index(call) + 2]
+    assert sum(1 for i in group if i.startswith("call") and ":" not in i) >= 2, ids
+
+
 @settings(max_examples=30, deadline=None)
 @given(session_plans(passes=4))
 def test_the_agent_alone_never_makes_a_finding(plan: Plan) -> None:
@@ -249,3 +405,42 @@ def test_sessions_of_a_policy_are_audited_sessions(session: Any) -> None:
     assert session.trace[0]["event"] == "header"
     for pressure, _ in session.pressures:
         assert 1.0 < pressure <= 3.0
+
+
+def test_the_scorecard_says_what_shrinking_took(tmp_path: Path) -> None:
+    """Shrinking is bounded by a count of sessions played per rule (the same seed gives the
+    same counterexample); the scorecard gives the sessions played and the seconds, in all
+    and by rule, and whether a rule's shrinking reached the bound."""
+    report = quick(model("keep_recent"), tmp_path, shrink_calls=6)
+    write_outputs(report, tmp_path)
+    card = json.loads((tmp_path / "scorecard.json").read_text("utf-8"))
+    shrinking = card["shrinking"]
+    assert shrinking["limit_per_rule"] == 6
+    assert set(shrinking["by_rule"]) == set(report.findings_by_rule)
+    assert shrinking["plays"] == sum(s["plays"] for s in shrinking["by_rule"].values())
+    assert all(0 < s["plays"] <= 6 for s in shrinking["by_rule"].values())
+    assert any(s["bounded"] for s in shrinking["by_rule"].values())
+    assert shrinking["seconds"] >= max(s["seconds"] for s in shrinking["by_rule"].values())
+    # a bound this tight still gives counterexamples that replay
+    for cex in report.counterexamples:
+        replay = audit_trace(parse_trace_text(Path(cex.path).read_bytes(), cex.path))
+        found = {(f.code, f.pass_, f.items) for f in replay.findings}
+        assert (cex.code, cex.pass_, cex.items) in found
+
+
+def test_the_agent_sees_through_a_stub_only_to_the_item_of_its_own_id() -> None:
+    """A stub stands for the stored item with its id; one whose ref names another stored
+    item is unresolvable, so the agent cannot retrieve anything through it."""
+    from verifier.fuzz import Plan, _Agent, keep_everything
+    from verifier.io import ref_of
+
+    stored = {"id": "o1", "kind": "observation", "source": "make test", "modality": "failed"}
+    ref = ref_of(stored)
+    policy = Policy("keep", keep_everything)
+    agent = _Agent(Plan(100, (True,), ()), policy, 1, "support")
+    agent.stored[ref] = stored
+    agent.window = [{"id": "o1", "kind": "stub", "ref": ref}]
+    assert agent.visible() == [stored]
+    agent.window = [{"id": "p9", "kind": "stub", "ref": ref}]
+    assert agent.visible() == []
+

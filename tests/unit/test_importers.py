@@ -251,7 +251,17 @@ def test_import_out_is_written_whole(tmp_path: Path) -> None:
     target = tmp_path / "trace.jsonl"
     code, out, _ = run("import", "openai", str(fixture), "-o", str(target), "--format", "json")
     assert code == 0
-    assert json.loads(out) == {"out": str(target), "appends": 2, "rewrites": 1, "items": 9}
+    assert json.loads(out) == {
+        "out": str(target),
+        "format": "openai",
+        "appends": 2,
+        "rewrites": 1,
+        "items": 9,
+        "messages": 8,
+        "kinds": {"commitment": 0, "claim": 0, "observation": 5, "prose": 5, "stub": 0},
+        "commitments_and_claims": 0,
+        "note": "nothing here is checked as a commitment: annotate or extract",
+    }
     assert target.read_text() == import_history("openai", [fixture])
     assert list(tmp_path.iterdir()) == [target]
     code, _, _ = run("audit", str(target))
@@ -330,6 +340,8 @@ def expected_ids(msgs: list[dict[str, Any]], names: dict[tuple[str, int], str]) 
     rank: dict[str, int] = {}
     for m in msgs:
         key = json.dumps(m, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        if m["role"] == "tool":  # a result is the same message as long as its call id is
+            key = f"tool:{m['tool_call_id']}"
         j = rank.get(key, 0)
         rank[key] = j + 1
         name = names.setdefault((key, j), f"msg-{len(names)}")
@@ -578,8 +590,8 @@ def test_inspect_edit_compaction_clears_a_failed_result() -> None:
     assert [p for p, _ in seen][-2:] == ["inspect:compaction:edit", "append"]
     first = {it.id: it for _, w in seen[:3] for it in w}
     failed = first["call_qp1:result"]
-    # inspect's bash tool names its argument `cmd`: no `command`, so the arguments as JSON
-    assert (failed.modality, failed.source) == ("failed", 'bash: {"cmd":"cd /repo && pytest -q"}')
+    # inspect's bash tool names its argument `cmd`: that is the command
+    assert (failed.modality, failed.source) == ("failed", "bash: cd /repo && pytest -q")
     assert "No module named 'yaml'" in (failed.content or "")
     after = {it.id: it for it in seen[3][1]}
     assert after["call_qp1:cleared"].kind == "prose"
@@ -820,3 +832,128 @@ def test_metadata_annotation_citing_nothing_is_bad_input() -> None:
     msgs = [{"role": "user", "content": "x", "metadata": {"ctxproof": [claim]}}]
     with pytest.raises(InputError, match="nowhere"):
         import_history("openai", [json.dumps(msgs)])
+
+
+def _silent_command_session() -> bytes:
+    """A Claude Code session whose one command printed nothing (an empty tool result)."""
+    call = {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "mkdir x"}}
+    recs = [
+        {"type": "user", "uuid": "u1", "message": {"role": "user", "content": "make x"}},
+        {"type": "assistant", "uuid": "a1", "parentUuid": "u1",
+         "message": {"role": "assistant", "content": [call]}},
+        {"type": "user", "uuid": "r1", "parentUuid": "a1",
+         "message": {"role": "user", "content": [
+             {"type": "tool_result", "tool_use_id": "t1", "content": ""}]}},
+    ]  # fmt: skip
+    return ("\n".join(json.dumps(r) for r in recs) + "\n").encode()
+
+
+def _result_of(text: str) -> dict[str, Any]:
+    items = [it for line in text.splitlines() for it in json.loads(line).get("items", [])]
+    return next(it for it in items if it.get("call") == "t1")
+
+
+def test_annotations_and_extractors_leave_an_empty_result_an_observation() -> None:
+    """Reading the history's ids for annotations (or for an extractor) records no result's
+    first content: an empty output shown once stays an observation, not a placeholder."""
+    session = _silent_command_session()
+    plain = _result_of(import_history("claude-code", [session]))
+    assert plain["id"] == "t1:result" and plain["kind"] == "observation"
+    note = {"id": "c1", "kind": "commitment", "type": "obligation", "text": "make x"}
+    noted = import_history("claude-code", [session], [{"after": "u1", "items": [note]}])
+    assert _result_of(noted) == plain
+
+    def extract(message: Any, context: Any) -> list[Any]:
+        return []
+
+    assert _result_of(import_history("claude-code", [session], extract=extract)) == plain
+
+
+# --- long sessions: read line by line, written as they are read -------------------------
+
+
+def _session_lines(turns: int, compact_every: int = 0) -> list[str]:
+    """A Claude Code session: prompts, tool calls and results, compactions it goes on after."""
+    lines: list[str] = []
+    last: str | None = None
+
+    def put(rec: dict[str, Any]) -> None:
+        nonlocal last
+        lines.append(json.dumps(rec))
+        last = rec.get("uuid", last)
+
+    for t in range(turns):
+        put({"type": "user", "uuid": f"u{t}", "parentUuid": last, "sessionId": "s",
+             "message": {"role": "user", "content": f"step {t}"}})
+        call = {"type": "tool_use", "id": f"t{t}", "name": "Bash", "input": {"command": "make"}}
+        put({"type": "assistant", "uuid": f"a{t}", "parentUuid": last, "sessionId": "s",
+             "message": {"role": "assistant", "content": [call]}})
+        result = {"type": "tool_result", "tool_use_id": f"t{t}", "content": f"built {t}\n" * 40}
+        put({"type": "user", "uuid": f"r{t}", "parentUuid": last, "sessionId": "s",
+             "message": {"role": "user", "content": [result]}})
+        if compact_every and t % compact_every == compact_every - 1:
+            put({"type": "system", "subtype": "compact_boundary", "uuid": f"b{t}",
+                 "parentUuid": None, "logicalParentUuid": last, "sessionId": "s"})
+            put({"type": "user", "uuid": f"s{t}", "parentUuid": f"b{t}", "sessionId": "s",
+                 "isCompactSummary": True, "message": {"role": "user", "content": "summary"}})
+    return lines  # fmt: skip
+
+
+def test_a_session_is_imported_without_reading_it_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from verifier.importers.sources import Source
+
+    session = tmp_path / "s.jsonl"
+    session.write_text("\n".join(_session_lines(60, compact_every=20)) + "\n")
+    expected = import_history("claude-code", [session.read_bytes()])
+    assert expected.count('"event":"rewrite"') == 3
+
+    def whole(_self: Source) -> bytes:
+        raise AssertionError("the session file was read whole")
+
+    monkeypatch.setattr(Source, "data", property(whole))
+    target = tmp_path / "t.jsonl"
+    code, out, err = run("import", "auto", str(session), "-o", str(target))
+    assert code == 0, err
+    assert target.read_text() == expected
+    code, out, err = run("import", "claude-code", str(session))
+    assert code == 0 and out == expected
+
+
+@pytest.mark.parametrize(
+    ("last", "words"),
+    [
+        ("{not json", "malformed JSON"),  # the reader refuses the last line
+        (  # the last message gives an id already in the window: the whole import says so
+            json.dumps({"type": "user", "uuid": "u0b", "parentUuid": "r59",
+                        "message": {"role": "user", "content": [
+                            {"type": "tool_result", "tool_use_id": "t59", "content": "x"}]}}),
+            "already in the window",
+        ),
+    ],
+)  # fmt: skip
+def test_a_late_failure_writes_nothing(tmp_path: Path, last: str, words: str) -> None:
+    session = tmp_path / "s.jsonl"
+    lines = _session_lines(60)
+    session.write_text("\n".join([*lines, last]) + "\n")
+    target = tmp_path / "out" / "t.jsonl"
+    target.parent.mkdir()
+    code, out, err = run("import", "claude-code", str(session), "-o", str(target))
+    where = len(lines) + 1  # the last line is named (as FILE:LINE, or "line N")
+    assert code == 2 and words in err and (f":{where}:" in err or f"line {where}:" in err)
+    assert out == "" and list(target.parent.iterdir()) == []
+    code, out, err = run("import", "claude-code", str(session))
+    assert code == 2 and words in err and out == ""
+
+
+def test_an_error_in_the_history_is_named_before_one_in_the_annotations(tmp_path: Path) -> None:
+    session = tmp_path / "s.jsonl"
+    session.write_text("\n".join([*_session_lines(3), "{not json"]) + "\n")
+    notes = tmp_path / "notes.jsonl"
+    notes.write_text('{"after": "u0"}\n')
+    code, _, err = run("import", "claude-code", str(session), "--annotations", str(notes))
+    assert code == 2 and f"{session}:10" in err and "malformed JSON" in err
+    session.write_text("\n".join(_session_lines(3)) + "\n")
+    code, _, err = run("import", "claude-code", str(session), "--annotations", str(notes))
+    assert code == 2 and f"{notes}:1" in err and "exactly 'after' and 'items'" in err

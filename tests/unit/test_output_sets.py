@@ -28,8 +28,9 @@ import pytest
 from verifier import crosscheck, fsutil
 from verifier.cli import main
 from verifier.errors import OutputError
-from verifier.formula import parse, render
+from verifier.formula import render
 from verifier.fsutil import atomic_write, folder_lock, remove_strays, stage, write_set
+from verifier.parser import parse_formula
 
 ROOT = Path(__file__).resolve().parents[2]
 SCENARIOS = ROOT / "models" / "scenarios"
@@ -120,7 +121,7 @@ def test_the_disagreement_file_does_not_follow_a_planted_link(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(tempfile, "gettempdir", lambda: str(tmp_path))
-    formulas = [parse("a & !b"), parse("b | c")]
+    formulas = [parse_formula("a & !b"), parse_formula("b | c")]
     text = "\n".join(render(f) for f in formulas) + "\n"
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
     victim = tmp_path / "victim"

@@ -61,7 +61,7 @@ def test_a_file_and_function(tmp_path: Path) -> None:
     path = write(tmp_path, "mine.py", "def drop_prose(window, budget):\n    return window[:1]\n")
     policy = load_policy(f"{path}:drop_prose")
     assert policy.name == f"{path}:drop_prose"
-    assert (policy.takes_pass_no, policy.takes_ages) == (False, False)
+    assert (policy.takes_pass_no, policy.takes_ages, policy.takes_store) == (False, False, False)
     assert policy.function(WINDOW, 10) == [C1]
 
 
@@ -127,6 +127,7 @@ def test_a_module_and_function(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
 def test_a_spec_file() -> None:
     policy = load_policy(str(ROOT / "models" / "specs" / "keep_recent.toml"))
     assert policy.name == "keep-recent" and policy.spec is not None
+    assert (policy.takes_pass_no, policy.takes_ages, policy.takes_store) == (True, True, True)
     res = run_policy(policy, WINDOW, 20)
     assert [it.id for it in res.window] == ["o1"]
 
@@ -150,13 +151,51 @@ def test_keyword_arguments_go_only_to_policies_that_take_them(tmp_path: Path) ->
         """,
     )
     plain = load_policy(f"{path}:plain")
-    assert (plain.takes_pass_no, plain.takes_ages) == (False, False)
-    assert run_policy(plain, WINDOW, 10, pass_no=3, ages={"c1": 2}).ok  # would raise if given
+    assert (plain.takes_pass_no, plain.takes_ages, plain.takes_store) == (False, False, False)
+    # would raise if given
+    assert run_policy(plain, WINDOW, 10, pass_no=3, ages={"c1": 2}, store={}).ok
     both = run_policy(load_policy(f"{path}:both"), WINDOW, 10, pass_no=3, ages={"c1": 2})
     assert both.window[0].id == "n3" and both.window[0].text == "[('c1', 2)]"
     anything = run_policy(load_policy(f"{path}:anything"), WINDOW, 10)
-    assert anything.window[0].text == "['ages', 'pass_no']"
+    assert anything.window[0].text == "['ages', 'pass_no', 'store']"
     assert run_policy(load_policy(f"{path}:positional"), WINDOW, 10, pass_no=4).window[0].id == "n4"
+
+
+def test_a_policy_that_takes_store_reads_the_store_and_cannot_change_it(
+    tmp_path: Path,
+) -> None:
+    path = write(
+        tmp_path,
+        "st.py",
+        """\
+        def resolve(window, budget, *, store):
+            out = []
+            for it in window:
+                if it["kind"] == "stub" and it["ref"] in store:
+                    stored = store[it["ref"]]
+                    stored["text"] = "changed by the policy"  # a copy: the store is unchanged
+                    out.append({"id": it["id"], "kind": "prose", "text": str(len(store))})
+                else:
+                    out.append(it)
+            return out
+        """,
+    )
+    policy = load_policy(f"{path}:resolve")
+    assert (policy.takes_pass_no, policy.takes_ages, policy.takes_store) == (False, False, True)
+    window = [stub_for(C1), P1]
+    stored = {ref_of(C1): dict(C1)}
+    res = run_policy(policy, window, 10, store=stored)
+    assert [(it.id, it.kind, it.text) for it in res.window] == [
+        ("c1", "prose", "1"),
+        ("p1", "prose", "notes"),
+    ]
+    assert stored == {ref_of(C1): C1}
+    # a store object is read through the same view; no store is an empty one
+    store = MemoryStore()
+    store.spill([item_from_json(C1), item_from_json(O1)])
+    res = run_twice(policy, window, 10, store=store)
+    assert res.ok and res.window[0].text == "2"
+    assert [it.kind for it in run_policy(policy, window, 10).window] == ["stub", "prose"]
 
 
 LOAD_ERRORS: list[tuple[str, str, str]] = [
@@ -182,12 +221,12 @@ LOAD_ERRORS: list[tuple[str, str, str]] = [
     ),
     (
         "three.py:f",
-        "def f(window, budget, store):\n    return window\n",
+        "def f(window, budget, extra):\n    return window\n",
         r"cannot be called as policy\(window, budget\)",
     ),
     (
         "kwonly.py:f",
-        "def f(window, budget, *, store):\n    return window\n",
+        "def f(window, budget, *, extra):\n    return window\n",
         r"cannot be called as policy\(window, budget\)",
     ),
     ("nocolon.py", "", r"names no function"),
@@ -486,3 +525,14 @@ def test_the_example_policy_in_the_docs_runs_as_written(tmp_path: Path) -> None:
         before, res.window, store=store, claimed_preserved=res.claimed_preserved
     )
     assert verdict.verdict == "accept", verdict.findings
+    # a decision spilled earlier: its stub cites its rationale, which is not free prose
+    decision = {**C1, "rationale": ["why"]}
+    spilled = MemoryStore()
+    spilled.spill([item_from_json(decision)])
+    later = [window[0], {**stub_for(decision), "tokens": 8}, window[1]]  # 68 tokens
+    res = run_policy(load_policy(f"{path}:policy"), later, 40, store=spilled)
+    assert [(it.id, it.kind) for it in res.window] == [("why", "stub"), ("c1", "stub")]
+    assert res.spill == ("why",)
+    # without the store the stub resolves to nothing: the rationale is evicted as free
+    res = run_policy(load_policy(f"{path}:policy"), later, 40)
+    assert [it.id for it in res.window] == ["c1", "free"]

@@ -330,7 +330,7 @@ def test_replay_calls_the_policy_on_the_last_window_with_its_traceback(
     out_dir = tmp_path / "o"
     assert fuzz_cli(hostile, "raises_on_big", out_dir, sessions=6)[0] == 1
     cex = out_dir / "cex-PL001.jsonl"
-    window, budget, pass_no, _, _ = window_at_end(str(cex))
+    window, budget, pass_no, _, _, _ = window_at_end(str(cex))
     assert len(window) > 6 and budget > 0
     code, out, err = run("fuzz", f"{hostile}:raises_on_big", "--replay", str(cex))
     assert code == 1, err
@@ -435,3 +435,106 @@ def test_a_policy_that_does_not_load_leaves_no_output_folder(tmp_path: Path) -> 
         code, out, err = run("fuzz", arg, "--out", str(tmp_path / "o"))
         assert code == 2 and out == "", err
         assert not (tmp_path / "o").exists()
+
+
+# ------------------------------------------------------------ the store, in the worker too
+
+LISTING = textwrap.dedent(
+    """
+    def listing(window, budget, *, store):
+        head = dict(window[0])
+        head["text"] = "|".join(f"{ref[7:15]}={store[ref]['id']}" for ref in store)
+        return [head, *window[1:]]
+    """
+)
+
+
+def test_a_policy_that_takes_store_reads_the_same_store_in_its_process(tmp_path: Path) -> None:
+    """The worker holds a copy of the store, sent a piece at a time: the policy reads the
+    entries the harness gives, in the same order, as it does in this process; a store that
+    no longer begins with what was sent (a new session) is sent again whole."""
+    from verifier.io import ref_of
+    from verifier.store import MemoryStore
+
+    path = tmp_path / "listing.py"
+    path.write_text(LISTING, "utf-8")
+    policy = load_policy(f"{path}:listing")
+    assert policy.takes_store
+    items = [item_from_json({"id": f"p{i}", "kind": "prose", "tokens": 3}) for i in range(3)]
+    a, b, c = ({"id": x, "kind": "prose", "text": x * 3} for x in "abc")
+    memory = MemoryStore()
+    memory.spill([item_from_json(c), item_from_json(a)])
+    stores: list[object] = [
+        {},
+        {ref_of(a): a},
+        {ref_of(a): a, ref_of(b): b},
+        {ref_of(a): a, ref_of(b): b},  # nothing new: no store line
+        {},  # a new session
+        {ref_of(b): b, ref_of(a): a, ref_of(c): c},  # holds all that was sent, in another order
+        {ref_of(b): b, ref_of(a): a},  # one gone
+        memory,
+        None,
+    ]
+    seen: list[str] = []
+    with PolicyProcess(f"{path}:listing", timeout=5) as proc:
+        for store in stores:
+            isolated = proc.run_twice(items, 5, store=store)  # type: ignore[arg-type]
+            here = run_policy(policy, items, 5, store=store, check_determinism=True)  # type: ignore[arg-type]
+            assert isolated.ok and here.ok, (isolated.message, here.message)
+            assert isolated.window == here.window
+            seen.append(isolated.window[0].text or "")
+        assert proc.faults == 0
+    assert seen[2].endswith("=a|" + ref_of(b)[7:15] + "=b") and seen[4] == ""
+    assert seen[5].split("|")[0].endswith("=b") and seen[5].count("|") == 2
+    assert seen[7].count("|") == 1 and seen[8] == ""
+
+
+SPILLER = textwrap.dedent(
+    """
+    from verifier import stub_for
+    from verifier.policies import item_tokens
+
+
+    def spiller(window, budget, *, store):
+        # a new stub's size tells what the store held, and in which order: its first entry
+        first = next(iter(store), "sha256:00")
+        size = 4 + len(store) % 3 + int(first[7:9], 16) % 2
+        total = sum(item_tokens(it) for it in window)
+        out, spill = [], []
+        for it in window:
+            if total > budget and it["kind"] != "stub" and item_tokens(it) > size:
+                out.append({**stub_for(it), "tokens": size})
+                spill.append(it["id"])
+                total += size - item_tokens(it)
+            else:
+                out.append(it)
+        return {"window": out, "spill": spill}
+
+
+    def blind(window, budget, *, store):
+        return spiller(window, budget, store={})
+    """
+)
+
+
+def test_a_store_reading_policy_fuzzes_alike_isolated_and_in_process(tmp_path: Path) -> None:
+    """A policy that reads the store (what it spilled earlier in the session) shows in its
+    own process what it shows in this one, session after session."""
+    path = tmp_path / "spiller.py"
+    path.write_text(SPILLER, "utf-8")
+    reports = {
+        (name, timeout): fuzz(
+            f"{path}:{name}",
+            sessions=25,
+            passes=8,
+            seed_value=3,
+            out_dir=tmp_path / f"{name}-{timeout}",
+            policy_timeout=timeout,
+        )
+        for name, timeout in (("spiller", None), ("spiller", 10.0), ("blind", None))
+    }
+    here, apart = reports["spiller", None], reports["spiller", 10.0]
+    for field in ("findings_by_rule", "rewrites", "tokens_before", "tokens_after", "texts"):
+        assert getattr(apart, field) == getattr(here, field), field
+    # the store made a difference: without it the same policy saves other tokens
+    assert reports["blind", None].tokens_after != here.tokens_after

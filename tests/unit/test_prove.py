@@ -178,8 +178,23 @@ HAND: dict[str, tuple[str, set[str], set[str]]] = {
     "evict_uncited_prose": (
         'stop = "all"\n[[rule]]\nwhen = { kind = ["prose"], cited = false }\ndo = "evict"',
         {"TP002"},  # a placeholder result nobody cites leaves its call alone
-        # from any state: an item behind a stub cites nothing the spec can see
-        {"CF004", "TP001", "TP002"},
+        # from any state too; a stub cites what its item cites: no CF004, no TP001
+        {"TP002"},
+    ),
+    "evict_free_prose": (
+        'stop = "all"\n[[rule]]\nwhen = { kind = ["prose"], cited = false, result = false }\n'
+        'do = "evict"',
+        set(),
+        set(),
+    ),
+    "spill_results_evict_their_stubs": (
+        'stop = "all"\n[[rule]]\nwhen = { stub = true, result = true }\ndo = "evict"\n'
+        '[[rule]]\nwhen = { result = true }\ndo = "spill"',
+        # a stub answers a call when its item does: the stub of a spilled result goes at
+        # the next pass while its call stays (or, a result being some call's too, its own
+        # result stays)
+        {"TP001", "TP002", "WR001", "WR002"},
+        {"TP001", "TP002", "WR001", "WR002"},
     ),
     "evict_rejections": (
         '[[rule]]\nwhen = { type = ["rejection"] }\ndo = "evict"',
@@ -285,7 +300,7 @@ def test_the_hand_written_specs_use_every_key_and_action() -> None:
         top.update({"stub_tokens"} if spec.stub_tokens != 8 else set())
     assert actions == {"keep", "evict", "spill", "summarize", "soften", "demote"}
     assert keys == {
-        "kind", "type", "modality", "load_bearing", "negative", "cited", "stub",
+        "kind", "type", "modality", "load_bearing", "negative", "cited", "result", "stub",
         "age", "score", "tokens", "pressure",
     }
     assert {"position", "age", "score", "tokens", "stop", "demote_orphans", "stub_tokens"} <= top

@@ -11,7 +11,8 @@ import pytest
 
 from verifier.cli import main
 from verifier.errors import InputError
-from verifier.formula import Atom, parse
+from verifier.formula import Atom
+from verifier.parser import parse_formula
 from verifier.solver import DEFAULT_RLIMIT, Session, Verdict, solver_budget
 
 
@@ -64,7 +65,7 @@ def test_the_default_budget_ends_a_hard_query_in_a_few_seconds() -> None:
     """Issue 23, item 9: the default budget ended a pigeonhole query after 95 s, against the
     docs' "a few seconds". Measured in CPU time (the machine's load does not stretch it):
     about 4 to 5 s here with the default, 14 s with the old 3,000,000."""
-    background = [parse(f) for f in php(12)]
+    background = [parse_formula(f) for f in php(12)]
     session = Session(background)  # its check of the background ends undecided too
     assert session.rlimit == DEFAULT_RLIMIT
     started = time.process_time()

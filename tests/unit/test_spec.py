@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from verifier import ref_of, run_policy
+from verifier import MemoryStore, item_from_json, ref_of, run_policy, stub_for
 from verifier.errors import InputError
 from verifier.policies import item_tokens, load_policy
 from verifier.policies.spec import (
@@ -20,6 +20,7 @@ from verifier.policies.spec import (
     When,
     load_spec,
     parse_spec,
+    spec_to_toml,
 )
 from verifier.window import canonical_json
 
@@ -56,7 +57,8 @@ def test_every_key_is_read() -> None:
         'when = { kind = ["prose", "stub"], type = ["rejection"], modality = ["failed"] }\n'
         'do = "evict"\n'
         "[[rule]]\n"
-        "when = { load_bearing = true, negative = false, cited = true, stub = false }\n"
+        "when = { load_bearing = true, negative = false, cited = true, result = false,"
+        " stub = false }\n"
         'do = "spill"\n'
         "[[rule]]\n"
         "when = { age = { ge = 2 }, score = { lt = 50, gt = 10 }, tokens = { le = 8 },"
@@ -74,7 +76,10 @@ def test_every_key_is_read() -> None:
         "all-keys",
         (
             Rule("evict", When(kind=("prose", "stub"), type=("rejection",), modality=("failed",))),
-            Rule("spill", When(load_bearing=True, negative=False, cited=True, stub=False)),
+            Rule(
+                "spill",
+                When(load_bearing=True, negative=False, cited=True, result=False, stub=False),
+            ),
             Rule(
                 "summarize",
                 When(
@@ -143,6 +148,15 @@ BAD: list[tuple[str, str]] = [
     (HEAD + '[[rule]]\nwhen = { kind = [] }\ndo = "evict"\n', r"when\.kind: an empty list"),
     (HEAD + '[[rule]]\nwhen = { cited = "yes" }\ndo = "evict"\n', r"when\.cited: expected true"),
     (HEAD + '[[rule]]\nwhen = { stub = 1 }\ndo = "evict"\n', r"when\.stub: expected true or false"),
+    (
+        HEAD + '[[rule]]\nwhen = { result = "call" }\ndo = "evict"\n',
+        r"rule\[0\]\.when\.result: expected true or false, not 'call'",
+    ),
+    (
+        HEAD + '[[rule]]\nwhen = { results = true }\ndo = "evict"\n',
+        r"rule\[0\]\.when\.results: unknown condition; use kind, type, modality, load_bearing,"
+        r" negative, cited, result, stub, age",
+    ),
     (
         HEAD + '[[rule]]\ndo = "keep"\n' * 2 + '[[rule]]\nwhen = { age = 2 }\ndo = "spill"\n',
         r"rule\[2\]\.when\.age: expected a table like \{ge = 2\}",
@@ -427,6 +441,8 @@ COND_WINDOW = [C1, P1, O1, K1, P2, S1, R1, CALL, RES, K2, K3]
         ("negative = true", ["o1", "k1", "r1", "k3"]),  # failed, rejection, failed witness
         ("cited = true", ["c1", "p1", "o1", "t1"]),  # derived_from, rationale, witnesses, call
         ("cited = false", ["k1", "p2", "s1", "r1", "t1:r", "k2", "k3"]),
+        ("result = true", ["t1:r"]),  # an observation with call
+        ("result = false", ["c1", "p1", "o1", "k1", "p2", "s1", "r1", "t1", "k2", "k3"]),
         ("stub = true", ["s1"]),
         ("age = { ge = 2 }", ["o1", "k1"]),
         ("age = { gt = 0, lt = 3 }", ["o1"]),
@@ -443,6 +459,173 @@ def test_each_condition(when: str, evicted: list[str]) -> None:
     text = f'stop = "all"\n[[rule]]\nwhen = {{ {when} }}\ndo = "evict"\n'
     out = run(text, COND_WINDOW, 60, ages=ages)
     assert [i["id"] for i in COND_WINDOW if i["id"] not in ids(out)] == evicted
+
+
+# -- stubs, placeholders and the store: what `cited`, `result` and `negative` read --------
+
+DECISION: Obj = {
+    "id": "d1", "kind": "commitment", "type": "decision", "rationale": ["why"], "tokens": 9
+}
+WHY: Obj = {"id": "why", "kind": "prose", "tokens": 9}
+ASK: Obj = {"id": "ask", "kind": "prose", "tokens": 9}  # an assistant's tool call
+PLACEHOLDER: Obj = {"id": "ph", "kind": "prose", "call": "ask", "tokens": 9}
+FREE: Obj = {"id": "free", "kind": "prose", "tokens": 9}
+STORED = {ref_of(it): it for it in (DECISION, PLACEHOLDER)}
+STUBBED = [
+    {**stub_for(DECISION), "tokens": 8},
+    WHY,
+    ASK,
+    {**stub_for(PLACEHOLDER), "tokens": 8},
+    FREE,
+]
+EVICT_UNCITED_PROSE = (
+    'stop = "all"\n[[rule]]\nwhen = { kind = ["prose"], cited = false }\ndo = "evict"\n'
+)
+
+
+def evicted(text: str, window: list[Obj], **kw: Any) -> list[str]:
+    kept = ids(run(text, window, 0, **kw))
+    return [it["id"] for it in window if it["id"] not in kept]
+
+
+def test_cited_reads_a_resolving_stub_as_the_item_it_stands_for() -> None:
+    # the stub of a decision cites its rationale; the stub of a placeholder cites its call
+    assert evicted(EVICT_UNCITED_PROSE, STUBBED, store=STORED) == ["free"]
+    # the placeholder itself is prose nobody cites: evicted when it stands as itself
+    assert evicted(EVICT_UNCITED_PROSE, [DECISION, WHY, ASK, PLACEHOLDER, FREE]) == [
+        "ph",
+        "free",
+    ]
+
+
+def test_an_unresolvable_stub_cites_nothing() -> None:
+    everything_but = ["why", "ask", "free"]
+    assert evicted(EVICT_UNCITED_PROSE, STUBBED) == everything_but  # no store given
+    assert evicted(EVICT_UNCITED_PROSE, STUBBED, store={}) == everything_but
+    # a ref whose entry is another item (its own id elsewhere), or bytes under a wrong ref
+    other = {**DECISION, "id": "d2"}
+    swapped = [{"id": "d1", "kind": "stub", "ref": ref_of(other)}, WHY]
+    assert evicted(EVICT_UNCITED_PROSE, swapped, store={ref_of(other): other}) == ["why"]
+    wrong = {"id": "d1", "kind": "stub", "ref": ref_of(DECISION)}
+    changed = {**DECISION, "rationale": ["why", "free"]}
+    assert evicted(EVICT_UNCITED_PROSE, [wrong, WHY], store={wrong["ref"]: changed}) == ["why"]
+    # an entry that is no item at all
+    assert evicted(EVICT_UNCITED_PROSE, [wrong, WHY], store={wrong["ref"]: {"id": 3}}) == ["why"]
+    # the right entry: resolved
+    assert evicted(EVICT_UNCITED_PROSE, [wrong, WHY], store={wrong["ref"]: DECISION}) == []
+
+
+def test_result_holds_for_observations_and_placeholders_with_call() -> None:
+    text = 'stop = "all"\n[[rule]]\nwhen = { result = true }\ndo = "evict"\n'
+    plain = {"id": "o2", "kind": "observation", "tokens": 3}
+    window = [ASK, PLACEHOLDER, RES, CALL, plain, FREE]
+    assert evicted(text, window) == ["ph", "t1:r"]
+    # behind a stub: a result when the item it stands for is, where the store resolves it
+    stubs = [stub_for(it) for it in window]
+    stored = {ref_of(it): it for it in window}
+    assert evicted(text, stubs, store=stored) == ["ph", "t1:r"]
+    assert evicted(text, stubs) == []  # unresolvable: no result
+    safe = 'stop = "all"\n[[rule]]\nwhen = { kind = ["prose"], cited = false, result = false }\n'
+    assert evicted(safe + 'do = "evict"\n', window) == ["free"]
+
+
+def test_other_conditions_read_a_stub_as_itself() -> None:
+    failed = {"id": "o9", "kind": "observation", "modality": "failed", "tokens": 5}
+    stubs = [stub_for(DECISION), stub_for(failed)]
+    stored = {ref_of(DECISION): DECISION, ref_of(failed): failed}
+    for when, hit in [
+        ('kind = ["stub"]', ["d1", "o9"]),
+        ('kind = ["commitment", "observation"]', []),
+        ('modality = ["failed", "unverified"]', []),
+        ('type = ["decision"]', []),
+        ("load_bearing = true", []),
+        ("negative = true", []),
+        ("negative = false", ["d1", "o9"]),
+        ("stub = true", ["d1", "o9"]),
+    ]:
+        text = f'stop = "all"\n[[rule]]\nwhen = {{ {when} }}\ndo = "evict"\n'
+        assert evicted(text, stubs, store=stored) == hit, when
+
+
+def test_a_witness_standing_as_a_stub_is_no_failed_observation() -> None:
+    failed = {"id": "o9", "kind": "observation", "modality": "failed", "tokens": 5}
+    claim = {"id": "k9", "kind": "claim", "witnesses": ["o9"], "tokens": 5}
+    text = 'stop = "all"\n[[rule]]\nwhen = { kind = ["claim"], negative = true }\ndo = "evict"\n'
+    assert evicted(text, [failed, claim]) == ["k9"]
+    stored = {ref_of(failed): failed}
+    assert evicted(text, [stub_for(failed), claim], store=stored) == []
+
+
+def test_every_condition_reads_the_window_as_the_pass_starts() -> None:
+    # the decision is spilled first, then its rationale is visited: still cited, as the
+    # pass started (and its stub would cite it too); the placeholder evicted first still
+    # cites its call
+    text = (
+        'stop = "all"\n[[rule]]\nwhen = { kind = ["commitment"] }\ndo = "spill"\n'
+        '[[rule]]\nwhen = { result = true }\ndo = "evict"\n'
+        '[[rule]]\nwhen = { cited = false }\ndo = "evict"\n'
+    )
+    out = run(text, [DECISION, PLACEHOLDER, WHY, ASK, FREE], 0)
+    assert ids(out) == ["d1", "why", "ask"] and out["spill"] == ["d1"]
+    # a claim whose failed witness is evicted first is still negative when visited
+    failed = {"id": "o9", "kind": "observation", "modality": "failed", "tokens": 5}
+    claim = {"id": "k9", "kind": "claim", "witnesses": ["o9"], "tokens": 5}
+    text = (
+        'stop = "all"\n[[rule]]\nwhen = { kind = ["observation"] }\ndo = "evict"\n'
+        '[[rule]]\nwhen = { negative = true }\ndo = "spill"\n'
+    )
+    assert run(text, [failed, claim], 0)["spill"] == ["k9"]
+    # only stop reads the running total: pressure is 27/18 for every item, however many
+    # were evicted before it; "fits" stops once the total is 18
+    pressure = '[[rule]]\nwhen = { pressure = { gt = 1 } }\ndo = "evict"\n'
+    assert ids(run('stop = "all"\n' + pressure, [FREE, WHY, ASK], 18)) == []
+    assert ids(run(pressure, [FREE, WHY, ASK], 18)) == ["why", "ask"]
+
+
+def test_run_policy_gives_a_spec_the_store() -> None:
+    policy = load_policy(str(Path(__file__).parents[2] / "models" / "specs" / "spill_first.toml"))
+    assert policy.takes_store
+    spec = SpecPolicy(parse_spec(HEAD + EVICT_UNCITED_PROSE))
+    res = run_policy(spec, STUBBED, 0, store=STORED)
+    assert res.ok and [it.id for it in res.window] == ["d1", "why", "ask", "ph"]
+    store = MemoryStore()
+    store.spill([item_from_json(DECISION), item_from_json(PLACEHOLDER)])
+    res = run_policy(spec, STUBBED, 0, store=store)
+    assert [it.id for it in res.window] == ["d1", "why", "ask", "ph"]
+    assert [it.id for it in run_policy(spec, STUBBED, 0).window] == ["d1", "ph"]
+
+
+def test_readings_name_the_rule_and_what_the_conditions_read() -> None:
+    spec = parse_spec(
+        HEAD + '[[rule]]\nwhen = { stub = true }\ndo = "keep"\n'
+        '[[rule]]\nwhen = { kind = ["prose"], cited = false, result = false }\ndo = "evict"\n'
+        '[[rule]]\nwhen = { kind = ["commitment"] }\ndo = "spill"\n'
+    )
+    failed = {"id": "o9", "kind": "observation", "modality": "failed", "tokens": 5}
+    window = [*STUBBED, failed]
+    got = {r.id: r for r in SpecPolicy(spec).readings(window, 0, store=STORED)}
+    assert [(i, r.rule, r.action) for i, r in got.items()] == [
+        ("d1", 0, "keep"),  # a stub, read as itself by `stub`
+        ("why", None, "keep"),  # cited by the decision behind the stub
+        ("ask", None, "keep"),  # cited as the call of the placeholder behind its stub
+        ("ph", 0, "keep"),
+        ("free", 1, "evict"),
+        ("o9", None, "keep"),
+    ]
+    assert got["why"].cited and not got["free"].cited
+    assert got["ph"].result and got["ph"].stub and not got["ask"].result
+    assert got["d1"].stub and not got["d1"].load_bearing  # the stub is itself: not bound
+    assert got["o9"].negative and not got["free"].negative
+    # without the store no stub resolves: the rationale is no longer cited
+    assert SpecPolicy(spec).readings(window, 0)[1].rule == 1
+
+
+def test_spec_to_toml_writes_every_bundled_spec_back() -> None:
+    for path in sorted((Path(__file__).parents[2] / "models" / "specs").glob("*.toml")):
+        spec = load_spec(path)
+        text = spec_to_toml(spec, comments=[f"from {path.name}"])
+        assert text.startswith(f"# from {path.name}\n")
+        assert parse_spec(text, str(path)) == spec
 
 
 def test_a_rule_without_when_matches_every_item_and_the_first_match_wins() -> None:

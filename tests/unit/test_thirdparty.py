@@ -13,21 +13,35 @@ through ``ctxproof audit`` with its rule.
 from __future__ import annotations
 
 import io
+import itertools
 import re
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
 
 from verifier import MemoryStore, check_rewrite, item_from_json, load_policy, run_policy, stub_for
 from verifier.cli import main
 from verifier.errors import InputError
+from verifier.fuzz import Plan, run_session, session_plans
 from verifier.policies import window_tokens
 from verifier.policies.thirdparty import ADAPTERS, Adapter
 from verifier.policies.thirdparty._common import assemble, slots_of
-from verifier.policies.thirdparty.report import Trial, render, run
+from verifier.policies.thirdparty.report import (
+    BASELINES,
+    Trial,
+    plot,
+    render,
+    run,
+    shared_findings,
+    split,
+    unpinned,
+)
+from verifier.policies.thirdparty.report import main as report_main
 
 Obj = dict[str, Any]
 PKG = "verifier.policies.thirdparty"
@@ -148,6 +162,8 @@ def every_kind() -> list[Obj]:
         },
         {"id": "c2", "kind": "prose", "text": "Bash: ls"},
         {"id": "c2:cleared", "kind": "prose", "text": "[cleared]", "call": "c2"},
+        {"id": "c3", "kind": "prose", "text": "Bash: make lint"},
+        {"id": "c3:cleared", "kind": "prose", "text": "[cleared] (error)", "call": "c3"},
         {"id": "k1", "kind": "claim", "formula": "!tests.pass", "witnesses": ["c1:result"]},
         {"id": "summary@1", "kind": "prose", "text": "Here is a summary of the conversation"},
         {"id": "skipped@1", "kind": "prose", "text": "Skipped 4 messages."},
@@ -292,6 +308,86 @@ def test_each_policy_on_a_fixed_window(
             assert it == by_id[it["id"]]
 
 
+def parallel_window(parallel: bool = True) -> list[Obj]:
+    """A user task, two calls and their results, a note: the calls issued in one turn (both
+    before the results) or one at a time; ten tokens each."""
+    c1 = {"id": "c1", "kind": "prose", "text": "bash: make test", "tokens": 10}
+    c2 = {"id": "c2", "kind": "prose", "text": "bash: make migrate", "tokens": 10}
+    r1 = {**obs("c1:result", "c1", "bash: make test", "tests.pass", True)}
+    r2 = {**obs("c2:result", "c2", "bash: make migrate", "db.migrated", True)}
+    user = {"id": "u1", "kind": "observation", "source": "user", "content": "go", "tokens": 10}
+    note = {"id": "p1", "kind": "prose", "text": "both ran", "tokens": 10}
+    middle = [c1, c2, r1, r2] if parallel else [c1, r1, c2, r2]
+    return [user, *middle, note]
+
+
+def test_langchain_38352_summarization_orphans_a_result_of_parallel_calls() -> None:
+    """The upstream reproduction, on LangChain's own objects: [Human, AI(call c1), AI(call
+    c2), Tool c1, Tool c2, AI] with keep=("messages", 3) keeps Tool c1 without its call."""
+    framework("langchain")
+    from langchain.agents.middleware import SummarizationMiddleware
+    from langchain_core.language_models.fake_chat_models import FakeListChatModel
+    from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+
+    def call(cid: str) -> Any:
+        return AIMessage("", id=f"ai-{cid}", tool_calls=[
+            {"name": "bash", "args": {}, "id": cid, "type": "tool_call"}])  # fmt: skip
+
+    messages: list[Any] = [
+        HumanMessage("go", id="h"), call("c1"), call("c2"),
+        ToolMessage("t1", tool_call_id="c1", id="t1"),
+        ToolMessage("t2", tool_call_id="c2", id="t2"), AIMessage("done", id="a"),
+    ]  # fmt: skip
+    middleware: Any = SummarizationMiddleware(
+        model=FakeListChatModel(responses=["(unused)"]),
+        trigger=("messages", 4),
+        keep=("messages", 3),
+        summarizer=lambda folded: "summary",
+    )
+    update = middleware.before_model({"messages": messages}, None)
+    kept = [m.id for m in update["messages"][2:]]  # after RemoveMessage(all) and the summary
+    assert kept == ["ai-c2", "t1", "t2", "a"]  # t1 is kept, its call ai-c1 is not
+
+
+@pytest.mark.parametrize(("parallel", "orphaned"), [(True, True), (False, False)])
+def test_summarization_policy_orphans_only_with_parallel_calls(
+    parallel: bool, orphaned: bool
+) -> None:
+    framework("langchain")
+    before = parallel_window(parallel)
+    after = rewrite("langchain:summarization_policy", before, 59)
+    found = findings(before, after)
+    assert (("TP001", ("c1:result", "c1")) in found) is orphaned, (after, found)
+    assert not orphaned or [it["id"] for it in after][1:] == ["c2", "c1:result", "c2:result", "p1"]
+
+
+def test_parallel_calls_are_one_autogen_message_and_one_pydantic_response() -> None:
+    framework("autogen")
+    framework("pydantic_ai")
+    from verifier.policies.thirdparty import autogen, pydantic_ai
+
+    slots = slots_of(parallel_window())
+    sent: list[Any] = autogen.to_messages(slots)
+    assert [type(m).__name__ for m in sent] == [
+        "UserMessage", "AssistantMessage", "FunctionExecutionResultMessage", "AssistantMessage",
+    ]  # fmt: skip
+    assert [c.id for c in sent[1].content] == ["c1", "c2"]
+    assert [r.call_id for r in sent[2].content] == ["c1", "c2"]
+    parts: list[Any] = pydantic_ai.to_messages(slots)
+    assert len(parts) == 4 and len(parts[1].parts) == 4 and len(parts[2].parts) == 2
+
+
+def test_autogen_keeps_a_turn_of_parallel_calls_whole() -> None:
+    """The buffer counts whole messages: it never keeps one result of a turn without the
+    other, nor a result without the message of its calls."""
+    framework("autogen")
+    before = parallel_window()
+    for budget in range(20, 60, 5):
+        after = rewrite("autogen:buffered_policy", before, budget)
+        codes = {code for code, _ in findings(before, after)}
+        assert not codes & {"TP001", "TP002"}, (budget, after)
+
+
 def test_every_policy_is_pinned() -> None:
     assert sorted(p[0] for p in PINNED) == sorted(a.name.removeprefix(PKG + ".") for a in ADAPTERS)
 
@@ -334,14 +430,32 @@ def test_cleared_results_are_placeholders_that_keep_the_pairing() -> None:
     framework("langchain")
     after = rewrite("langchain:clear_tool_uses_policy", session_window(), 60)
     placeholder = next(it for it in after if it["id"] == "call1:cleared")
+    # r1 failed: ClearToolUsesEdit's copy keeps status="error", and the placeholder says so
     assert placeholder == {
         "id": "call1:cleared",
         "kind": "prose",
-        "text": "[cleared]",
+        "text": "[cleared] (error)",
         "call": "call1",
-        "tokens": 3,
+        "tokens": 5,
     }
     assert "r1" not in {it["id"] for it in after}
+
+
+def test_a_cleared_passing_result_says_no_error() -> None:
+    framework("langchain")
+    window = session_window()
+    window[4] = obs("r1", "call1", "make test", "tests.pass", True)
+    after = rewrite("langchain:clear_tool_uses_policy", window, 60)
+    placeholder = next(it for it in after if it["id"] == "call1:cleared")
+    assert placeholder["text"] == "[cleared]"
+
+
+def test_pydantic_ai_harness_keeps_the_failed_outcome_of_a_cleared_result() -> None:
+    framework("pydantic_ai")
+    after = rewrite("pydantic_ai:clear_tool_results_policy", session_window(), 60)
+    placeholder = next(it for it in after if it["id"] == "call1:cleared")
+    assert placeholder["text"] == "[tool result cleared] (error)"
+    assert placeholder["call"] == "call1"
 
 
 def test_a_cleared_result_stays_cleared_on_the_next_pass() -> None:
@@ -385,8 +499,14 @@ def test_langchain_round_trip_carries_ids_in_langchain_fields() -> None:
     call = sent[3]
     assert [c["id"] for c in call.tool_calls] == ["c1"]
     result = sent[4]
-    assert result.type == "tool" and result.tool_call_id == "c1"
+    assert result.type == "tool" and result.tool_call_id == "c1" and result.name == "Bash"
     assert result.status == "error" and result.artifact == {"exit_code": 2}
+    # a call's text that is its NAME: COMMAND is said by the call itself, as a model's is
+    assert call.content == "" and call.tool_calls[0]["args"] == {"command": "make test"}
+    # a placeholder: cleared already, its error flag where LangChain keeps it
+    assert (sent[6].content, sent[6].status) == ("[cleared]", "success")
+    assert (sent[8].content, sent[8].status) == ("[cleared]", "error")
+    assert sent[8].response_metadata["context_editing"]["cleared"] is True
     assert sent[0].type == "system" and sent[1].type == "human"
     assert sent[2].additional_kwargs == {"ctxproof": [window[2]]}
     back = assemble(window, from_messages(sent, sent), 1)
@@ -404,7 +524,9 @@ def test_autogen_round_trip_carries_call_ids() -> None:
     call, result = sent[3], sent[4]
     assert [c.id for c in call.content] == ["c1"]
     assert [r.call_id for r in result.content] == ["c1"]
-    assert result.content[0].is_error is True
+    assert result.content[0].is_error is True and result.content[0].name == "Bash"
+    placeholder = sent[8].content[0]
+    assert (placeholder.content, placeholder.is_error) == ("[cleared]", True)
     assert type(sent[0]).__name__ == "SystemMessage"
     back = assemble(window, from_messages(sent, sent, slots), 1)
     assert all(a is b for a, b in zip(back, window, strict=True)) and len(back) == len(window)
@@ -420,10 +542,161 @@ def test_pydantic_ai_round_trip_carries_ids_in_parts() -> None:
     text, call = sent[3].parts
     assert (text.id, call.tool_call_id) == ("c1", "c1")
     (ret,) = sent[4].parts
-    assert ret.tool_call_id == "c1"
+    assert ret.tool_call_id == "c1" and ret.tool_name == "Bash" and ret.outcome == "failed"
     assert ret.metadata == {"ctxproof_id": "c1:result", "exit_code": 2}
+    (placeholder,) = sent[8].parts
+    assert (placeholder.content, placeholder.outcome) == ("[cleared]", "failed")
     back = assemble(window, from_messages(sent, sent), 1)
     assert all(a is b for a, b in zip(back, window, strict=True)) and len(back) == len(window)
+
+
+def clear_and_spill(window: list[Obj], budget: int) -> dict[str, Any]:
+    """A policy whose windows hold every role: the results of all but the last call become
+    placeholders (``[cleared] (error)`` for a failed one), then the oldest items are spilled
+    (stubs) until the window fits."""
+    calls = [it["call"] for it in window if it["kind"] == "observation" and "call" in it]
+    out: list[Obj] = []
+    for it in window:
+        if it["kind"] == "observation" and "call" in it and it["call"] != calls[-1]:
+            text = "[cleared] (error)" if it.get("modality") == "failed" else "[cleared]"
+            out.append({"id": f"{it['call']}:cleared", "kind": "prose", "text": text,
+                        "call": it["call"], "tokens": 3})  # fmt: skip
+        else:
+            out.append(it)
+    total = window_tokens(out)
+    spill = []
+    for i, it in enumerate(out):
+        if total <= budget:
+            break
+        if it["kind"] != "stub" and it["id"] in {o["id"] for o in window} and it is window[i]:
+            out[i] = {**stub_for(it), "tokens": 2}
+            spill.append(it["id"])
+            total -= window_tokens([it]) - 2
+    return {"window": out, "spill": spill}
+
+
+def windows_of(plan: Plan) -> list[list[Obj]]:
+    """Every window a session held: after each append and each rewrite."""
+    from verifier.policies.loading import as_policy
+
+    res = run_session(as_policy(clear_and_spill), plan, passes=4)
+    out: list[list[Obj]] = []
+    window: list[Obj] = []
+    for ev in res.trace[1:]:
+        window = [*window, *ev["items"]] if ev["event"] == "append" else ev.get("window", window)
+        if ev["event"] != "spill":
+            out.append(window)
+    return out
+
+
+SESSION_WINDOWS = settings(
+    max_examples=12, deadline=None, database=None, suppress_health_check=list(HealthCheck)
+)
+
+
+def check_result_fields(slots: list[Any], results: list[tuple[Any, ...]]) -> None:
+    """Each result slot's message carries its call id, the tool's name, the error flag and
+    (where a result tuple has a fourth member: the framework has a field for it) the exit
+    code of an observation."""
+    expected = [
+        (s.call, s.tool, s.failed, s.exit_code if s.item["kind"] == "observation" else None)
+        for s in slots
+        if s.role == "result"
+    ]
+    assert results == [e[: len(r)] for e, r in zip(expected, results, strict=True)]
+    assert len(results) == len(expected)
+
+
+@SESSION_WINDOWS
+@given(session_plans(passes=4))
+def test_langchain_round_trip_on_session_windows(plan: Plan) -> None:
+    framework("langchain")
+    from verifier.policies.thirdparty.langchain import from_messages, to_messages
+
+    for window in windows_of(plan):
+        slots = slots_of(window)
+        sent: list[Any] = to_messages(slots)
+        assert [m.id for m in sent] == [it["id"] for it in window]
+        tools = [m for m in sent if m.type == "tool"]
+        check_result_fields(
+            slots,
+            [
+                (m.tool_call_id, m.name, m.status == "error", (m.artifact or {}).get("exit_code"))
+                for m in tools
+            ],
+        )
+        calls = [c for m in sent if m.type == "ai" for c in m.tool_calls]
+        assert [(c["id"], c["name"]) for c in calls] == [
+            (s.id, s.tool) for s in slots if s.role == "call"
+        ]
+        back = assemble(window, from_messages(sent, sent), 1)
+        assert all(a is b for a, b in zip(back, window, strict=True))
+
+
+@SESSION_WINDOWS
+@given(session_plans(passes=4))
+def test_autogen_round_trip_on_session_windows(plan: Plan) -> None:
+    framework("autogen")
+    from verifier.policies.thirdparty.autogen import from_messages, to_messages
+
+    for window in windows_of(plan):
+        slots = slots_of(window)
+        sent: list[Any] = to_messages(slots)
+        results = [
+            r for m in sent if type(m).__name__ == "FunctionExecutionResultMessage"
+            for r in m.content
+        ]  # fmt: skip
+        # AutoGen's result has no field for an exit code: its text says it ("Exit code N")
+        check_result_fields(slots, [(r.call_id, r.name, r.is_error) for r in results])
+        back = assemble(window, from_messages(sent, sent, slots), 1)
+        assert all(a is b for a, b in zip(back, window, strict=True)) and len(back) == len(window)
+
+
+@SESSION_WINDOWS
+@given(session_plans(passes=4))
+def test_pydantic_ai_round_trip_on_session_windows(plan: Plan) -> None:
+    framework("pydantic_ai")
+    from pydantic_ai.messages import ToolCallPart, ToolReturnPart
+
+    from verifier.policies.thirdparty.pydantic_ai import from_messages, to_messages
+
+    for window in windows_of(plan):
+        slots = slots_of(window)
+        sent: list[Any] = to_messages(slots)
+        returns = [p for m in sent for p in m.parts if isinstance(p, ToolReturnPart)]
+        check_result_fields(
+            slots,
+            [
+                (p.tool_call_id, p.tool_name, p.outcome == "failed", p.metadata.get("exit_code"))
+                for p in returns
+            ],
+        )
+        calls = [p for m in sent for p in m.parts if isinstance(p, ToolCallPart)]
+        assert [(c.tool_call_id, c.tool_name) for c in calls] == [
+            (s.id, s.tool) for s in slots if s.role == "call"
+        ]
+        back = assemble(window, from_messages(sent, sent), 1)
+        assert all(a is b for a, b in zip(back, window, strict=True)) and len(back) == len(window)
+
+
+def test_session_windows_hold_every_role_and_parallel_calls() -> None:
+    """The windows the round trips run on are worth running them on."""
+    roles: set[tuple[str, bool]] = set()
+    parallel = []
+
+    @SESSION_WINDOWS
+    @given(session_plans(passes=4))
+    def collect(plan: Plan) -> None:
+        for window in windows_of(plan):
+            for slot in slots_of(window):
+                roles.add((slot.role, slot.failed))
+            ids = [s.role for s in slots_of(window)]
+            parallel.append(any(a == b == "call" for a, b in itertools.pairwise(ids)))
+
+    collect()
+    assert {("call", False), ("result", True), ("result", False), ("user", False),
+            ("system", False), ("assistant", False)} <= roles  # fmt: skip
+    assert any(parallel)
 
 
 @pytest.mark.parametrize("adapter", ADAPTERS, ids=[a.name.rpartition(".")[2] for a in ADAPTERS])
@@ -491,7 +764,7 @@ def test_importing_the_adapters_imports_no_framework() -> None:
 
 
 def trial(function: str, **counts: int) -> Trial:
-    adapter = next(a for a in ADAPTERS if a.name.endswith(":" + function))
+    adapter = next(a for a in (*BASELINES, *ADAPTERS) if a.name.endswith(":" + function))
     slug = Trial(adapter).slug
     return Trial(
         adapter,
@@ -529,6 +802,78 @@ def test_the_page_links_counterexamples_and_says_whether_each_defect_shows() -> 
     assert "| not run |" in rows["`clear_tool_results_policy`"]
 
 
+def test_each_count_is_split_into_shared_with_drop_oldest_and_own() -> None:
+    drop = trial("keep_recent", CF001=40, WR008=30, TP001=2)
+    drop = replace(drop, shared=drop.findings)
+    safe = trial("spill_first")
+    summary = replace(trial("summarization_policy", CF001=12, WR001=3, TP001=1), shared=(
+        ("CF001", 10), ("WR001", 0)))  # fmt: skip
+    clear = replace(trial("clear_tool_uses_policy", WR008=7, WR001=2), shared=(("WR008", 7),))
+    assert split(summary) == ({"CF001": 10}, {"CF001": 2, "TP001": 1, "WR001": 3})
+    assert split(clear) == ({"WR008": 7}, {"WR001": 2})
+    assert split(safe) == ({}, {})
+    page = render(
+        [drop, safe, summary, clear], sessions=10, passes=5, seed_value=0,
+        page_dir=Path("docs"), versions=[],
+    )  # fmt: skip
+    row = next(line for line in page.splitlines() if "`summarization_policy` |" in line)
+    shared, own = row.split(" | ")[-2:]
+    assert "CF001 commitment-dropped](" in shared and "): 10" in shared and "TP001" not in shared
+    assert own.startswith("[CF001 commitment-dropped](frameworks/") and "): 2<br>" in own
+    assert "[TP001 orphaned-tool-result](" in own and "WR001" in own
+    assert "(the reference)" in next(
+        line for line in page.splitlines() if "`keep_recent` |" in line
+    )
+    safe_row = next(line for line in page.splitlines() if "`spill_first` |" in line)
+    assert safe_row.endswith("| 0.00 | none | none |")
+    assert "| 0.40 |" in row  # 16 findings over 40 rewrites
+    assert "![Tokens kept against findings per rewrite" in page
+    assert "frameworks/constraints.txt" in page
+
+
+def test_shared_findings_replay_the_fuzzed_sessions_against_drop_oldest(tmp_path: Path) -> None:
+    from verifier.fuzz import fuzz
+
+    models = ROOT / "models" / "policies"
+    drop = load_policy(f"{models / 'keep_recent.py'}:keep_recent")
+    paraphraser = load_policy(f"{models / 'paraphraser.py'}:paraphraser")
+    rules = fuzz(drop, sessions=8, passes=4, out_dir=tmp_path / "d").findings_by_rule
+    # a policy shares every finding with itself
+    same = shared_findings(drop, drop, rules, sessions=8, passes=4, seed_value=0)
+    assert same == rules and same
+    # the paraphraser softens failures (WR004), which no trimming does
+    found = fuzz(paraphraser, sessions=8, passes=4, out_dir=tmp_path / "p").findings_by_rule
+    shared = shared_findings(paraphraser, drop, rules, sessions=8, passes=4, seed_value=0)
+    assert found.get("WR004", 0) > 0 and shared.get("WR004", 0) == 0
+    assert all(shared[c] <= found[c] for c in shared)
+
+
+def test_the_plot_is_the_same_bytes_for_the_same_numbers(tmp_path: Path) -> None:
+    trials = [trial("keep_recent", CF001=40), trial("spill_first"),
+              trial("trim_messages_policy", CF001=30, TP001=2)]  # fmt: skip
+    plot(trials, tmp_path / "a.png")
+    plot(trials, tmp_path / "b.png")
+    first = (tmp_path / "a.png").read_bytes()
+    assert first[:8] == b"\x89PNG\r\n\x1a\n" and first == (tmp_path / "b.png").read_bytes()
+    assert b"Matplotlib version" not in first  # no version stamp: the pins decide the bytes
+    plot(trials[:2], tmp_path / "c.png")
+    assert (tmp_path / "c.png").read_bytes() != first
+
+
+def test_the_page_is_not_written_from_unpinned_versions(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pins = tmp_path / "constraints.txt"
+    pins.write_text("# pins\nlangchain==0.0.1\n", "utf-8")
+    drift = unpinned(pins)
+    assert any(d.startswith("langchain ") and d.endswith("pinned 0.0.1") for d in drift)
+    assert any("autogen-core" in d and "pinned nowhere" in d for d in drift)
+    page = tmp_path / "frameworks.md"
+    assert report_main(["--out", str(page), "--pins", str(pins), "--sessions", "1"]) == 2
+    assert "the installed versions are not the pinned ones" in capsys.readouterr().err
+    assert not page.exists()
+
+
 def test_a_policy_whose_extra_is_missing_is_reported_not_run(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
@@ -545,6 +890,46 @@ def test_a_policy_whose_extra_is_missing_is_reported_not_run(
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = ROOT / "docs" / "frameworks.md"
+
+
+PINS = PAGE.parent / "frameworks" / "constraints.txt"
+
+
+def pins() -> dict[str, str]:
+    out = {}
+    for line in PINS.read_text("utf-8").splitlines():
+        if line and not line.startswith("#"):
+            name, _, version = line.partition("==")
+            out[re.sub(r"[-_.]+", "-", name).lower()] = version
+    return out
+
+
+def test_the_pins_name_every_framework_and_its_extras_at_one_version() -> None:
+    pinned = pins()
+    assert {"langchain", "langchain-core", "autogen-core", "pydantic-ai-harness",
+            "pydantic-ai-slim"} <= set(pinned)  # fmt: skip
+    assert all(re.fullmatch(r"[0-9][0-9A-Za-z.+!-]*", v) for v in pinned.values()), pinned
+    makefile = (ROOT / "Makefile").read_text("utf-8")
+    assert "-c $(FW_PINS)" in makefile and "FW_PINS := docs/frameworks/constraints.txt" in makefile
+
+
+def test_the_frameworks_venv_is_at_the_pinned_versions() -> None:
+    """Where the extras are installed (make test-frameworks, CI): every distribution of
+    the venv is at its pin, so the page's versions are the pins."""
+    for module in EXTRAS:
+        framework(module)
+    from importlib import metadata
+
+    pinned = pins()
+    installed = {
+        re.sub(r"[-_.]+", "-", d.metadata["Name"]).lower(): d.version
+        for d in metadata.distributions()
+    }
+    installed.pop("ctxproof", None)
+    for tool in ("pip", "setuptools", "wheel"):  # the venv's own installers, never pinned
+        installed.pop(tool, None)
+    drift = {n: (v, pinned.get(n)) for n, v in installed.items() if pinned.get(n) != v}
+    assert not drift, f"installed (version, pin): {drift}; run make frameworks-pins"
 
 
 def test_the_committed_page_links_only_committed_counterexamples() -> None:

@@ -1,16 +1,25 @@
 """Claude Code session files (JSONL, one record a line).
 
 Records with ``type`` ``user`` or ``assistant`` and a ``message`` are
-messages; they form a tree by ``parentUuid`` and the model sees the chain
-that ends at the latest one. A ``compact_boundary`` system record followed
-by an ``isCompactSummary`` user record is a compaction. Titles
-(``type: "summary"``), progress, sidechain records and other system records
-are no messages. See ``docs/importers.md`` ("claude-code").
+messages. The conversation is the ``parentUuid`` chain where records have one
+and the file's order where they do not: a record without ``parentUuid`` or
+without ``uuid`` continues the session. A ``compact_boundary`` system record
+followed by an ``isCompactSummary`` user record is a compaction, and the
+session goes on after it. Titles (``type: "summary"``), progress, sidechain
+records and other system records are no messages. Records of another
+``sessionId`` are another session. See ``docs/importers.md`` ("claude-code").
+
+The file is read line by line and the snapshots are given as they are made
+(:func:`iter_snapshots`): a message that leaves the chain the model sees is
+kept as its place in the file and read again if a later chain holds it, so a
+long session is never held whole.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import re
+import sys
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,72 +32,209 @@ from verifier.importers.common import (
     canonical,
     metadata_annotations,
 )
-from verifier.importers.sources import Source, read_jsonl, texts
+from verifier.importers.detect import describe
+from verifier.importers.sources import Source, read_jsonl_at, texts
+from verifier.io import _Ctx, _loads
 
-__all__ = ["record_message", "snapshots"]
+__all__ = ["iter_snapshots", "record_message", "snapshots"]
 
 COMPACTION = "claude-code:compact_boundary"
 _HARNESS_ERROR = "<tool_use_error>"
+_DECLINED = re.compile(
+    r"doesn't want to (?:proceed|take this action)|does not want to proceed"
+    r"|\[Request interrupted by user for tool use\]",
+    re.IGNORECASE,
+)
+
+
+def _place(index: int, offset: int, size: int, lineno: int) -> int:
+    """Where a record stands (source index, offset, size in bytes, line number), as one int."""
+    return (((index << 40 | offset) << 32 | size) << 32) | lineno
+
+
+def _unplace(place: int) -> tuple[int, int, int, int]:
+    mask = (1 << 32) - 1
+    return place >> 104, (place >> 64) & ((1 << 40) - 1), (place >> 32) & mask, place & mask
 
 
 @dataclass
 class _Session:
-    """The tree read so far and the chain the model sees now."""
+    """The tree read so far and the chain the model sees now.
 
+    Keys are record uuids; a message without one has the key ``#FILE:LINE``.
+    ``messages`` gives every message's place in its file; ``live`` holds the
+    messages of the chain the model sees (the others are read again when a
+    later chain holds them). ``windows`` maps a compaction's boundary, its
+    summary and the last message it kept to the window the compaction left.
+    """
+
+    sources: Sequence[Source] = ()
     parents: dict[str, str | None] = field(default_factory=dict)
-    messages: dict[str, Message] = field(default_factory=dict)
+    messages: dict[str, int] = field(default_factory=dict)
+    live: dict[str, Message] = field(default_factory=dict)
     boundaries: set[str] = field(default_factory=set)
     windows: dict[str, list[str]] = field(default_factory=dict)
     current: list[str] = field(default_factory=list)
     out: list[Snapshot] = field(default_factory=list)
     pending: tuple[list[str], str] | None = None
+    session: tuple[str, str, int] | None = None
+    """(sessionId, file, line) of the first record that named one."""
+    sidechain: tuple[str, int] | None = None
+    """(file, line) of the first sidechain message, if any."""
+    keep: bool = True
+    """Keep each message's record and body (for an extractor)."""
+    loose: set[str] = field(default_factory=set)
+    """Messages that continued the session by the file's order (no uuid or no parentUuid)."""
 
     def snapshot(self, policy: str | None = None) -> None:
-        self.out.append(Snapshot(tuple(self.messages[u] for u in self.current), policy))
+        self.out.append(Snapshot(tuple(self.message(u) for u in self.current), policy))
+
+    def message(self, key: str) -> Message:
+        """The message ``key``: held while it is in the chain, else read again."""
+        held = self.live.get(key)
+        if held is None:
+            index, offset, size, lineno = _unplace(self.messages[key])
+            src = self.sources[index]
+            record = _loads(src.line_at(offset, size, lineno), _Ctx(src.name, lineno))
+            held = record_message(record, src.name, f"line {lineno}", keep=self.keep)
+            self.live[key] = held
+        return held
+
+    def move(self, chain: list[str]) -> None:
+        """The model now sees ``chain``: the messages out of it are no longer held."""
+        keep = set(chain)
+        for key in [k for k in self.live if k not in keep]:
+            del self.live[key]
+        self.current = chain
 
 
-def snapshots(sources: Sequence[Source]) -> list[Snapshot]:
-    """The snapshots of one or more session files, read in order."""
-    session = _Session()
-    for src in sources:
-        for lineno, record in read_jsonl(src):
-            _read(record, src.name, lineno, session)
+def snapshots(sources: Sequence[Source], *, keep_records: bool = True) -> list[Snapshot]:
+    """The snapshots of one or more session files, read in order (one session).
+
+    ``keep_records`` keeps each message's record (what an extractor is given);
+    without it a long session's parsed records are not held in memory.
+    """
+    return list(iter_snapshots(sources, keep_records=keep_records))
+
+
+def iter_snapshots(sources: Sequence[Source], *, keep_records: bool = True) -> Iterator[Snapshot]:
+    """:func:`snapshots`, each given as soon as it is made (the file read line by line)."""
+    session = _Session(sources, keep=keep_records)
+    for index, src in enumerate(sources):
+        _refuse_json_document(src)
+        for lineno, offset, size, record in read_jsonl_at(src):
+            _read(record, src.name, lineno, session, _place(index, offset, size, lineno))
+            if session.out:
+                yield from session.out
+                session.out.clear()
     if session.pending is not None:
         _compact(session, None)
+    if not session.messages and session.sidechain is not None:
+        file, line = session.sidechain
+        raise InputError(
+            "every message of the file is a sidechain record (isSidechain: true): it holds a"
+            " subagent's session, not the main one",
+            file=file,
+            line=line,
+            fix="import the main session's file (the subagent's work is in it as a Task call"
+            " and its result)",
+        )
     session.snapshot()
-    return session.out
+    yield from session.out
 
 
-def _read(record: Any, file: str, lineno: int, s: _Session) -> None:
+def _refuse_json_document(src: Source) -> None:
+    """A JSON document (not JSONL) given as a session file is named as what it is."""
+    head = src.head(4096).lstrip(b"\xef\xbb\xbf \t\r\n")
+    if not head.startswith(b"[") and (not head.startswith(b"{") or _first_line_is_object(src)):
+        return
+    shape = describe(src)
+    raise InputError(
+        f"this is {shape.what}, not a Claude Code session file (JSONL: one record a line)",
+        file=src.name,
+        line=1,
+        fix=shape.fix_for("claude-code"),
+    )
+
+
+def _first_line_is_object(src: Source) -> bool:
+    """Does the first non-blank line hold a whole JSON object (as JSONL does)?"""
+    for line in src.head(65536).decode("utf-8", "replace").split("\n", 64)[:64]:
+        if line.strip():
+            text = line.strip()
+            return text.startswith("{") and text.endswith("}")
+    return False
+
+
+def _read(record: Any, file: str, lineno: int, s: _Session, place: int) -> None:
     if not isinstance(record, dict):
         raise InputError("each line must be a JSON object", file=file, line=lineno)
     uuid = record.get("uuid")
-    if not isinstance(uuid, str) or not uuid or uuid in s.parents:
-        return  # no place in the tree, or a record written again (a replay): the first counts
-    parent = record.get("parentUuid")
-    s.parents[uuid] = parent if isinstance(parent, str) else None
+    has_uuid = isinstance(uuid, str) and bool(uuid)
+    if isinstance(uuid, str):
+        uuid = sys.intern(uuid)  # one string for the uuid wherever it is kept
+    if has_uuid and uuid in s.parents:
+        return  # a record written again (a replay): the first counts
     kind = record.get("type")
-    if kind == "system" and record.get("subtype") == "compact_boundary":
-        _boundary(record, uuid, s)
-    elif kind in ("user", "assistant") and "message" in record and not record.get("isSidechain"):
-        message = record_message(record, file, f"line {lineno}")
-        s.messages[uuid] = message
+    is_message = kind in ("user", "assistant") and "message" in record
+    if is_message and record.get("isSidechain"):
+        if s.sidechain is None:
+            s.sidechain = (file, lineno)
+        return
+    boundary = kind == "system" and record.get("subtype") == "compact_boundary"
+    if is_message or boundary:
+        _same_session(record, file, lineno, s)
+    key = str(uuid) if has_uuid else f"#{file}:{lineno}"
+    parent = record.get("parentUuid")
+    if has_uuid:
+        s.parents[key] = sys.intern(parent) if isinstance(parent, str) and parent else None
+    if boundary:
+        _boundary(record, key, s)
+    elif is_message:
+        message = record_message(record, file, f"line {lineno}", keep=s.keep)
+        if not has_uuid:
+            s.parents[key] = None
+        s.messages[key] = place
+        s.live[key] = message
         if s.pending is not None:
-            _compact(s, uuid if message.summary else None)
+            _compact(s, key if message.summary else None)
             if message.summary:
                 return
-        _extend(uuid, s)
+            s.live[key] = message  # not in the window the compaction left: it follows it
+        _extend(key, s)
+
+
+def _same_session(record: Mapping[str, Any], file: str, lineno: int, s: _Session) -> None:
+    """Records of another ``sessionId`` are another session: refused, naming both."""
+    sid = record.get("sessionId")
+    if not isinstance(sid, str) or not sid:
+        return
+    if s.session is None:
+        s.session = (sid, file, lineno)
+        return
+    first, first_file, first_line = s.session
+    if sid != first:
+        where = f"line {first_line}" if first_file == file else f"{first_file}:{first_line}"
+        raise InputError(
+            f"sessionId {sid!r} is another session than {first!r} ({where}): a trace holds"
+            " one session",
+            file=file,
+            line=lineno,
+            fix="import each session on its own (one file, or the files of one session)",
+        )
 
 
 def _boundary(record: Mapping[str, Any], uuid: str, s: _Session) -> None:
     """A compaction: the window before ends at ``logicalParentUuid``."""
+    if s.pending is not None:
+        _compact(s, None)  # a boundary with no summary after it: it left its kept messages
     s.boundaries.add(uuid)
     logical = record.get("logicalParentUuid")
-    last = logical if isinstance(logical, str) else (s.current[-1] if s.current else None)
-    before = _chain(last, s) if last is not None else []
+    last = logical if isinstance(logical, str) and logical else None
+    before = list(s.current) if _continues(last, s) else _chain(last, s) if last else []
     if before != s.current:
         s.snapshot()
-        s.current = before
+        s.move(before)
     s.snapshot()
     s.pending = (_preserved(record.get("compactMetadata"), s), uuid)
 
@@ -128,28 +274,55 @@ def _compact(s: _Session, summary: str | None) -> None:
     assert s.pending is not None
     kept, boundary = s.pending
     s.pending = None
-    s.current = ([summary] if summary is not None else []) + [u for u in kept if u != summary]
+    s.move(([summary] if summary is not None else []) + [u for u in kept if u != summary])
     s.snapshot(COMPACTION)
-    s.windows[boundary] = list(s.current)
-    if s.current:
-        s.windows[s.current[-1]] = list(s.current)
+    for anchor in (boundary, summary, s.current[-1] if s.current else None):
+        if anchor is not None:
+            s.windows[anchor] = list(s.current)
 
 
-def _extend(uuid: str, s: _Session) -> None:
-    """A new message continues the chain the model sees, or starts another branch."""
-    parent = _message_parent(uuid, s)
-    extends = parent == s.current[-1] if s.current else parent is None
-    if extends or (parent is not None and s.windows.get(parent) == s.current):
-        s.current.append(uuid)
+def _extend(key: str, s: _Session) -> None:
+    """A new message continues the chain the model sees, or starts another branch.
+
+    It continues it when its parent (the nearest message or boundary up its
+    ``parentUuid``) ends the chain, or is the anchor of the window the chain is
+    (a compaction's boundary, summary or last kept message), or when it names
+    no parent at all (the file's order). Any other parent is a branch: a rewind
+    or an edited prompt.
+    """
+    parent = _message_parent(key, s)
+    if _continues(parent, s):
+        if parent is None:
+            s.loose.add(key)
+            if s.current:
+                s.parents[key] = s.current[-1]  # what follows it chains through the session
+        s.current.append(key)
         return
     s.snapshot()
-    s.current = _chain(uuid, s)
+    s.move(_chain(key, s))
 
 
-def _message_parent(uuid: str, s: _Session) -> str | None:
+def _continues(parent: str | None, s: _Session) -> bool:
+    """Does a message whose parent is ``parent`` continue the chain the model sees?
+
+    It does when ``parent`` is None, ends the chain, is the anchor of the window
+    the chain is, or is followed in the chain only by messages that continued
+    it by the file's order.
+    """
+    if parent is None or s.windows.get(parent) == s.current:
+        return True
+    for node in reversed(s.current):
+        if node == parent:
+            return True
+        if node not in s.loose:
+            return False
+    return False
+
+
+def _message_parent(key: str, s: _Session) -> str | None:
     """The nearest ancestor that is a message or a compaction boundary."""
-    node = s.parents.get(uuid)
-    seen = {uuid}
+    node = s.parents.get(key)
+    seen = {key}
     while node is not None and node not in seen:
         if node in s.messages or node in s.boundaries:
             return node
@@ -158,10 +331,10 @@ def _message_parent(uuid: str, s: _Session) -> str | None:
     return None
 
 
-def _chain(uuid: str, s: _Session) -> list[str]:
-    """The messages the model sees when ``uuid`` is the latest one."""
+def _chain(key: str, s: _Session) -> list[str]:
+    """The messages the model sees when ``key`` is the latest one."""
     collected: list[str] = []
-    node: str | None = uuid
+    node: str | None = key
     seen: set[str] = set()
     while node is not None and node not in seen:
         seen.add(node)
@@ -175,10 +348,21 @@ def _chain(uuid: str, s: _Session) -> list[str]:
     return collected[::-1]
 
 
-def record_message(record: Mapping[str, Any], file: str, where: str) -> Message:
-    """One user or assistant record as a :class:`Message` (its ``uuid`` is its id)."""
+def record_message(
+    record: Mapping[str, Any], file: str, where: str, *, keep: bool = True
+) -> Message:
+    """One user or assistant record as a :class:`Message` (its ``uuid`` is its id).
+
+    A tool result the user declined (``is_error``, and its text says the user did
+    not want to proceed) is the user's decision, not a failed command.
+    """
     body = record.get("message")
-    base = Message(str(record.get("type")), canonical(body), file, where)
+    uuid = record.get("uuid")
+    has_uuid = isinstance(uuid, str) and bool(uuid)
+    # a record's content is fixed by its uuid (the first record with it counts): the uuid
+    # is its key; a record without one is known by its JSON
+    key = f"uuid:{uuid}" if has_uuid else canonical(body)
+    base = Message(str(record.get("type")), key, file, where)
     if not isinstance(body, dict):
         raise base.error("'message' must be an object", fix="write the message as an object")
     role = body.get("role", record.get("type"))
@@ -191,13 +375,15 @@ def record_message(record: Mapping[str, Any], file: str, where: str) -> Message:
         base.key,
         file,
         where,
-        str(record["uuid"]),
+        sys.intern(uuid) if isinstance(uuid, str) and uuid else None,
         text,
         calls,
         results,
         summary=bool(record.get("isCompactSummary")),
         at=at,
         annotations=notes,
+        raw=body if keep else None,
+        record=record if keep else None,
     )
 
 
@@ -255,4 +441,5 @@ def _result(block: Mapping[str, Any], base: Message) -> ToolResult:
         raise base.error("a tool_result block needs a 'tool_use_id'")
     content = texts(block.get("content"))
     error = block.get("is_error") is True or content.lstrip().startswith(_HARNESS_ERROR)
-    return ToolResult(call_id, content, error=error)
+    declined = block.get("is_error") is True and _DECLINED.search(content) is not None
+    return ToolResult(call_id, content, error=error and not declined, declined=declined)

@@ -1,5 +1,9 @@
 """inspect_ai eval logs: ``.json`` logs, and ``.eval`` (zip) logs.
 
+A file may also hold inspect_ai messages themselves: a JSON array of
+``ChatMessage`` objects, an ``AgentState`` (``{"messages": [...]}``), or a
+JSON array of such lists, one snapshot each.
+
 A sample's history is read from its events: the input of each call to the
 model (``model`` events) and the message it answered with is one snapshot,
 and a ``compaction`` event marks the next snapshot as a compaction. A sample
@@ -41,9 +45,47 @@ def snapshots(sources: Sequence[Source], *, sample: str | None = None) -> list[S
     """The snapshots of one sample of each log, in order."""
     out: list[Snapshot] = []
     for src in sources:
+        listed = _message_lists(src)
+        if listed is not None:
+            if sample is not None:
+                raise InputError(
+                    "--sample picks a sample of an eval log, and this file is a message list",
+                    file=src.name,
+                    fix="drop --sample",
+                )
+            for where, raw in listed:
+                messages = [_message(m, src.name, f"{where}message {i}") for i, m in enumerate(raw)]
+                out.append(Snapshot(tuple(messages)))
+            continue
         chosen = _pick(_samples(src), sample, src.name)
         out.extend(_sample_snapshots(chosen, src.name))
     return out
+
+
+def _message_lists(src: Source) -> list[tuple[str, list[Any]]] | None:
+    """The message lists of a file that holds ChatMessages, not a log, else None.
+
+    A JSON array of ChatMessages (a sample's ``messages``), an object with a
+    ``messages`` list and no ``samples`` (an ``AgentState``), or a JSON array of
+    such lists (one snapshot each).
+    """
+    if src.data[:4] == b"PK\x03\x04":
+        return None
+    head = src.data[:64].lstrip(b"\xef\xbb\xbf \t\r\n")
+    if not head.startswith((b"[", b"{")):
+        return None
+    value = read_json(src)
+    if (
+        isinstance(value, dict)
+        and "samples" not in value
+        and isinstance(value.get("messages"), list)
+    ):
+        return [("", value["messages"])]
+    if not isinstance(value, list):
+        return None
+    if value and all(isinstance(v, list) for v in value):
+        return [(f"snapshot {k} ", v) for k, v in enumerate(value)]
+    return [("", value)]
 
 
 def _samples(src: Source) -> list[Any]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -34,6 +35,7 @@ _CODEX_RECORDS = frozenset(
     {"session_meta", "response_item", "compacted", "turn_context", "event_msg"}
 )
 _ROLES = frozenset({"system", "developer", "user", "assistant", "tool"})
+_PROCESS_EXIT = re.compile(r"^Process exited with code (-?\d+)\s*$", re.MULTILINE)
 
 
 def snapshots(sources: Sequence[Source]) -> list[Snapshot]:
@@ -232,8 +234,9 @@ def _shell_call(obj: dict[str, Any], base: Message) -> Message:
 def _output(obj: dict[str, Any], base: Message) -> Message:
     """``function_call_output`` and its kin: the output text, by ``call_id``.
 
-    Codex writes some outputs as ``{"content", "success"}`` objects, and older
-    rollouts as a JSON text with ``metadata.exit_code``: both are read.
+    Codex writes some outputs as ``{"content", "success"}`` objects, older
+    rollouts as a JSON text with ``metadata.exit_code``, and ``exec_command``
+    outputs with a ``Process exited with code N`` header line: all are read.
     """
     raw = obj.get("output")
     error, exit_code = False, None
@@ -242,6 +245,9 @@ def _output(obj: dict[str, Any], base: Message) -> Message:
         raw = raw.get("content")
     content = texts(raw)
     exit_code = _metadata_exit_code(content)
+    if exit_code is None:
+        found = _PROCESS_EXIT.search(content)
+        exit_code = int(found.group(1)) if found is not None else None
     result = ToolResult(_call_id(obj, base), content, None, error, exit_code)
     return _with(base, role="tool", results=(result,))
 

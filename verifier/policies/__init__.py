@@ -25,15 +25,16 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from verifier.errors import InputError
 from verifier.findings import Finding
 from verifier.io import item_from_json, item_from_plain
-from verifier.policies.loading import Policy, as_policy, load_policy, one_line
+from verifier.policies.loading import Policy, as_policy, load_policy, one_line, spec_policy
 from verifier.policies.spec import Spec, SpecPolicy, load_spec, parse_spec
+from verifier.store import Store
 from verifier.window import Item, Window, canonical_json
 
 __all__ = [
@@ -44,6 +45,7 @@ __all__ = [
     "PolicyResult",
     "Spec",
     "SpecPolicy",
+    "StoreView",
     "item_tokens",
     "load_policy",
     "load_spec",
@@ -53,6 +55,7 @@ __all__ = [
     "pressure_of",
     "run_policy",
     "run_twice",
+    "spec_policy",
     "window_tokens",
 ]
 
@@ -110,6 +113,45 @@ class AgeTracker:
 
     def ages(self) -> dict[str, int]:
         return {i: self.rewrites - at for i, at in self.first.items()}
+
+
+class StoreView(Mapping[str, dict[str, Any]]):
+    """The durable store as a policy reads it: ``ref`` -> the stored item, as a plain dict.
+
+    Read-only, and every read gives a fresh dict: a policy cannot change what the
+    harness stored. Made from a :class:`~verifier.store.Store` (entries verified as
+    they are read) or from a mapping of refs to item dicts; empty without either.
+
+    >>> view = StoreView({"sha256:ab": {"id": "c1", "kind": "prose"}})
+    >>> view["sha256:ab"], len(view), view.get("sha256:cd")
+    ({'id': 'c1', 'kind': 'prose'}, 1, None)
+    """
+
+    __slots__ = ("_source",)
+
+    def __init__(self, source: Store | Mapping[str, Mapping[str, Any]] | None = None) -> None:
+        self._source: Store | Mapping[str, Mapping[str, Any]] = {} if source is None else source
+
+    def __getitem__(self, ref: str) -> dict[str, Any]:
+        if isinstance(self._source, Store):
+            item = self._source.get(ref) if isinstance(ref, str) else None
+            if item is None:
+                raise KeyError(ref)
+            found: dict[str, Any] = json.loads(item.raw)
+            return found
+        copied: dict[str, Any] = json.loads(json.dumps(self._source[ref]))
+        return copied
+
+    def __iter__(self) -> Iterator[str]:
+        if isinstance(self._source, Store):
+            return (it.ref for it in self._source.items())
+        return iter(list(self._source))
+
+    def __len__(self) -> int:
+        return len(self._source)
+
+    def __repr__(self) -> str:
+        return f"StoreView({len(self)} entries)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -323,14 +365,25 @@ def _normalize(
     return tuple(items), spill, claimed
 
 
+StoreLike = Store | Mapping[str, Mapping[str, Any]]
+"""What a caller may give a policy as the store: a store, or refs -> item dicts."""
+
+
 def _call(
-    policy: Policy, window: list[dict[str, Any]], budget: int, pass_no: int, ages: Any
+    policy: Policy,
+    window: list[dict[str, Any]],
+    budget: int,
+    pass_no: int,
+    ages: Any,
+    store: StoreLike | None,
 ) -> Any:
     kwargs: dict[str, Any] = {}
     if policy.takes_pass_no:
         kwargs["pass_no"] = pass_no
     if policy.takes_ages:
         kwargs["ages"] = dict(ages or {})
+    if policy.takes_store:
+        kwargs["store"] = StoreView(store)
     return policy.function(window, budget, **kwargs)
 
 
@@ -341,6 +394,7 @@ def run_policy(
     *,
     pass_no: int = 1,
     ages: Mapping[str, int] | None = None,
+    store: StoreLike | None = None,
     known: Callable[[str], bool] | None = None,
     check_determinism: bool = False,
 ) -> PolicyResult:
@@ -348,7 +402,9 @@ def run_policy(
 
     The policy gets a deep copy of the window as plain dicts (each item exactly
     as it was written) and ``budget``; policies whose signature accepts the
-    keyword arguments ``pass_no`` and ``ages`` (or ``**kwargs``) get them too.
+    keyword arguments ``pass_no``, ``ages`` and ``store`` (or ``**kwargs``) get
+    them too: ``store`` as a read-only :class:`StoreView` of the store given
+    (empty when none is).
     The return is normalised: a list of item dicts, or a dict with ``window``,
     ``spill`` and ``claimed_preserved``. An exception, a wrong return type, an
     invalid item, a duplicate id, a ``spill`` id that was not in the window, or
@@ -364,10 +420,12 @@ def run_policy(
     policy that is not callable, a budget that is not an int >= 0.
     """
     if check_determinism:
-        return run_twice(policy, window, budget, pass_no=pass_no, ages=ages, known=known)
+        return run_twice(
+            policy, window, budget, pass_no=pass_no, ages=ages, store=store, known=known
+        )
     pol, before = _prepare(policy, window, budget)
     given = Given.of(before)
-    run = _raw_run(pol, given, budget, pass_no, ages)
+    run = _raw_run(pol, given, budget, pass_no, ages, store)
     return outcome_of(pol, given, run, known).result(before, pass_no)
 
 
@@ -383,7 +441,13 @@ def _prepare(
 
 
 def _raw_run(
-    pol: Policy, given: Given, budget: int, pass_no: int, ages: Any, contained: bool = False
+    pol: Policy,
+    given: Given,
+    budget: int,
+    pass_no: int,
+    ages: Any,
+    store: StoreLike | None,
+    contained: bool = False,
 ) -> tuple[bool, Any]:
     """Call the policy on its own copy of the window: (True, what it returned), or
     (False, the exception's one-line message). ``contained``: in a policy's own process,
@@ -393,7 +457,7 @@ def _raw_run(
         (BaseException,) if contained else (Exception, SystemExit)
     )
     try:
-        return True, _call(pol, window, budget, pass_no, ages)
+        return True, _call(pol, window, budget, pass_no, ages, store)
     except caught as exc:
         return False, one_line(exc)
 
@@ -436,6 +500,7 @@ def run_twice(
     *,
     pass_no: int = 1,
     ages: Mapping[str, int] | None = None,
+    store: StoreLike | None = None,
     known: Callable[[str], bool] | None = None,
 ) -> PolicyResult:
     """Run a policy twice on equal copies of the same input.
@@ -444,7 +509,7 @@ def run_twice(
     included); a PL002 policy-nondeterministic result when the outputs differ.
     """
     pol, before = _prepare(policy, window, budget)
-    outcome = outcome_twice(pol, Given.of(before), budget, pass_no, ages, known)
+    outcome = outcome_twice(pol, Given.of(before), budget, pass_no, ages, known, store=store)
     return outcome.result(before, pass_no)
 
 
@@ -457,15 +522,15 @@ def outcome_twice(
     known: Callable[[str], bool] | None = None,
     between: Callable[[], None] | None = None,
     contained: bool = False,
+    *,
+    store: StoreLike | None = None,
 ) -> Outcome:
     """:func:`run_twice` as an :class:`Outcome`; ``between`` is called after the first
     call returns (a policy's process reports it: each call has its own time limit)."""
-    first_ages = None if ages is None else dict(ages)
-    raw_first = _raw_run(pol, given, budget, pass_no, first_ages, contained)
+    raw_first = _raw_run(pol, given, budget, pass_no, _copy(ages), store, contained)
     if between is not None:
         between()
-    second_ages = None if ages is None else dict(ages)
-    raw_second = _raw_run(pol, given, budget, pass_no, second_ages, contained)
+    raw_second = _raw_run(pol, given, budget, pass_no, _copy(ages), store, contained)
     first = outcome_of(pol, given, raw_first, known)
     if _same(raw_first, raw_second):
         return first  # equal returns: one validation serves both
@@ -478,6 +543,10 @@ def outcome_twice(
         + _difference(first, second),
         items=_differing_ids(first, second),
     )
+
+
+def _copy(ages: Mapping[str, int] | None) -> dict[str, int] | None:
+    return None if ages is None else dict(ages)
 
 
 def _describe(res: Outcome) -> str:

@@ -17,8 +17,13 @@ run in a child forked from the calling process where the system can fork.
 
 The two processes speak over two pipes, one message a request: the window
 goes as the items' JSON texts, and the result comes back as the new window's
-texts (an item the policy kept as it was travels as its position). Each call
-of a pair (the policy runs twice per rewrite: PL002) has its own limit.
+texts (an item the policy kept as it was travels as its position). A policy
+that takes the keyword ``store`` reads a copy of the store the worker keeps:
+each request carries the entries it has not been sent yet (a store's refs name
+their content, so an entry sent once stays as it was), and the whole store
+again when the store no longer begins with what it was sent (a new session).
+Each call of a pair (the policy runs twice per rewrite: PL002) has its own
+limit.
 ``random`` is seeded from each request, and str hashing is fixed, so a policy
 is called alike in every worker: the same session shows the same findings
 when it is played again to be shrunk.
@@ -43,7 +48,7 @@ from typing import Any
 
 from verifier.errors import InputError
 from verifier.io import item_from_canonical
-from verifier.policies import Given, Outcome, PolicyResult, outcome_twice
+from verifier.policies import Given, Outcome, PolicyResult, StoreLike, StoreView, outcome_twice
 from verifier.policies.loading import Policy, as_policy, load_policy, one_line
 from verifier.window import Item
 
@@ -92,8 +97,10 @@ def _reply(conn: Connection, obj: Any) -> None:
 
 
 def _serve(policy: Policy, reader: Connection, writer: Connection) -> None:
-    """Answer requests until the harness goes: each one the window, a budget, a pass."""
+    """Answer requests until the harness goes: each one the window, a budget, a pass
+    (and what changed in the store, for a policy that takes it)."""
     parent = os.getppid()
+    store: dict[str, Any] = {}
     while True:
         try:
             if not reader.poll(_POLL):
@@ -103,9 +110,15 @@ def _serve(policy: Policy, reader: Connection, writer: Connection) -> None:
             request = reader.recv_bytes()
         except (EOFError, OSError):
             return
-        head, _, body = _decode(request).partition("\n")
+        head, _, rest = _decode(request).partition("\n")
+        changes, _, body = rest.partition("\n")
         args = json.loads(head)
-        _seed(request)
+        if changes:
+            delta = json.loads(changes)
+            if delta["reset"]:
+                store.clear()
+            store.update(delta["add"])
+        _seed(_encode(head + "\n" + body))  # the store's changes aside: they depend on history
         raws = tuple(body.split("\n")) if body else ()
         given = Given(raws, dict(zip(args["ids"], args["kinds"], strict=True)))
         outcome = outcome_twice(
@@ -116,6 +129,7 @@ def _serve(policy: Policy, reader: Connection, writer: Connection) -> None:
             args["ages"],
             between=lambda: writer.send_bytes(b"1"),
             contained=True,
+            store=store if policy.takes_store else None,
         )
         position = {raw: i for i, raw in enumerate(raws)}
         _reply(
@@ -179,9 +193,14 @@ def _worker_main(argv: Sequence[str]) -> int:
             },
         )
         return 0
-    _reply(writer, {"ready": policy.name, "ages": policy.takes_ages})
+    _reply(writer, _ready(policy))
     _serve(policy, reader, writer)
     return 0
+
+
+def _ready(policy: Policy) -> dict[str, Any]:
+    """The worker's first reply: the policy loaded, and which growing arguments it takes."""
+    return {"ready": policy.name, "ages": policy.takes_ages, "store": policy.takes_store}
 
 
 def _forked(policy: Policy, reader_fd: int, writer_fd: int, close: Sequence[int]) -> None:
@@ -193,7 +212,7 @@ def _forked(policy: Policy, reader_fd: int, writer_fd: int, close: Sequence[int]
     _quiet_stdout()
     reader = Connection(reader_fd, writable=False)
     writer = Connection(writer_fd, readable=False)
-    _reply(writer, {"ready": policy.name, "ages": policy.takes_ages})
+    _reply(writer, _ready(policy))
     _serve(policy, reader, writer)
 
 
@@ -247,6 +266,9 @@ class PolicyProcess:
         self.name = policy if isinstance(policy, str) else policy.name
         self.faults = 0
         self._takes_ages = True
+        self._takes_store = True
+        self._sent: list[str] = []
+        """The refs of the store entries the worker holds, in the order it holds them."""
         self._proc: subprocess.Popen[bytes] | Any = None
         self._reader: Connection | None = None
         self._writer: Connection | None = None
@@ -288,6 +310,7 @@ class PolicyProcess:
             self._stop()
             raise InputError(**obj["error"])
         self._takes_ages = bool(obj.get("ages", True))
+        self._takes_store = bool(obj.get("store", True))
 
     def _spawn(self, source: str) -> None:
         to_child = os.pipe()
@@ -367,6 +390,7 @@ class PolicyProcess:
                 with contextlib.suppress(OSError):
                     conn.close()
         self._writer = self._reader = None
+        self._sent = []  # a new worker starts with an empty store
         proc, code = self._proc, None
         if proc is not None:
             code = self._returncode(0)
@@ -419,12 +443,18 @@ class PolicyProcess:
         *,
         pass_no: int = 1,
         ages: Mapping[str, int] | None = None,
+        store: StoreLike | None = None,
     ) -> PolicyResult:
         """Call the policy twice on copies of ``before`` in its process, as
         :func:`~verifier.policies.run_twice` does in this one; a call past the
-        time limit is PL003, a process that ends is PL001 (saying how it ended)."""
+        time limit is PL003, a process that ends is PL001 (saying how it ended).
+
+        ``store`` (refs -> item dicts, or a :class:`~verifier.store.Store`) is
+        what a policy that takes the keyword ``store`` reads; the worker is sent
+        only the entries it does not hold yet."""
         self.start()
         assert self._writer is not None
+        changes = self._store_changes(store) if self._takes_store else ""
         head = json.dumps(
             {
                 "budget": budget,
@@ -438,7 +468,7 @@ class PolicyProcess:
         )
         body = "\n".join(it.raw for it in before)
         try:
-            self._writer.send_bytes(_encode(head + "\n" + body))
+            self._writer.send_bytes(_encode(head + "\n" + changes + "\n" + body))
             self._receive(self.timeout)  # the first call returned
             reply = self._receive(self.timeout)
         except _TimedOut:
@@ -467,6 +497,22 @@ class PolicyProcess:
                 f" ({one_line(exc)})",
             )
         return self._outcome(reply, before).result(before, pass_no)
+
+    def _store_changes(self, store: StoreLike | None) -> str:
+        """The request's line for the store: the entries the worker lacks, or the whole
+        store when what the worker holds is not where this store begins (a new session:
+        the worker's copy then lists its entries in the order this one does, as the
+        policy reads them in this process) ("" when nothing changed)."""
+        view = StoreView(store)
+        refs = list(view)
+        held = len(self._sent)
+        reset = refs[:held] != self._sent
+        new = refs if reset else refs[held:]
+        if not new and not reset:
+            return ""
+        self._sent = refs
+        add = {ref: view[ref] for ref in new}
+        return json.dumps({"reset": reset, "add": add}, ensure_ascii=False)
 
     def _fault(self, before: Sequence[Item], pass_no: int, code: str, message: str) -> PolicyResult:
         return PolicyResult(tuple(before), pass_no=pass_no, code=code, message=message)

@@ -29,7 +29,7 @@ from typing import Any
 from verifier.errors import InputError
 from verifier.policies.spec import Spec, SpecPolicy, load_spec
 
-__all__ = ["Policy", "as_policy", "load_policy", "one_line"]
+__all__ = ["Policy", "as_policy", "load_policy", "one_line", "spec_policy"]
 
 _USAGE = "name a policy as path/to/file.py:function, package.module:function or path/to/spec.toml"
 _counter = itertools.count(1)
@@ -45,9 +45,15 @@ class Policy:
     takes_ages: bool = False
     spec: Spec | None = field(default=None, repr=False)
     """The spec, when the policy is a spec run by its interpreter."""
+    takes_store: bool = False
     source: str | None = None
     """The name it was loaded by (``path/to/file.py:function``, ``module:function``): how a
     process of its own loads it again (:mod:`verifier.policies.isolated`)."""
+
+
+def spec_policy(spec: Spec) -> Policy:
+    """A spec run by its interpreter, as a policy that takes every keyword argument."""
+    return Policy(spec.name, SpecPolicy(spec), True, True, spec, True)
 
 
 def one_line(exc: BaseException) -> str:
@@ -72,12 +78,19 @@ def one_line(exc: BaseException) -> str:
     return out if len(out) <= 300 else out[:297] + "..."
 
 
-def _keywords(function: Callable[..., Any], name: str, where: str | None) -> tuple[bool, bool]:
-    """Check that function takes (window, budget); which of pass_no and ages it accepts."""
+_KEYWORDS: tuple[str, ...] = ("pass_no", "ages", "store")
+"""The optional keyword arguments a policy may take (docs/policies.md)."""
+
+
+def _keywords(
+    function: Callable[..., Any], name: str, where: str | None
+) -> tuple[bool, bool, bool]:
+    """Check that function takes (window, budget); which of pass_no, ages and store it
+    accepts."""
     try:
         sig = inspect.signature(function)
     except (TypeError, ValueError):
-        return False, False  # no signature to read (a builtin): calling it will tell
+        return False, False, False  # no signature to read (a builtin): calling it will tell
     params = sig.parameters
     var_kw = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
     by_keyword = (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
@@ -86,7 +99,7 @@ def _keywords(function: Callable[..., Any], name: str, where: str | None) -> tup
         p = params.get(keyword)
         return p.kind in by_keyword if p is not None else var_kw
 
-    given = {k: None for k in ("pass_no", "ages") if takes(k)}
+    given = {k: None for k in _KEYWORDS if takes(k)}
     try:
         sig.bind(None, None, **given)
     except TypeError as exc:
@@ -94,10 +107,10 @@ def _keywords(function: Callable[..., Any], name: str, where: str | None) -> tup
             f"policy {name!r} has the signature {sig}, which cannot be called as"
             f" policy(window, budget): {exc}",
             file=where,
-            fix="define it as def policy(window, budget): ... (keywords pass_no and ages"
-            " are optional)",
+            fix="define it as def policy(window, budget): ... (keywords pass_no, ages and"
+            " store are optional)",
         ) from None
-    return "pass_no" in given, "ages" in given
+    return "pass_no" in given, "ages" in given, "store" in given
 
 
 def as_policy(function: Callable[..., Any], name: str | None = None) -> Policy:
@@ -110,9 +123,9 @@ def as_policy(function: Callable[..., Any], name: str | None = None) -> Policy:
             f"policy {shown!r} is a {type(function).__name__}, not a function",
             fix="name a function that takes (window, budget)",
         )
-    pass_no, ages = _keywords(function, shown, None)
+    pass_no, ages, store = _keywords(function, shown, None)
     spec = function.spec if isinstance(function, SpecPolicy) else None
-    return Policy(shown, function, pass_no, ages, spec)
+    return Policy(shown, function, pass_no, ages, spec, store)
 
 
 def _error_line(exc: BaseException, path: Path) -> int | None:
@@ -189,8 +202,7 @@ def load_policy(arg: str) -> Policy:
     if not isinstance(arg, str) or not arg:
         raise InputError("no policy given", fix=_USAGE)
     if arg.endswith(".toml") and ":" not in Path(arg).name:
-        spec = load_spec(arg)
-        return Policy(spec.name, SpecPolicy(spec), True, True, spec)
+        return spec_policy(load_spec(arg))
     target, sep, func_name = arg.rpartition(":")
     if not sep or not target or not func_name:
         raise InputError(f"policy {arg!r} names no function", fix=_USAGE)
@@ -220,9 +232,9 @@ def load_policy(arg: str) -> Policy:
             file=where or target,
             fix="name a function that takes (window, budget)",
         )
-    pass_no, ages = _keywords(obj, func_name, where or target)
+    pass_no, ages, store = _keywords(obj, func_name, where or target)
     _check_requirements(obj, func_name, where or target)
-    return Policy(arg, obj, pass_no, ages, source=arg)
+    return Policy(arg, obj, pass_no, ages, None, store, arg)
 
 
 def _check_requirements(function: Any, name: str, where: str) -> None:

@@ -4,17 +4,19 @@
 error"): FILE is a counterexample ``fuzz`` wrote for a PL finding. Its trace
 ends where the policy failed, so its last window is the policy's input; the
 budget is the header's, the pass the rewrite that would have come next, the
-ages those of that point. The policy is loaded here and called as a debugger
-would call it: an exception comes back with its full traceback, a call past
-the time limit is interrupted where it is (its traceback says where it was
-looping), and the output is checked as ``fuzz`` checks it (valid items, the
-same output twice). A policy that ends its process ends this command too: a
-replay runs the policy as a debugger does, in the same process.
+ages those of that point, the store what the trace spilled until then. The
+policy is loaded here and called as a debugger would call it: an exception
+comes back with its full traceback, a call past the time limit is interrupted
+where it is (its traceback says where it was looping), and the output is
+checked as ``fuzz`` checks it (valid items, the same output twice). A policy
+that ends its process ends this command too: a replay runs the policy as a
+debugger does, in the same process.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import signal
 import sys
 import threading
@@ -26,9 +28,9 @@ from typing import Any
 
 from verifier.errors import InputError
 from verifier.io import parse_trace_text, read_input
-from verifier.policies import AgeTracker, Given, Outcome, outcome_of
+from verifier.policies import AgeTracker, Given, Outcome, StoreView, outcome_of
 from verifier.policies.loading import Policy, one_line
-from verifier.window import Append, Item, Rewrite
+from verifier.window import Append, Item, Rewrite, Spill
 
 __all__ = ["PolicyReplay", "PolicyTimeout", "replay_policy", "window_at_end"]
 
@@ -69,9 +71,11 @@ class PolicyReplay:
         }
 
 
-def window_at_end(path: str) -> tuple[tuple[Item, ...], int, int, dict[str, int], int]:
+def window_at_end(
+    path: str,
+) -> tuple[tuple[Item, ...], int, int, dict[str, int], dict[str, dict[str, Any]], int]:
     """The last window of a trace file, its budget, the pass that would come next, the
-    ages of its ids and the trace's last line."""
+    ages of its ids, the store its spills filled (ref -> item) and the trace's last line."""
     trace = parse_trace_text(read_input(path), path)
     budget = trace.header.budget
     if budget is None:
@@ -83,16 +87,19 @@ def window_at_end(path: str) -> tuple[tuple[Item, ...], int, int, dict[str, int]
         )
     window: tuple[Item, ...] = ()
     ages = AgeTracker()
+    store: dict[str, dict[str, Any]] = {}
     last = trace.header.line
     for event in trace.events:
         last = event.line
-        if isinstance(event, Append):
+        if isinstance(event, Spill):
+            store.update((it.ref, json.loads(it.raw)) for it in event.items)
+        elif isinstance(event, Append):
             window = window + event.items
             ages.appended(it.id for it in event.items)
         elif isinstance(event, Rewrite):
             window = event.apply(window)
             ages.rewritten()
-    return window, budget, ages.rewrites + 1, ages.ages(), last
+    return window, budget, ages.rewrites + 1, ages.ages(), store, last
 
 
 @contextlib.contextmanager
@@ -136,7 +143,7 @@ def replay_policy(
     Raises :class:`~verifier.errors.InputError` when the trace is bad input or
     has no budget.
     """
-    before, budget, pass_no, ages, line = window_at_end(path)
+    before, budget, pass_no, ages, store, line = window_at_end(path)
     given = Given.of(before)
     if announce is not None:
         announce(len(before), budget, pass_no)
@@ -149,6 +156,8 @@ def replay_policy(
         kwargs["pass_no"] = pass_no
     if policy.takes_ages:
         kwargs["ages"] = dict(ages)
+    if policy.takes_store:
+        kwargs["store"] = StoreView(store)
 
     def call(again: str = "") -> PolicyReplay | Outcome:
         window = given.fresh()

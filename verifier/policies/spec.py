@@ -27,6 +27,7 @@ the key path (``rule[2].when.age: expected a table like {ge = 2}``).
 from __future__ import annotations
 
 import copy
+import json
 import math
 import re
 import tomllib
@@ -45,12 +46,14 @@ __all__ = [
     "ORDER_KEYS",
     "SPEC_FORMAT",
     "Comparison",
+    "Reading",
     "Rule",
     "Spec",
     "SpecPolicy",
     "When",
     "load_spec",
     "parse_spec",
+    "spec_to_toml",
     "summary_id",
 ]
 
@@ -67,7 +70,7 @@ _LIST_CONDITIONS: dict[str, tuple[str, ...]] = {
     "type": TYPES,
     "modality": MODALITIES,
 }
-_BOOL_CONDITIONS: tuple[str, ...] = ("load_bearing", "negative", "cited", "stub")
+_BOOL_CONDITIONS: tuple[str, ...] = ("load_bearing", "negative", "cited", "result", "stub")
 _NUMBER_CONDITIONS: tuple[str, ...] = ("age", "score", "tokens", "pressure")
 _TOP_KEYS: tuple[str, ...] = ("format", "name", "order", "stop", "stub_tokens", "demote_orphans")
 _RULE_KEYS: tuple[str, ...] = ("when", "do")
@@ -102,6 +105,7 @@ class When:
     load_bearing: bool | None = None
     negative: bool | None = None
     cited: bool | None = None
+    result: bool | None = None
     stub: bool | None = None
     age: tuple[Comparison, ...] | None = None
     score: tuple[Comparison, ...] | None = None
@@ -325,6 +329,83 @@ def load_spec(path: str | Path) -> Spec:
     return parse_spec(text, str(path))
 
 
+# -- writing -----------------------------------------------------------------------------
+
+
+def _toml_string(text: str) -> str:
+    """A TOML basic string: JSON's escapes are TOML's, and DEL is escaped too."""
+    return json.dumps(text, ensure_ascii=False).replace("\x7f", "\\u007f")
+
+
+def _toml_number(value: float) -> str:
+    if isinstance(value, int):
+        return str(value)
+    return repr(float(value))  # finite: 2.0, 1e+300, 1.5e-05 are all TOML floats
+
+
+def _comment(text: str) -> str:
+    """One comment line: control characters, which TOML refuses in a comment, as spaces."""
+    shown = "".join(" " if ord(ch) < 0x20 or ord(ch) == 0x7F else ch for ch in text)
+    return ("# " + shown).rstrip()
+
+
+def _when_toml(w: When) -> str:
+    parts: list[str] = []
+    for key in _LIST_CONDITIONS:
+        values = getattr(w, key)
+        if values is not None:
+            parts.append(f"{key} = [{', '.join(_toml_string(v) for v in values)}]")
+    for key in _BOOL_CONDITIONS:
+        value = getattr(w, key)
+        if value is not None:
+            parts.append(f"{key} = {'true' if value else 'false'}")
+    for key in _NUMBER_CONDITIONS:
+        cmps = getattr(w, key)
+        if cmps is not None:
+            inner = ", ".join(f"{c.op} = {_toml_number(c.value)}" for c in cmps)
+            parts.append(f"{key} = {{ {inner} }}")
+    return "{ " + ", ".join(parts) + " }" if parts else ""
+
+
+def spec_to_toml(
+    spec: Spec,
+    *,
+    comments: Sequence[str] = (),
+    rule_comments: Mapping[int, Sequence[str]] | None = None,
+) -> str:
+    """The text of a spec file for ``spec``: :func:`parse_spec` reads it back as ``spec``
+    (``source`` aside). Every top-level key is written, defaults included.
+
+    ``comments`` go first, one ``#`` line each; ``rule_comments[i]`` go on the lines
+    above rule ``i`` (counted from 0).
+
+    >>> spec = parse_spec('format = "ctxproof-policy/1"\\n[[rule]]\\ndo = "spill"')
+    >>> text = spec_to_toml(spec, rule_comments={0: ["was evict"]})
+    >>> print(text.split("[[rule]]")[0].splitlines()[-1])
+    # was evict
+    >>> parse_spec(text) == spec
+    True
+    """
+    lines = [_comment(c) for c in comments]
+    lines += [
+        f"format = {_toml_string(SPEC_FORMAT)}",
+        f"name = {_toml_string(spec.name)}",
+        f"order = [{', '.join(_toml_string(k) for k in spec.order)}]",
+        f"stop = {_toml_string(spec.stop)}",
+        f"stub_tokens = {spec.stub_tokens}",
+        f"demote_orphans = {'true' if spec.demote_orphans else 'false'}",
+    ]
+    for i, rule in enumerate(spec.rules):
+        lines.append("")
+        lines += [_comment(c) for c in (rule_comments or {}).get(i, ())]
+        lines.append("[[rule]]")
+        when = _when_toml(rule.when)
+        if when:
+            lines.append(f"when = {when}")
+        lines.append(f"do = {_toml_string(rule.do)}")
+    return "\n".join(lines) + "\n"
+
+
 # -- the interpreter ---------------------------------------------------------------------
 
 
@@ -333,8 +414,25 @@ def summary_id(pass_no: int) -> str:
     return f"summary@{pass_no}"
 
 
+def _resolve(stub: Item, store: Mapping[str, Mapping[str, Any]] | None) -> Item | None:
+    """The item a stub stands for, where the store resolves it: an entry under the stub's
+    ``ref`` that hashes to it and has the stub's id (else None)."""
+    ref = stub.stub_ref
+    if store is None or ref is None:
+        return None
+    obj = store.get(ref)
+    if not isinstance(obj, Mapping):
+        return None
+    try:
+        item = item_from_json(dict(obj))
+    except (InputError, ValueError, TypeError, RecursionError):
+        return None  # not an item: nothing it could stand for
+    return item if item.id == stub.id and item.ref == ref else None
+
+
 def _cited_ids(items: Sequence[Item]) -> set[str]:
-    """Ids some other item cites as rationale, witness, derived_from or call."""
+    """Ids some other item cites as rationale, witness, derived_from or call (each item
+    here is the one the window shows, or what its stub stands for)."""
     out: set[str] = set()
     for it in items:
         refs = [*it.rationale, *it.witnesses, *it.derived_from]
@@ -342,6 +440,11 @@ def _cited_ids(items: Sequence[Item]) -> set[str]:
             refs.append(it.call)
         out.update(r for r in refs if r != it.id)
     return out
+
+
+def _answers_a_call(it: Item | None) -> bool:
+    """A result: an observation, or a prose placeholder, with ``call``."""
+    return it is not None and it.kind in ("observation", "prose") and it.call is not None
 
 
 def _negative(it: Item, by_id: Mapping[str, Item]) -> bool:
@@ -365,6 +468,22 @@ class _Facts:
     score: int
     negative: bool
     cited: bool
+    result: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Reading:
+    """What a spec reads of one item as a pass starts, and the rule that acts on it."""
+
+    id: str
+    rule: int | None
+    """The index (from 0) of the first rule whose ``when`` holds; None: no rule does (kept)."""
+    action: str
+    cited: bool
+    result: bool
+    negative: bool
+    load_bearing: bool
+    stub: bool
 
 
 def _matches(w: When, f: _Facts, pressure: float) -> bool:
@@ -377,6 +496,7 @@ def _matches(w: When, f: _Facts, pressure: float) -> bool:
         (w.load_bearing, it.load_bearing == w.load_bearing),
         (w.negative, f.negative == w.negative),
         (w.cited, f.cited == w.cited),
+        (w.result, f.result == w.result),
         (w.stub, (it.kind == "stub") == w.stub),
     ]
     if any(given is not None and not ok for given, ok in checks):
@@ -390,15 +510,27 @@ def _matches(w: When, f: _Facts, pressure: float) -> bool:
     return all(cmp is None or all(c.holds(x) for c in cmp) for cmp, x in numbers)
 
 
-def _read(originals: Sequence[dict[str, Any]], ages: Mapping[str, int]) -> list[_Facts]:
-    """What the conditions read of each item, as the pass starts."""
+def _read(
+    originals: Sequence[dict[str, Any]],
+    ages: Mapping[str, int],
+    store: Mapping[str, Mapping[str, Any]] | None,
+) -> list[_Facts]:
+    """What the conditions read of each item, as the pass starts.
+
+    For ``cited`` and ``result`` a stub is the item it stands for where the store
+    resolves it, and an item that neither cites nor answers anything where it does
+    not; for every other condition a stub is itself.
+    """
     items = [item_from_json(obj) for obj in originals]
     by_id: dict[str, Item] = {}
     for it in items:
         if it.id in by_id:
             raise ValueError(f"the window holds id {it.id!r} twice; ids are unique in a window")
         by_id[it.id] = it
-    cited = _cited_ids(items)
+    shown: list[Item | None] = [
+        _resolve(it, store) if it.kind == "stub" else it for it in items
+    ]
+    cited = _cited_ids([it for it in shown if it is not None])
     return [
         _Facts(
             it,
@@ -408,6 +540,7 @@ def _read(originals: Sequence[dict[str, Any]], ages: Mapping[str, int]) -> list[
             it.score if it.score is not None else 0,
             _negative(it, by_id),
             it.id in cited,
+            _answers_a_call(shown[i]),
         )
         for i, it in enumerate(items)
     ]
@@ -466,8 +599,10 @@ class SpecPolicy:
 
     Takes the window as plain item dicts and returns ``{"window", "spill",
     "claimed_preserved"}``; ``claimed_preserved`` lists exactly the ids whose
-    item the spec left unchanged. The semantics, including every point the
-    language leaves to the interpreter, are in docs/spec-language.md.
+    item the spec left unchanged. ``store`` (refs -> stored item dicts) is what
+    ``cited`` and ``result`` read a stub through; without it no stub resolves.
+    The semantics, including every point the language leaves to the
+    interpreter, are in docs/spec-language.md.
     """
 
     def __init__(self, spec: Spec) -> None:
@@ -484,9 +619,10 @@ class SpecPolicy:
         *,
         pass_no: int = 1,
         ages: Mapping[str, int] | None = None,
+        store: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> dict[str, list[Any]]:
         originals = [copy.deepcopy(dict(obj)) for obj in window]
-        facts = _read(originals, ages or {})
+        facts = _read(originals, ages or {}, store)
         total = sum(f.tokens for f in facts)
         pressure = _pressure(total, budget)
         n = len(facts)
@@ -506,12 +642,47 @@ class SpecPolicy:
             "claimed_preserved": [ids[i] for i in range(n) if state.out[i] == originals[i]],
         }
 
+    def readings(
+        self,
+        window: Sequence[Mapping[str, Any]],
+        budget: int,
+        *,
+        ages: Mapping[str, int] | None = None,
+        store: Mapping[str, Mapping[str, Any]] | None = None,
+    ) -> list[Reading]:
+        """What the conditions read of each item of ``window`` as a pass starts, and the
+        rule that gives its action (whether the pass visits it or not), in window order."""
+        originals = [copy.deepcopy(dict(obj)) for obj in window]
+        facts = _read(originals, ages or {}, store)
+        pressure = _pressure(sum(f.tokens for f in facts), budget)
+        out = []
+        for f in facts:
+            rule = self._rule(f, pressure)
+            out.append(
+                Reading(
+                    f.item.id,
+                    rule,
+                    "keep" if rule is None else self.spec.rules[rule].do,
+                    f.cited,
+                    f.result,
+                    f.negative,
+                    f.item.load_bearing,
+                    f.item.kind == "stub",
+                )
+            )
+        return out
+
+    def _rule(self, facts: _Facts, pressure: float) -> int | None:
+        """The index of the first rule whose condition holds; None when none does."""
+        for i, rule in enumerate(self.spec.rules):
+            if _matches(rule.when, facts, pressure):
+                return i
+        return None
+
     def _action(self, facts: _Facts, pressure: float) -> str:
         """The action of the first rule whose condition holds; ``keep`` when none does."""
-        for rule in self.spec.rules:
-            if _matches(rule.when, facts, pressure):
-                return rule.do
-        return "keep"
+        rule = self._rule(facts, pressure)
+        return "keep" if rule is None else self.spec.rules[rule].do
 
     def _act(self, state: _Pass, i: int, action: str) -> None:
         """Apply one action to item i, updating the running total at once."""

@@ -4,8 +4,13 @@ what each action does (docs/spec-language.md is the semantics encoded here).
 For every slot the encoding states, as the interpreter computes them at the
 start of the pass, the facts a ``when`` reads (kind as the spec sees it — a
 stub is a stub —, type, modality, ``load_bearing``, ``negative``, ``cited``,
-age, score, tokens, and the pressure), the action of the first rule that
-matches (``keep`` when none does), and whether the item is visited:
+``result``, age, score, tokens, and the pressure), the action of the first
+rule that matches (``keep`` when none does), and whether the item is visited.
+``cited`` and ``result`` read a stub as the item it stands for (every stub of
+a proof resolves: the spec spilled it, or the induction state put the item in
+the store), so a stub cites what its item cites and answers a call when its
+item does; every other fact reads a stub as itself, and ``negative`` counts a
+witness that stands in the window as a stub as no failed observation.
 
 * the visiting order is a strict order given pairwise: item j comes before
   item i when the ``order`` keys say so, ties broken by position;
@@ -33,9 +38,27 @@ from verifier.policies.spec import Comparison, Spec, When
 from verifier.prove.smt import Term
 from verifier.prove.window import AGE_MAX, MODALITIES, SCORE_MAX, State, World
 
-__all__ = ["PassEncoding", "bmc_before", "encode_pass"]
+__all__ = ["Facts", "PassEncoding", "bmc_before", "encode_pass", "read_facts"]
 
 _MODAL = ("commitment", "claim", "observation")
+
+
+@dataclass
+class Facts:
+    """What the conditions read of one slot as the pass starts (spec's view)."""
+
+    kind: dict[str, Term]
+    """commitment, claim, observation, prose, stub -- as the spec sees it."""
+    ctype: dict[str, Term]
+    mod: dict[str, Term]
+    load_bearing: Term
+    negative: Term
+    cited: Term
+    result: Term | None
+    """None when it was not asked for (:func:`read_facts`)."""
+    age: Term
+    score: Term
+    tokens: Term
 
 
 @dataclass
@@ -189,23 +212,27 @@ def pressure_condition(
 # -- the facts a rule reads ------------------------------------------------------------------
 
 
-@dataclass
-class _Facts:
-    """What the conditions read of one slot as the pass starts (spec's view)."""
+def read_facts(
+    world: World, before: list[State], *, result: bool = True
+) -> list[Facts | None]:
+    """What the conditions read of each slot as the pass starts (None for a slot that
+    cannot be in the window then); ``result`` is built only when asked for.
 
-    kind: dict[str, Term]
-    """commitment, claim, observation, prose, stub -- as the spec sees it."""
-    ctype: dict[str, Term]
-    mod: dict[str, Term]
-    load_bearing: Term
-    negative: Term
-    cited: Term
-    age: Term
-    score: Term
-    tokens: Term
+    The terms are the ones :func:`encode_pass` builds for the same states (z3 shares
+    equal terms), so a model's value of them is what the pass read.
+    """
+    smt = world.smt
+    inb = [smt.or_([st.win, st.stub]) for st in before]
+    return [
+        None if smt.is_false(inb[i]) else _facts(world, before, inb, i, result)
+        for i in range(len(before))
+    ]
 
 
-def _facts(world: World, before: list[State], i: int) -> _Facts:
+def _facts(world: World, before: list[State], inb: list[Term], i: int, result: bool) -> Facts:
+    """The facts of slot i. ``inb``: each slot is in the window as itself or as a stub of
+    its item (which the store resolves). ``result`` is built only when asked for: a term
+    that nothing asserts changes no answer, but it does change which model z3 picks."""
     smt = world.smt
     slot = world.slots[i]
     st = before[i]
@@ -215,6 +242,7 @@ def _facts(world: World, before: list[State], i: int) -> _Facts:
     modal = smt.and_([win, smt.or_(slot.kind[k] for k in _MODAL)])
     mod = {m: smt.and_([modal, st.mod[m]]) for m in MODALITIES}
     ctype = {t: smt.and_([kind["commitment"], slot.ctype[t]]) for t in slot.ctype}
+    # a witness standing in the window as a stub is no failed observation
     failed_witness = smt.or_(
         smt.and_([link, before[j].win, world.slots[j].kind["observation"], before[j].mod["failed"]])
         for j, link in world.targets("witnesses", i)
@@ -231,6 +259,7 @@ def _facts(world: World, before: list[State], i: int) -> _Facts:
             ),
         ]
     )
+    # some other item cites it: an item of the window, or the item behind a stub
     citers: list[Term] = []
     for j in range(len(world.slots)):
         if j == i:
@@ -238,15 +267,23 @@ def _facts(world: World, before: list[State], i: int) -> _Facts:
         cites = world.cites(j, i)
         if smt.is_false(cites):
             continue
-        citers.append(smt.and_([before[j].win, cites]))
+        citers.append(smt.and_([inb[j], cites]))
     cited = smt.or_(citers)
-    return _Facts(
+    answers = None
+    if result:
+        # it answers a call: an observation or prose with `call`, itself or behind a stub
+        calls = smt.or_(link for _, link in world.targets("call", i))
+        answers = smt.and_(
+            [inb[i], smt.or_([slot.kind["observation"], slot.kind["prose"]]), calls]
+        )
+    return Facts(
         kind,
         ctype,
         mod,
         smt.and_([win, slot.load_bearing]),
         negative,
         cited,
+        answers,
         st.age,
         st.score,
         st.tokens,
@@ -258,7 +295,7 @@ def _flag(world: World, term: Term, wanted: bool) -> Term:
 
 
 def _matches(
-    world: World, when: When, f: _Facts, pressure: dict[int, Term], age_hi: int
+    world: World, when: When, f: Facts, pressure: dict[int, Term], age_hi: int
 ) -> Term:
     smt = world.smt
     parts: list[Term] = []
@@ -274,6 +311,9 @@ def _matches(
         parts.append(_flag(world, f.negative, when.negative))
     if when.cited is not None:
         parts.append(_flag(world, f.cited, when.cited))
+    if when.result is not None:
+        assert f.result is not None
+        parts.append(_flag(world, f.result, when.result))
     if when.stub is not None:
         parts.append(_flag(world, f.kind["stub"], when.stub))
     if when.age is not None:
@@ -352,12 +392,13 @@ def encode_pass(
 
     # actions: the first rule whose condition holds; keep when none does
     actions = ("keep", "evict", "spill", "summarize", "soften", "demote")
+    reads_result = any(rule.when.result is not None for rule in spec.rules)
     act: list[dict[str, Term]] = []
     for i in range(n):
         if i not in live:
             act.append({a: smt.const(a == "keep") for a in actions})
             continue
-        f = _facts(world, before, i)
+        f = _facts(world, before, inb, i, reads_result)
         taken = smt.false
         chosen: dict[str, list[Term]] = {a: [] for a in actions}
         for r, rule in enumerate(spec.rules):

@@ -4,7 +4,8 @@ A model fixes every slot: kind, type, modality, citations, tokens, score,
 and when it is appended (BMC) or where it is as the pass starts (induction).
 :class:`Scenario` is that assignment as plain values; :func:`replay_scenario` turns it
 into item dicts, runs the spec's own interpreter (``SpecPolicy`` through
-``run_policy``) on them pass by pass, builds the trace (header with the
+``run_policy``, given the store the trace has filled so far, through which
+``cited`` and ``result`` read stubs) on them pass by pass, builds the trace (header with the
 budget; appends; a ``spill`` event with the items each pass spilled; the
 rewrite with the policy's window and ``claimed_preserved``), audits it in
 count witness mode, and returns the finding the proof predicted.
@@ -37,9 +38,11 @@ __all__ = [
     "ConcreteSlot",
     "Replayed",
     "Scenario",
+    "ScenarioPass",
     "build_trace",
     "item_objects",
     "replay_scenario",
+    "run_scenario",
     "slot_id",
 ]
 
@@ -197,21 +200,42 @@ def item_objects(
     return stored, window, ages
 
 
-def build_trace(spec: Spec, scenario: Scenario) -> tuple[str, int]:
-    """Run the interpreter on the scenario: the trace text and how many passes it holds."""
+@dataclass(frozen=True, slots=True)
+class ScenarioPass:
+    """One pass of a spec run on a scenario: what it started from and what it left."""
+
+    pass_no: int
+    before: tuple[dict[str, Any], ...]
+    """The window as the pass starts."""
+    ages: Mapping[str, int]
+    store: Mapping[str, dict[str, Any]]
+    """Ref -> item: what the trace has spilled as the pass starts."""
+    after: tuple[dict[str, Any], ...]
+
+
+def run_scenario(spec: Spec, scenario: Scenario) -> tuple[str, tuple[ScenarioPass, ...]]:
+    """Run the interpreter on the scenario: the trace text and each pass it made.
+
+    Each pass's window is compared with the one the scenario expects (when it
+    expects one); a spec other than the one the scenario was found for is run
+    with ``expected=()``.
+    """
     ids = _ids(scenario)
     items = {
         s.index: _item(s, ids, scenario.formulas.get(s.index)) for s in scenario.slots
     }
-    policy = Policy(spec.name, SpecPolicy(spec), True, True, spec)
+    policy = Policy(spec.name, SpecPolicy(spec), True, True, spec, True)
     lines = [_line({"event": "header", "format": "ctxproof-trace/1", "budget": scenario.budget})]
     window: list[dict[str, Any]] = []
     ages = AgeTracker()
     given_ages: dict[str, int] | None = None
+    store: dict[str, dict[str, Any]] = {}  # ref -> item: what the trace spilled so far
+    runs: list[ScenarioPass] = []
     if scenario.induction:
         stored, window, given_ages = item_objects(scenario)
         if stored:
             lines.append(_line({"event": "spill", "items": stored}))
+            store.update((ref_of(obj), obj) for obj in stored)
         if window:
             lines.append(_line({"event": "append", "items": window}))
     for pass_no in range(1, scenario.passes + 1):
@@ -222,20 +246,32 @@ def build_trace(spec: Spec, scenario: Scenario) -> tuple[str, int]:
                 window.extend(new)
                 ages.appended(obj["id"] for obj in new)
             given_ages = ages.ages()
-        res = run_policy(policy, window, scenario.budget, pass_no=pass_no, ages=given_ages)
+        before = (tuple(window), dict(given_ages or {}), dict(store))
+        res = run_policy(
+            policy, window, scenario.budget, pass_no=pass_no, ages=given_ages, store=store
+        )
         if not res.ok:
             raise _disagree(f"the interpreter refused pass {pass_no}: {res.message}")
         if res.spilled:
-            lines.append(_line({"event": "spill", "items": [it.as_json() for it in res.spilled]}))
+            spilled = [it.as_json() for it in res.spilled]
+            lines.append(_line({"event": "spill", "items": spilled}))
+            store.update((ref_of(obj), obj) for obj in spilled)
         window = [it.as_json() for it in res.window]
         event: dict[str, Any] = {"event": "rewrite", "policy": spec.name, "window": window}
         if res.claimed_preserved is not None:
             event["claimed_preserved"] = list(res.claimed_preserved)
         lines.append(_line(event))
+        runs.append(ScenarioPass(pass_no, *before, tuple(window)))
         if pass_no <= len(scenario.expected):
             _compare(pass_no, scenario.expected[pass_no - 1], window)
         ages.rewritten()
-    return "\n".join(lines) + "\n", scenario.passes
+    return "\n".join(lines) + "\n", tuple(runs)
+
+
+def build_trace(spec: Spec, scenario: Scenario) -> tuple[str, int]:
+    """Run the interpreter on the scenario: the trace text and how many passes it holds."""
+    text, _ = run_scenario(spec, scenario)
+    return text, scenario.passes
 
 
 def replay_scenario(

@@ -187,6 +187,9 @@ def _orphaned(ctx: RewriteContext, view: WindowView, rid: str) -> bool:
 
 
 def _cf004(ctx: RewriteContext, merges: _Merges) -> None:
+    """CF004 for every commitment of after, a new one included: a rationale it cites (or
+    its before version cited) is in neither the window nor the store. A citation that was
+    orphaned already before this rewrite was reported where that happened."""
     for _, it in ctx.after.resolved():
         if it is None or it.kind != "commitment":
             continue
@@ -199,7 +202,12 @@ def _cf004(ctx: RewriteContext, merges: _Merges) -> None:
         for rid in cited:
             if not _orphaned(ctx, ctx.after, rid):
                 continue
-            was = old is not None and old.kind == "commitment" and _orphaned(ctx, ctx.before, rid)
+            was = (
+                old is not None
+                and old.kind == "commitment"
+                and rid in old.rationale
+                and _orphaned(ctx, ctx.before, rid)
+            )
             if was:
                 continue  # orphaned at an earlier event: reported there, not again
             merged = [m.id for m in merges.merges if rid in m.covers and merges.valid(m)]

@@ -6,7 +6,7 @@ what an append uses and contradicts, given everything the session kept.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Sequence, Set
 
 from verifier.formula import (
     FALSE,
@@ -20,8 +20,8 @@ from verifier.formula import (
     is_true,
 )
 from verifier.graph import why
-from verifier.rules.context import RewriteContext, cite, show
-from verifier.solver import Result, UnionFind, Verdict
+from verifier.rules.context import RewriteContext, WindowKnowledge, cite, show
+from verifier.solver import PremiseIndex, PremiseSet, Result, UnionFind, Verdict
 from verifier.window import WITNESSED, Item
 
 __all__ = ["check_append", "check_cycles"]
@@ -128,12 +128,14 @@ def _knowledge(ctx: RewriteContext) -> list[Item]:
 
 
 def _alone(ctx: RewriteContext, f: Formula) -> Result:
-    """Is f satisfiable with the background? (Literals without the solver.)"""
-    if (isinstance(f, Atom | Const) and f != FALSE) or (
-        isinstance(f, Not) and isinstance(f.arg, Atom) and f.arg.name not in ctx.session.bg_atom_set
+    """Is f satisfiable with the background? (A literal the background does not name,
+    without the solver.)"""
+    literal = f.arg if isinstance(f, Not) else f
+    if (isinstance(f, Const) and f != FALSE) or (
+        isinstance(literal, Atom) and literal.name not in ctx.session.bg_atom_set
     ):
         return Result(Verdict.HOLDS)
-    return ctx.session.satisfiable([f])
+    return ctx.session.satisfiable([f], model=False)
 
 
 def _connected(
@@ -179,59 +181,377 @@ def _reruns(ctx: RewriteContext, it: Item) -> list[str]:
     return list(evicted.get(it.source, ()))
 
 
+class _Prefix:
+    """The append's earlier items still standing, in append order, by id and by source."""
+
+    def __init__(self) -> None:
+        self.entries: dict[str, tuple[Item, Formula]] = {}
+        self.order: dict[str, int] = {}
+        self._by_source: dict[str, dict[str, None]] = {}
+
+    def __iter__(self) -> Iterator[tuple[Item, Formula]]:
+        return iter(list(self.entries.values()))
+
+    def __contains__(self, item_id: object) -> bool:
+        return item_id in self.entries
+
+    def holds(self, item: Item) -> bool:
+        """Is this very item (not only its id) one of the prefix's?"""
+        entry = self.entries.get(item.id)
+        return entry is not None and entry[0] == item
+
+    def add(self, item: Item, f: Formula) -> None:
+        self.entries[item.id] = (item, f)
+        self.order[item.id] = len(self.order)
+        if item.kind == "observation" and item.source is not None:
+            self._by_source.setdefault(item.source, {})[item.id] = None
+
+    def remove(self, ids: Iterable[str]) -> list[tuple[Item, Formula]]:
+        """Take these ids out; returns the entries taken out, in prefix order."""
+        out: list[tuple[Item, Formula]] = []
+        for item_id in ids:
+            entry = self.entries.pop(item_id, None)
+            if entry is None:
+                continue
+            out.append(entry)
+            source = entry[0].source
+            if source is not None and source in self._by_source:
+                self._by_source[source].pop(item_id, None)
+        out.sort(key=lambda e: self.order[e[0].id])
+        return out
+
+    def of_source(self, source: str) -> list[str]:
+        """The ids of the prefix's observations of this source."""
+        return list(self._by_source.get(source, ()))
+
+
+class _Listed:
+    """The premises of an append's consistency questions as lists read from the windows:
+    the reference that :class:`_Indexed` answers like, and its fallback.
+
+    The knowledge: the window's commitments, then the stored ones the window's
+    commitments or the append reach through shared atoms (all of them when the
+    stored ones are not consistent). The window's content with this append's
+    supersessions applied, without the ids in ``excluded``.
+    """
+
+    def __init__(
+        self, ctx: RewriteContext, appended: tuple[Item, ...], excluded: Set[str] = frozenset()
+    ) -> None:
+        self.ctx = ctx
+        session, history = ctx.session, ctx.history
+        stored = ctx.store_knowledge()
+        in_window = _window_commitments(ctx)
+        self.has_knowledge = bool(in_window) or len(stored) > 0
+        if stored.commitments_consistent():
+            # of the store, only what the window's commitments or this append reach through
+            # shared atoms: the rest shares no atom with any question asked here
+            seed: set[str] = set()
+            for k in in_window:
+                seed |= atoms(k.formula)
+            for it in appended:
+                real = ctx.after.resolve(it.id) if it.kind == "stub" else it
+                if real is not None:
+                    seed |= atoms(real.formula)
+            near = stored.commitments_near(seed)
+        else:
+            near = [(k.id, k.formula) for k in _knowledge(ctx)[len(in_window) :]]
+        self.known = session.premises(
+            [*(k.formula for k in in_window), *(f for _, f in near)],
+            [*(k.id for k in in_window), *(label for label, _ in near)],
+        )
+        self.k_state = self.known.consistent()
+        # the window's content, with this append's supersessions applied
+        gone: set[str] = set(history.superseded)
+        for src in {it.source for it in appended if it.kind == "observation" and it.source}:
+            gone |= history.by_source.get(src, set())
+        window = ctx.before.content(ctx.excluded, gone)
+        self.window = [(w, g) for w, g in window if w.id not in excluded]
+        self.content: PremiseSet | None = session.premises(
+            [g for _, g in self.window], [w.id for w, _ in self.window]
+        )
+        self.w_state = self.content.consistent()
+        # models of the premises and of the append's standing items so far: an item that one
+        # extends to satisfies it is consistent with them, with no solver call
+        self.k_model = self.known.model() if self.k_state.holds else None
+        self.w_model = self.content.model() if self.w_state.holds else None
+        self._knowledge: list[Item] | None = None
+
+    @property
+    def k_holds(self) -> bool:
+        return self.k_state.holds
+
+    @property
+    def k_active(self) -> bool:
+        return self.k_state.holds and self.has_knowledge
+
+    @property
+    def w_active(self) -> bool:
+        return self.w_state.holds
+
+    def vacuity(self) -> None:
+        """Nothing is reported against premises that are themselves unsatisfiable: every
+        question would hold vacuously."""
+        if not self.k_state.holds and self.has_knowledge:
+            why_k = self.known.vacuous() if self.k_state.fails else self.k_state
+            self.ctx.unknown("the knowledge CP003 reads", why_k)
+        if not self.w_state.holds:
+            why_w = self._content().vacuous() if self.w_state.fails else self.w_state
+            self.ctx.unknown("the window's content", why_w)
+
+    def alone(self, f: Formula) -> Result:
+        return _alone(self.ctx, f)
+
+    def k_extends(self, f: Formula) -> bool:
+        return _extends(self.k_model, f)
+
+    def k_refutes(self, prefix: _Prefix, f: Formula) -> Result:
+        """Does the knowledge entail that the prefix and f do not hold together?"""
+        self.k_model = None  # the solver is asked from here on in this append
+        return self.known.entails(Not(conj([*(g for _, g in prefix), f])))
+
+    def knowledge(self, prefix: _Prefix, f: Formula) -> list[Item]:
+        """The knowledge, read in full when an append contradicts it (to name who)."""
+        if self._knowledge is None:
+            self._knowledge = _knowledge(self.ctx)
+        return self._knowledge
+
+    def k_candidates(self, prefix: _Prefix, f: Formula) -> list[tuple[Item, Formula]]:
+        return [*prefix, *((k, k.formula) for k in self.knowledge(prefix, f))]
+
+    def w_extends(self, f: Formula) -> bool:
+        return _extends(self.w_model, f)
+
+    def w_refutes(self, prefix: _Prefix, f: Formula) -> Result:
+        """Does the window's content entail that the prefix and f do not hold together?"""
+        self.w_model = None
+        return self._content().entails(Not(conj([*(g for _, g in prefix), f])))
+
+    def w_candidates(self, prefix: _Prefix, f: Formula) -> list[tuple[Item, Formula]]:
+        return [*prefix, *self.window]
+
+    def exclude(self, ids: Sequence[str]) -> None:
+        if ids:
+            self.window = [(w, g) for w, g in self.window if w.id not in ids]
+            self.content = None
+
+    def rest_satisfiable(self, prefix: _Prefix, it: Item, f: Formula, excluded: list[str]) -> bool:
+        """Are the window's content, the prefix and f satisfiable, the excluded ids out?"""
+        rest = [(p, g) for p, g in [*self.window, *prefix, (it, f)] if p.id not in excluded]
+        return self.ctx.session.satisfiable([g for _, g in rest], model=False).holds
+
+    def _content(self) -> PremiseSet:
+        if self.content is None:
+            self.content = self.ctx.session.premises(
+                [g for _, g in self.window], [w.id for w, _ in self.window]
+            )
+        return self.content
+
+    def added(self, it: Item, f: Formula) -> None:
+        pass
+
+    def removed(self, entries: Sequence[tuple[Item, Formula]]) -> None:
+        pass
+
+    def finish(self) -> None:
+        pass
+
+
+_PREFIX = "\x00append:"
+"""Knowledge-index keys of the append's standing items (no version key starts so)."""
+
+
+class _Indexed:
+    """The same premises read from the indexes kept across events
+    (:class:`~verifier.rules.context.WindowKnowledge`), each with a model: a question
+    costs what the item's atoms reach, not what the window holds.
+
+    Used when the knowledge and the window's content are consistent (there is
+    nothing vacuous to report). The append's standing items are put in both
+    indexes as they stand; a question the indexes cannot answer exactly (the
+    solver gave up on a slice, or a standing item no model takes in) goes, from
+    then on, to a :class:`_Listed` made at that point.
+    """
+
+    def __init__(self, ctx: RewriteContext, appended: tuple[Item, ...], known: WindowKnowledge):
+        self.ctx = ctx
+        self.appended = appended
+        self.known = known
+        self.has_knowledge = known.has_knowledge
+        self.k_holds = True
+        self.k_active = self.has_knowledge
+        self.w_active = True
+        self._keys: dict[str, str] = {}
+        """prefix id -> its knowledge-index key."""
+        self._excluded: set[str] = set()
+        """Ids this append took out of the premises so far."""
+        self._listed: _Listed | None = None
+
+    @classmethod
+    def start(cls, ctx: RewriteContext, appended: tuple[Item, ...]) -> _Indexed | None:
+        """The indexes, synced to the window before the append; None when the premises are
+        not known to be consistent (the lists then say why)."""
+        known = ctx.window_knowledge()
+        if any(known.holds(it.id) for it in appended):
+            return None  # an id appended again (bad input a trace never holds): the lists
+        history = ctx.history
+        for src in {it.source for it in appended if it.kind == "observation" and it.source}:
+            # this append's run of a source supersedes the earlier ones, from now on
+            for key in history.by_source.get(src, ()):
+                known.drop_observation(key)
+        if known.content.model() is None:
+            return None
+        if known.has_knowledge and known.knowledge.model() is None:
+            return None
+        return cls(ctx, appended, known)
+
+    def _fallback(self) -> _Listed:
+        if self._listed is None:
+            listed = _Listed(self.ctx, self.appended, self._excluded)
+            # its models are of the premises alone, not with the prefix: the solver is asked
+            listed.k_model = listed.w_model = None
+            self._listed = listed
+        return self._listed
+
+    def vacuity(self) -> None:
+        if self._listed is not None:
+            self._listed.vacuity()
+
+    def alone(self, f: Formula) -> Result:
+        if self._listed is None and _extends(self.known.content.model(), f):
+            return Result(Verdict.HOLDS)  # a model of the window and f: f is satisfiable
+        return _alone(self.ctx, f)
+
+    def k_extends(self, f: Formula) -> bool:
+        if self._listed is not None:
+            return self._listed.k_extends(f)
+        return _extends(self.known.knowledge.model(), f)
+
+    def k_refutes(self, prefix: _Prefix, f: Formula) -> Result:
+        if self._listed is None:
+            res = self.known.knowledge.satisfiable_with(f)
+            if not res.unknown:
+                return Result(Verdict.FAILS) if res.holds else Result(Verdict.HOLDS)
+        return self._fallback().k_refutes(prefix, f)
+
+    def _reached(self, index: PremiseIndex, f: Formula) -> dict[str, None]:
+        keys: dict[str, None] = {}
+        index.reach(atoms(f), keys)
+        return keys
+
+    def knowledge(self, prefix: _Prefix, f: Formula) -> list[Item]:
+        """The knowledge linked to f through shared atoms (the prefix and the background
+        link too), in the order of the full knowledge: only these can take part in a
+        contradiction of f."""
+        if self._listed is not None:
+            return self._listed.knowledge(prefix, f)
+        known = self.known
+        keys = [k for k in self._reached(known.knowledge, f) if not k.startswith(_PREFIX)]
+        keys.sort(key=known.knowledge_order)
+        return [known.knowledge_item(k) for k in keys]
+
+    def k_candidates(self, prefix: _Prefix, f: Formula) -> list[tuple[Item, Formula]]:
+        if self._listed is not None:
+            return self._listed.k_candidates(prefix, f)
+        known = self.known
+        keys = self._reached(known.knowledge, f)
+        standing = [
+            prefix.entries[k[len(_PREFIX) :]] for k in keys if k.startswith(_PREFIX)
+        ]
+        standing.sort(key=lambda e: prefix.order[e[0].id])
+        stored = [k for k in keys if not k.startswith(_PREFIX)]
+        stored.sort(key=known.knowledge_order)
+        return [*standing, *((k, k.formula) for k in map(known.knowledge_item, stored))]
+
+    def w_extends(self, f: Formula) -> bool:
+        if self._listed is not None:
+            return self._listed.w_extends(f)
+        return _extends(self.known.content.model(), f)
+
+    def w_refutes(self, prefix: _Prefix, f: Formula) -> Result:
+        if self._listed is None:
+            res = self.known.content.satisfiable_with(f)
+            if not res.unknown:
+                return Result(Verdict.FAILS) if res.holds else Result(Verdict.HOLDS)
+        return self._fallback().w_refutes(prefix, f)
+
+    def w_candidates(self, prefix: _Prefix, f: Formula) -> list[tuple[Item, Formula]]:
+        if self._listed is not None:
+            return self._listed.w_candidates(prefix, f)
+        known = self.known
+        keys = self._reached(known.content, f)
+        standing = [prefix.entries[k] for k in keys if k in prefix]
+        standing.sort(key=lambda e: prefix.order[e[0].id])
+        window = [k for k in keys if k not in prefix]
+        window.sort(key=known.position)
+        out = list(standing)
+        for k in window:
+            real = known.real(k)
+            assert real is not None
+            out.append((real, real.formula))
+        return out
+
+    def exclude(self, ids: Sequence[str]) -> None:
+        self._excluded.update(ids)
+        if self._listed is not None:
+            self._listed.exclude(ids)
+        for item_id in ids:
+            self.known.content.remove(item_id)
+            key = self._keys.pop(item_id, None)
+            if key is not None:
+                self.known.knowledge.remove(key)
+
+    def rest_satisfiable(self, prefix: _Prefix, it: Item, f: Formula, excluded: list[str]) -> bool:
+        if self._listed is None:
+            if it.id in excluded:
+                # the rest is part of what was consistent: the model still holds it
+                return self.known.content.model() is not None or (
+                    self._fallback().rest_satisfiable(prefix, it, f, excluded)
+                )
+            res = self.known.content.satisfiable_with(f)
+            if not res.unknown:
+                return res.holds
+        return self._fallback().rest_satisfiable(prefix, it, f, excluded)
+
+    def added(self, it: Item, f: Formula) -> None:
+        if self._listed is not None:
+            return
+        self.known.content.add(it.id, it.id, f)
+        if self.k_active:
+            key = self._keys[it.id] = _PREFIX + it.id
+            self.known.knowledge.add(key, it.id, f)
+
+    def removed(self, entries: Sequence[tuple[Item, Formula]]) -> None:
+        self.exclude([p.id for p, _ in entries])
+
+    def finish(self) -> None:
+        for key in self._keys.values():
+            self.known.knowledge.remove(key)
+        self._keys.clear()
+
+
 def _consistency(ctx: RewriteContext, appended: tuple[Item, ...]) -> None:
     """CP003 (re-adoption, re-runs) and CP004 (inconsistent append), item by item in order.
 
     Each appended item is asked against the knowledge (CP003) and the window's
     content (CP004) together with the append's earlier items still standing.
+    The premises are read from the indexes the session keeps when they are
+    consistent (:class:`_Indexed`), else from the windows (:class:`_Listed`);
+    both give the same answers.
     """
-    session = ctx.session
-    history = ctx.history
-    # the knowledge: the window's commitments, then the store's (an index kept across events)
-    stored = ctx.store_knowledge()
-    in_window = _window_commitments(ctx)
-    has_knowledge = bool(in_window) or len(stored) > 0
-    if stored.commitments_consistent():
-        # of the store, only what the window's commitments or this append reach through
-        # shared atoms: the rest shares no atom with any question asked here
-        seed: set[str] = set()
-        for k in in_window:
-            seed |= atoms(k.formula)
-        for it in appended:
-            real = ctx.after.resolve(it.id) if it.kind == "stub" else it
-            if real is not None:
-                seed |= atoms(real.formula)
-        near = stored.commitments_near(seed)
-    else:
-        near = [(k.id, k.formula) for k in _knowledge(ctx)[len(in_window) :]]
-    known = session.premises(
-        [*(k.formula for k in in_window), *(f for _, f in near)],
-        [*(k.id for k in in_window), *(label for label, _ in near)],
-    )
-    k_state = known.consistent()
-    # the window's content, with this append's supersessions applied
-    gone: set[str] = set(history.superseded)
-    for src in {it.source for it in appended if it.kind == "observation" and it.source}:
-        gone |= history.by_source.get(src, set())
-    window = ctx.before.content(ctx.excluded, gone)
-    content = session.premises([f for _, f in window], [it.id for it, _ in window])
-    w_state = content.consistent()
+    prem: _Indexed | _Listed | None = _Indexed.start(ctx, appended)
+    if prem is None:
+        prem = _Listed(ctx, appended)
     asked = False
-    prefix: list[tuple[Item, Formula]] = []
-    # models of the premises and of the append's standing items so far: an item that one
-    # extends to satisfies it is consistent with them, with no solver call
-    k_model = known.model() if k_state.holds else None
-    w_model = content.model() if w_state.holds else None
+    prefix = _Prefix()
     for it in appended:
         real = ctx.after.resolve(it.id) if it.kind == "stub" else it
         if real is None:
             continue
         if real.kind == "observation" and real.source is not None:
             # a later run of the same source supersedes the earlier ones of this append
-            prefix = [
-                (p, f) for p, f in prefix if p.kind != "observation" or p.source != real.source
-            ]
-        if it.kind != "stub" and k_state.holds and (rerun := _reruns(ctx, it)):
+            prem.removed(prefix.remove(prefix.of_source(real.source)))
+        if it.kind != "stub" and prem.k_holds and (rerun := _reruns(ctx, it)):
             ctx.report(
                 "CP003",
                 [it.id, *rerun],
@@ -243,48 +563,48 @@ def _consistency(ctx: RewriteContext, appended: tuple[Item, ...]) -> None:
             continue
         if not asked:
             asked = True
-            # nothing is reported against premises that are themselves unsatisfiable: every
-            # question would hold vacuously
-            if not k_state.holds and has_knowledge:
-                why_k = known.vacuous() if k_state.fails else k_state
-                ctx.unknown("the knowledge CP003 reads", why_k)
-            if not w_state.holds:
-                why_w = content.vacuous() if w_state.fails else w_state
-                ctx.unknown("the window's content", why_w)
-        alone = _alone(ctx, f)
+            prem.vacuity()
+        alone = prem.alone(f)
         if alone.unknown:
             ctx.unknown(f"consistency of {it.id!r}", alone)
             continue
         if alone.fails:
+            # unsatisfiable by itself, or only with the background: say which
+            what = "contradicts the background" if extend_model({}, f, 12) else "is unsatisfiable"
             ctx.report(
                 "CP004",
                 [it.id],
-                f"{it.id!r} ({show(f)}) is unsatisfiable on its own: it can contradict no"
+                f"{it.id!r} ({show(f)}) {what} on its own: it can contradict no"
                 " commitment, and it is no premise from now on; correct it",
             )
             ctx.newly_excluded.append(it.id)
             continue
-        together = conj([*(g for _, g in prefix), f])
-        if k_state.holds and has_knowledge and not _extends(k_model, f):
-            k_model = None  # the solver is asked from here on in this append
-            res = known.entails(Not(together))
+        if prem.k_active and not prem.k_extends(f):
+            res = prem.k_refutes(prefix, f)
             if res.unknown:
                 ctx.unknown(f"re-adoption by {it.id!r}", res)
                 continue
-            if res.holds and _readoption(ctx, it, f, prefix, _knowledge(ctx)):
-                prefix = [(p, g) for p, g in prefix if p.id not in ctx.newly_excluded]
-                continue
-        if w_state.holds and not _extends(w_model, f):
-            w_model = None
-            res = content.entails(Not(together))
+            if res.holds:
+                excluded = _readoption(ctx, it, f, prefix, prem)
+                if excluded is not None:
+                    prem.removed(prefix.remove(excluded))
+                    continue
+        if prem.w_active and not prem.w_extends(f):
+            res = prem.w_refutes(prefix, f)
             if res.unknown:
                 ctx.unknown(f"consistency of {it.id!r}", res)
                 continue
             if res.holds:
-                window, prefix = _inconsistent(ctx, it, f, prefix, window)
-                content = session.premises([g for _, g in window], [w.id for w, _ in window])
+                if _inconsistent(ctx, it, f, prefix, prem):
+                    prefix.add(it, f)
+                    prem.added(it, f)
                 continue
-        prefix.append((it, f))
+        prefix.add(it, f)
+        prem.added(it, f)
+    prem.finish()
+    known = ctx.history.window_knowledge
+    if known is not None and known.items is ctx.before.items:
+        known.appended(ctx.after, appended, set(ctx.newly_excluded))
 
 
 def _extends(model: dict[str, bool] | None, f: Formula) -> bool:
@@ -301,22 +621,23 @@ def _readoption(
     ctx: RewriteContext,
     it: Item,
     f: Formula,
-    prefix: list[tuple[Item, Formula]],
-    knowledge: list[Item],
-) -> bool:
+    prefix: _Prefix,
+    prem: _Indexed | _Listed,
+) -> list[str] | None:
     """Report CP003 for an item that contradicts the knowledge (with the append's earlier
-    items); False when no commitment takes part (that is CP004's)."""
+    items); returns the ids it excludes, None when no commitment takes part (that is
+    CP004's)."""
+    knowledge = prem.knowledge(prefix, f)
     own = [k for k in knowledge if ctx.session.entails([k.formula], Not(f), [k.id]).holds]
     if own:
         named = list(dict.fromkeys(k.id for k in own))
         others: list[str] = []
     else:
-        core = _core(ctx, f, [*prefix, *((k, k.formula) for k in knowledge)])
+        core = _core(ctx, f, prem.k_candidates(prefix, f))
         if core is None or not any(c.kind == "commitment" and c in knowledge for c in core):
-            return False
-        in_prefix = {p.id for p, _ in prefix}
-        others = [c.id for c in core if c.id in in_prefix]
-        named = list(dict.fromkeys(c.id for c in core if c.id not in in_prefix))
+            return None
+        others = [c.id for c in core if c.id in prefix]
+        named = list(dict.fromkeys(c.id for c in core if c.id not in prefix))
     together = f" together with {cite(others)}" if others else ""
     ctx.report(
         "CP003",
@@ -324,34 +645,43 @@ def _readoption(
         f"{it.id!r} ({show(f)}){together} contradicts what the session committed to"
         f" ({cite(named)}); drop it, or revise the commitment explicitly",
     )
-    ctx.newly_excluded.extend([it.id, *others])
-    return True
+    excluded = [it.id, *others]
+    ctx.newly_excluded.extend(excluded)
+    return excluded
 
 
 def _inconsistent(
     ctx: RewriteContext,
     it: Item,
     f: Formula,
-    prefix: list[tuple[Item, Formula]],
-    window: list[tuple[Item, Formula]],
-) -> tuple[list[tuple[Item, Formula]], list[tuple[Item, Formula]]]:
+    prefix: _Prefix,
+    prem: _Indexed | _Listed,
+) -> bool:
     """Report CP004 for an item that makes the window's content unsatisfiable.
 
-    Returns the window content and the append's standing items once the
-    exclusions are applied.
+    The exclusions are applied to the premises and the prefix; returns whether
+    the item itself still stands.
     """
-    core = _core(ctx, f, [*prefix, *window]) or []
-    in_prefix = [p for p, _ in prefix if p in core]
+    core = _core(ctx, f, prem.w_candidates(prefix, f)) or []
+    in_prefix = [c for c in core if prefix.holds(c)]
     appended = [*in_prefix, it]
-    others = [w for w, _ in window if w in core]
+    # the core lists the prefix's items first, then the window's in window order
+    others = [c for c in core if not prefix.holds(c)]
     claims = [c.id for c in (*appended, *others) if c.kind == "claim"]
     excluded = list(claims) if claims else [a.id for a in appended]
-    rest = [(p, g) for p, g in [*window, *prefix, (it, f)] if p.id not in excluded]
-    if claims and not ctx.session.satisfiable([g for _, g in rest]).holds:
-        excluded += [a.id for a in appended if a.id not in excluded]
+    prem.exclude(excluded)
+    if claims and not prem.rest_satisfiable(prefix, it, f, excluded):
+        more = [a.id for a in appended if a.id not in excluded]
+        excluded += more
+        prem.exclude(more)
     names = cite(a.id for a in appended)
     verb = "contradicts" if len(appended) == 1 else "contradict"
-    against = f" {verb} {cite(o.id for o in others)}" if others else " contradict each other"
+    if others:
+        against = f" {verb} {cite(o.id for o in others)}"
+    elif len(appended) > 1:
+        against = " contradict each other"
+    else:  # no core was found (the solver could not tell): the content as a whole
+        against = " contradicts the window's content"
     if claims:
         many = len(claims) > 1
         advice = (
@@ -366,11 +696,8 @@ def _inconsistent(
         f"{names}{against}: the window's content is unsatisfiable; {advice}",
     )
     ctx.newly_excluded.extend(excluded)
-    window = [(w, g) for w, g in window if w.id not in excluded]
-    prefix = [(p, g) for p, g in prefix if p.id not in excluded]
-    if it.id not in excluded:
-        prefix.append((it, f))
-    return window, prefix
+    prem.removed(prefix.remove(excluded))
+    return it.id not in excluded
 
 
 def _has_cycle(edges: dict[str, tuple[str, ...]]) -> bool:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Iterable, Mapping, Set
+from collections.abc import Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,7 +20,7 @@ from verifier.solver import PremiseIndex, Result, Session, falsifies, relevant_b
 from verifier.store import Store
 from verifier.window import Item
 
-__all__ = ["History", "RewriteContext", "WindowView"]
+__all__ = ["History", "RewriteContext", "WindowKnowledge", "WindowView"]
 
 MODE_SUPPORT = "support"
 MODE_COUNT = "count"
@@ -108,6 +108,202 @@ class StoreKnowledge:
         return index.formulas_of(sorted(keys, key=order.__getitem__))
 
 
+class WindowKnowledge:
+    """The window's content and the knowledge CP003 reads, as premise indexes kept across
+    events, each with a model (docs/rules.md, "Composition over a trace").
+
+    ``content``: what the window asserts, one entry per window id (stubs
+    resolved; excluded ids and superseded observations out). ``knowledge``: the
+    window's commitments and every stored commitment version, one entry per
+    version key (excluded ids out). An append changes them by its own items and
+    a rewrite by what it changed, so an append costs what it adds, not what the
+    window holds; the window described is :attr:`items`, compared by identity.
+    """
+
+    def __init__(self, session: Session, store: Store) -> None:
+        self.session = session
+        self.store = store
+        self.items: tuple[Item, ...] | None = None
+        """The window described (None: none yet)."""
+        self.by_id: dict[str, Item] = {}
+        self.content = PremiseIndex(session, keep_model=True)
+        self.knowledge = PremiseIndex(session, keep_model=True)
+        self._real: dict[str, Item | None] = {}
+        """window id -> the item it stands for (None: a stub the store does not resolve)."""
+        self._unresolved: set[str] = set()
+        self._observations: dict[str, str] = {}
+        """version key of an observation in the content -> its window id."""
+        self.in_window: dict[str, str] = {}
+        """version key of a window commitment (excluded ids out) -> its window id."""
+        self.stored: dict[str, Item] = {}
+        """version key of a stored commitment (excluded ids out) -> its first stored entry."""
+        self._stored_keys: dict[str, list[str]] = {}
+        self.store_order: dict[str, int] = {}
+        """version key of a stored commitment -> its place in spill order."""
+        self._positions: dict[str, int] | None = None
+        self._excluded: set[str] = set()
+        self._superseded: set[str] = set()
+        self._seen = 0
+
+    # -- keeping up -------------------------------------------------------------------------
+    def sync(self, view: WindowView, history: History) -> WindowKnowledge:
+        """Describe the view's window, with the history's exclusions and supersessions and
+        everything spilled so far."""
+        if len(history.excluded) != len(self._excluded):  # exclusions only grow
+            for item_id in history.excluded - self._excluded:
+                self._excluded.add(item_id)
+                self._forget(item_id)
+                for key in self._stored_keys.pop(item_id, ()):
+                    self.stored.pop(key, None)
+                    self._release(key)
+        if len(history.superseded) != len(self._superseded):
+            for key in history.superseded - self._superseded:
+                self._superseded.add(key)
+                self.drop_observation(key)
+        fresh = self.store.entries_since(self._seen)
+        self._seen += len(fresh)
+        for real in fresh:
+            if real.kind != "commitment" or real.id in self._excluded:
+                continue
+            key = real.key
+            if key in self.store_order:
+                continue
+            self.store_order[key] = len(self.store_order)
+            self._stored_keys.setdefault(real.id, []).append(key)
+            self.stored[key] = real
+            self.knowledge.add(key, real.id, real.formula)
+        if fresh and self._unresolved:
+            for item_id in sorted(self._unresolved):  # a spill may resolve a stub
+                stub = self.by_id[item_id]
+                if self._resolve(stub) is not None:
+                    self._drop(item_id)
+                    self._take(stub)
+        if view.items is not self.items:
+            old, new = self.by_id, view.by_id
+            for item_id, it in old.items():
+                if new.get(item_id) is not it:
+                    self._drop(item_id)
+            for it in view.items:
+                if old.get(it.id) is not it:
+                    self._take(it)
+            self.items, self.by_id = view.items, view.by_id
+            self._positions = None
+        return self
+
+    def appended(self, view: WindowView, items: Sequence[Item], excluded: Set[str]) -> None:
+        """The window is now the view's: the one described, then these items (those with
+        ids in ``excluded`` kept out of the premises)."""
+        if any(self.holds(it.id) for it in items):
+            # an id appended again (bad input a trace never holds): read the window anew
+            for item_id in list(self._real):
+                self._drop(item_id)
+            self.items, self.by_id = None, {}
+            return
+        positions = self._positions
+        for it in items:
+            if positions is not None:
+                positions[it.id] = len(positions)
+            if it.id in excluded:
+                self._real[it.id] = self._resolve(it)
+                self.content.remove(it.id)  # it may stand there from the append's own checks
+                continue
+            self._take(it)
+        self.items, self.by_id = view.items, view.by_id
+
+    def _resolve(self, it: Item) -> Item | None:
+        if it.kind != "stub":
+            return it
+        assert it.stub_ref is not None
+        stored = self.store.get(it.stub_ref)
+        return stored if stored is not None and stored.id == it.id else None
+
+    def _take(self, it: Item) -> None:
+        real = self._resolve(it)
+        self._real[it.id] = real
+        if real is None:
+            self._unresolved.add(it.id)
+            return
+        if it.id in self._excluded:
+            self.content.remove(it.id)
+            return
+        if real.kind == "observation":
+            if real.key in self._superseded:
+                self.content.remove(it.id)
+                return
+            self._observations[real.key] = it.id
+        self.content.add(it.id, real.id, real.formula)
+        if real.kind == "commitment":
+            key = real.key
+            self.in_window[key] = it.id
+            self.knowledge.add(key, real.id, real.formula)
+
+    def _drop(self, item_id: str) -> None:
+        self._unresolved.discard(item_id)
+        self._forget(item_id)
+        self._real.pop(item_id, None)
+
+    def _forget(self, item_id: str) -> None:
+        """The id's window entry is no premise any more."""
+        self.content.remove(item_id)
+        real = self._real.get(item_id)
+        if real is None:
+            return
+        key = real.key
+        if real.kind == "observation" and self._observations.get(key) == item_id:
+            del self._observations[key]
+        if real.kind == "commitment" and self.in_window.get(key) == item_id:
+            del self.in_window[key]
+            self._release(key)
+
+    def _release(self, key: str) -> None:
+        if key not in self.in_window and key not in self.stored:
+            self.knowledge.remove(key)
+
+    def drop_observation(self, key: str) -> None:
+        """A superseded observation version is no part of the content from now on."""
+        item_id = self._observations.pop(key, None)
+        if item_id is not None:
+            self.content.remove(item_id)
+
+    # -- reading ----------------------------------------------------------------------------
+    @property
+    def has_knowledge(self) -> bool:
+        """Does the window or the store hold a commitment (excluded ids aside)?"""
+        return bool(self.in_window) or bool(self.stored)
+
+    def position(self, item_id: str) -> int:
+        """The id's place in the window."""
+        if self._positions is None:
+            assert self.items is not None
+            self._positions = {it.id: i for i, it in enumerate(self.items)}
+        return self._positions[item_id]
+
+    def real(self, item_id: str) -> Item | None:
+        return self._real.get(item_id)
+
+    def holds(self, item_id: str) -> bool:
+        """Is the id in the window described?"""
+        return item_id in self._real
+
+    def knowledge_item(self, key: str) -> Item:
+        """The knowledge entry under a version key: the window's commitment, else the
+        first stored entry."""
+        item_id = self.in_window.get(key)
+        if item_id is not None:
+            real = self._real[item_id]
+            assert real is not None
+            return real
+        return self.stored[key]
+
+    def knowledge_order(self, key: str) -> tuple[int, int]:
+        """Where a knowledge entry stands: the window's commitments in window order, then
+        the stored versions in spill order."""
+        item_id = self.in_window.get(key)
+        if item_id is not None:
+            return (0, self.position(item_id))
+        return (1, self.store_order[key])
+
+
 @dataclass
 class History:
     """What an audit remembers across events (empty for a single ``check``)."""
@@ -134,6 +330,8 @@ class History:
     """call id -> ids of every result (an item with that ``call``) seen so far."""
     store_knowledge: StoreKnowledge | None = field(default=None, repr=False, compare=False)
     """The store's commitments as a premise index kept across events (not copied)."""
+    window_knowledge: WindowKnowledge | None = field(default=None, repr=False, compare=False)
+    """The window's content and CP003's knowledge, kept across appends (not copied)."""
 
     def copy(self) -> History:
         return History(
@@ -172,6 +370,29 @@ class WindowView:
         self._resolved: dict[str, Item | None] = {}
         """What each stub resolved to (an item that is not a stub resolves to itself)."""
         self._pairs: tuple[tuple[Item, Item | None], ...] | None = None
+
+    def appended(self, items: Iterable[Item]) -> tuple[WindowView, WindowView]:
+        """Views of this window before and after an append of items, made in time
+        proportional to the items: the view after takes this view's tables (this view is
+        not to be used again), the view before reads them with the appended ids hidden."""
+        added = tuple(items)
+        table = self.by_id
+        before = _Before(self, frozenset(it.id for it in added))
+        table.update((it.id, it) for it in added)
+        after = WindowView.__new__(WindowView)
+        after.items = self.items + added
+        after.by_id = table
+        after.store = self.store
+        after._resolved = self._resolved  # an id resolves alike in both: the same item
+        after._pairs = None
+        return before, after
+
+    def forget_unresolved(self) -> None:
+        """The store grew: a stub it did not resolve may resolve now (what it resolved
+        stays: entries are only ever added, under the hash of their bytes)."""
+        for item_id in [i for i, found in self._resolved.items() if found is None]:
+            del self._resolved[item_id]
+        self._pairs = None
 
     def __contains__(self, item_id: object) -> bool:
         return item_id in self.by_id
@@ -264,6 +485,67 @@ class WindowView:
         return out
 
 
+class _Before(WindowView):
+    """The window before an append, read from the id table the window after it took,
+    with the appended ids hidden (:meth:`WindowView.appended`)."""
+
+    def __init__(self, view: WindowView, hidden: frozenset[str]) -> None:
+        self.items = view.items
+        self.store = view.store
+        self._table = view.by_id
+        self._hidden = hidden
+        self._resolved = view._resolved
+        self._pairs = view._pairs
+        self._own: dict[str, Item] | None = None
+
+    @property
+    def by_id(self) -> dict[str, Item]:
+        """The id table of this window alone (copied on first use: appends never use it)."""
+        if self._own is None:
+            self._own = {k: v for k, v in self._table.items() if k not in self._hidden}
+        return self._own
+
+    @by_id.setter
+    def by_id(self, table: dict[str, Item]) -> None:
+        self._own = table
+
+    def __contains__(self, item_id: object) -> bool:
+        return item_id not in self._hidden and item_id in self._table
+
+    def get(self, item_id: str) -> Item | None:
+        return None if item_id in self._hidden else self._table.get(item_id)
+
+    def resolve(self, item_id: str) -> Item | None:
+        it = self.get(item_id)
+        if it is None or it.kind != "stub":
+            return it
+        if item_id in self._resolved:
+            return self._resolved[item_id]
+        assert it.stub_ref is not None
+        stored = self.store.get(it.stub_ref)
+        out = stored if stored is not None and stored.id == it.id else None
+        self._resolved[item_id] = out
+        return out
+
+    def is_stub(self, item_id: str) -> bool:
+        it = self.get(item_id)
+        return it is not None and it.kind == "stub"
+
+    def surviving_witnesses(
+        self, item: Item, *, spilled: bool = False, excluded: Set[str] = frozenset()
+    ) -> list[Item]:
+        out: list[Item] = []
+        for wid in item.witnesses:
+            if wid in excluded:
+                continue
+            w = self.resolve(wid)
+            if w is None and spilled and wid not in self:
+                w = self.store.latest(wid)
+            if w is not None and w.kind == "observation":
+                out.append(w)
+        return out
+
+
 @dataclass
 class RewriteContext:
     """Everything the rules of one rewrite read, and the findings they report."""
@@ -295,6 +577,12 @@ class RewriteContext:
     def report(
         self, code: str, items: Iterable[str], message: str, result: Result | None = None
     ) -> None:
+        """Record a finding; a CF, WR or TP finding concerning a stub of the window after
+        that the store cannot resolve is dropped: that stub is WR006's, and nothing else
+        is charged for it (docs/rules.md, "Stubs the store cannot resolve")."""
+        items = tuple(items)
+        if code != "WR006" and not code.startswith("CP") and self._unresolvable(items[0]):
+            return
         cex = None
         refutes = None
         shown = result.shown_counterexample() if result is not None else None
@@ -368,6 +656,9 @@ class RewriteContext:
                     f, counterexample=tuple(sorted(chosen.items()))
                 )
 
+    def _unresolvable(self, item_id: str) -> bool:
+        return self.after.is_stub(item_id) and self.after.resolve(item_id) is None
+
     def unknown(self, what: str, result: Result) -> None:
         self.undecided.append(f"{what}: {result.reason or 'unknown'}")
 
@@ -403,6 +694,13 @@ class RewriteContext:
             known = self.history.store_knowledge = StoreKnowledge(self.session, self.store)
         return known.sync(self.history.excluded, self.history.superseded)
 
+    def window_knowledge(self) -> WindowKnowledge:
+        """The window before this event, as premise indexes kept in the history."""
+        known = self.history.window_knowledge
+        if known is None or known.store is not self.store or known.session is not self.session:
+            known = self.history.window_knowledge = WindowKnowledge(self.session, self.store)
+        return known.sync(self.before, self.history)
+
     def content(self, view: WindowView) -> list[tuple[Item, Formula]]:
         """The window's content as a premise: excluded items and superseded observations out."""
         return view.content(self.history.excluded, self.history.superseded)
@@ -421,6 +719,17 @@ class RewriteContext:
             self._touched = ids
         return self._touched
 
+    def stands_for(self, it: Item, real: Item | None) -> Item | None:
+        """What an entry of a window stands for: itself, what its stub resolves to, or,
+        for a stub the store cannot resolve, the version of that id seen last (in the
+        window before, else earlier in the session): such a stub is still an entry with
+        its id (a call whose result stands as one is answered); never a surviving
+        witness."""
+        if real is not None or it.kind != "stub":
+            return real
+        earlier = self.before.resolve(it.id)
+        return earlier if earlier is not None else self.history.last_seen.get(it.id)
+
     def earlier_version(self, item_id: str) -> Item | None:
         old = self.before.resolve(item_id)
         if old is None and item_id not in self.before:
@@ -431,7 +740,7 @@ class RewriteContext:
     def valid(self, formula: Formula) -> Result:
         hit = self._valid_cache.get(formula)
         if hit is None:
-            hit = self.session.valid(formula)
+            hit = self.session.valid(formula, model=False)  # read for its verdict only
             self._valid_cache[formula] = hit
         return hit
 

@@ -6,6 +6,10 @@ item that requested it (an assistant's tool call). Provider APIs reject a
 history where one half of a pair is kept without the other, and a model
 misreads it. A rewrite is charged only with the pairs it orphaned: an orphan
 that an append made, or that the window before already held, is not its doing.
+A stub is an entry with its id whether or not the store resolves it: a call whose
+result stands as a stub the store cannot resolve is not orphaned (the result is known
+by its id, as the session last saw it). That stub itself is charged with nothing but
+WR006 (RewriteContext.report).
 """
 
 from __future__ import annotations
@@ -15,15 +19,19 @@ from verifier.rules.context import RewriteContext, WindowView, cite
 __all__ = ["check_pairing", "results_by_call"]
 
 
-def _call_of(view: WindowView, item_id: str) -> str | None:
-    real = view.resolve(item_id)
+def _call_of(ctx: RewriteContext, view: WindowView, item_id: str) -> str | None:
+    it = view.get(item_id)
+    if it is None:
+        return None
+    real = ctx.stands_for(it, view.resolve(item_id))
     return real.call if real is not None else None
 
 
-def results_by_call(view: WindowView) -> dict[str, list[str]]:
-    """call id -> ids of the results in the window (item or resolving stub), in window order."""
+def results_by_call(ctx: RewriteContext, view: WindowView) -> dict[str, list[str]]:
+    """call id -> ids of the results in the window (item or stub), in window order."""
     out: dict[str, list[str]] = {}
     for it, real in view.resolved():
+        real = ctx.stands_for(it, real)
         call = real.call if real is not None else None
         if call is not None:
             out.setdefault(call, []).append(it.id)
@@ -33,13 +41,13 @@ def results_by_call(view: WindowView) -> dict[str, list[str]]:
 def check_pairing(ctx: RewriteContext) -> None:
     """TP001 orphaned-tool-result and TP002 orphaned-tool-call for one rewrite."""
     before, after = ctx.before, ctx.after
-    results_before = results_by_call(before)
-    results_after = results_by_call(after)
+    results_before = results_by_call(ctx, before)
+    results_after = results_by_call(ctx, after)
     for it, real in after.resolved():
         call = real.call if real is not None else None
         if call is None or call in after:
             continue
-        if it.id in before and _call_of(before, it.id) == call and call not in before:
+        if it.id in before and _call_of(ctx, before, it.id) == call and call not in before:
             continue  # an orphan already: not this rewrite's doing
         ctx.report(
             "TP001",

@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 
 from verifier.rules.context import MODE_COUNT, RewriteContext, WindowView, cite, show
@@ -19,6 +20,7 @@ def check_witnesses(ctx: RewriteContext) -> None:
     """Run WR001–WR008 on one rewrite."""
     changed = ctx.changed()
     changed_ids = {it.id for it in changed}
+    _demotions(ctx, changed)
     _wr001_002(ctx, changed_ids)
     _wr003(ctx)
     _wr004(ctx)
@@ -38,6 +40,24 @@ def check_witnesses(ctx: RewriteContext) -> None:
         check_item_witnesses(ctx, real, ctx.after)
     _wr007(ctx, changed)
     _wr008(ctx)
+
+
+def _demotions(ctx: RewriteContext, changed: list[Item]) -> None:
+    """The items this rewrite demoted: tagged ``unwitnessed`` where they said anything else
+    (stubs read as what they resolve to). A demotion is permitted unless a rule objects:
+    with nothing found, the verdict is ``accept-demoted``. Lowering ``verified`` to
+    ``unverified`` is no demotion."""
+    for it in changed:
+        new = ctx.after.resolve(it.id)
+        old = ctx.before.resolve(it.id)
+        if (
+            new is not None
+            and old is not None
+            and old.kind in ("commitment", "claim", "observation")
+            and new.modality == "unwitnessed"
+            and old.modality != "unwitnessed"
+        ):
+            ctx.demoted.append(it.id)
 
 
 def _surviving_ids(ctx: RewriteContext, view: WindowView, item: Item) -> list[str]:
@@ -65,8 +85,6 @@ def _wr001_002(ctx: RewriteContext, changed_ids: set[str]) -> None:
             or ctx.negative(old, ctx.before)
             or ctx.negative(new, ctx.after)
         )
-        if old.modality == "verified" and new.modality in ("unwitnessed", "unverified"):
-            ctx.demoted.append(old.id)  # a demotion, permitted unless a rule below objects
         was = ctx.checkable(old, ctx.before, "before")
         if not was:
             continue
@@ -102,8 +120,6 @@ def _wr001_002(ctx: RewriteContext, changed_ids: set[str]) -> None:
                 f"{old.kind} {old.id!r} lost its witnesses but still says {new.modality!r}; tag it"
                 " 'unwitnessed' or keep a witness stub",
             )
-        elif old.modality in WITNESSED and old.id not in ctx.demoted:
-            ctx.demoted.append(old.id)
 
 
 def _wr003(ctx: RewriteContext) -> None:
@@ -266,12 +282,42 @@ def _wr007(ctx: RewriteContext, changed: list[Item]) -> None:
             legit = _legit_observations(ctx)
         if real.key in legit:
             continue
+        old = ctx.before.resolve(it.id)
+        if old is not None and old.kind == "observation":
+            ctx.report(
+                "WR007",
+                [it.id],
+                f"observation {it.id!r} was changed by a rewrite ({_change(old, real)}), and no"
+                " append created that version; only appends create observations: put back the"
+                " appended version, or remove it and leave a placeholder",
+            )
+            continue
         ctx.report(
             "WR007",
             [it.id],
             f"observation {it.id!r} was put in the window by a rewrite, and no append created"
             " it; only appends create observations: remove it",
         )
+
+
+def _change(old: Item, new: Item) -> str:
+    """What a rewrite changed in an observation, field by field with the values (text,
+    tokens and score aside: the rules do not read them)."""
+
+    def short(value: object) -> str:
+        text = repr(value)
+        return text if len(text) <= 60 else text[:57] + "..."
+
+    a, b = json.loads(old.raw), json.loads(new.raw)
+    skip = {"text", "tokens", "score"}
+    if a.get("content") != b.get("content"):
+        skip.add("digest")  # the digest follows the content
+    out = [
+        f"{name} {short(a.get(name))} -> {short(b.get(name))}"
+        for name in sorted(set(a) | set(b))
+        if name not in skip and a.get(name) != b.get(name)
+    ]
+    return "; ".join(out) or "changed"
 
 
 def _wr008(ctx: RewriteContext) -> None:

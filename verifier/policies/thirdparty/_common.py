@@ -6,7 +6,9 @@ framework, by the importers' conventions read in reverse (docs/importers.md):
 * an item that some item of the window names by ``call`` is a **tool call**:
   an assistant message whose one tool call has the item's id as its call id;
 * an item with ``call`` (an observation, or a prose placeholder left where a
-  result was) is a **tool result** answering that call id;
+  result was) is a **tool result** answering that call id, with the
+  framework's error flag set when the observation failed or the placeholder
+  says ``(error)`` (the flag survived an earlier clearing: :data:`ERROR_MARK`);
 * an observation without ``call`` is what the model was told: a **system**
   message when its ``source`` is ``system`` or ``developer``, else a **user**
   message;
@@ -20,7 +22,8 @@ The way back (:func:`assemble`). The adapter reads the framework's output as a
 list of outcomes: a message it kept (:class:`Kept`, by the id it carried: the
 item goes back as the very same dict), a tool result it blanked
 (:class:`Cleared`: a prose ``CALLID:cleared`` with ``call``, as the importers
-write it; the observation and its evidence are gone), a message of its own
+write it; the observation and its evidence are gone, and its text ends in
+``(error)`` when the framework kept the error flag), a message of its own
 (:class:`Added`: a summary or a note, a prose item ``BASE@PASS``), or a kept
 message whose text it changed (:class:`Edited`).
 """
@@ -36,6 +39,7 @@ from typing import Any
 from verifier.policies import item_tokens
 
 __all__ = [
+    "ERROR_MARK",
     "Added",
     "Cleared",
     "Edited",
@@ -46,6 +50,7 @@ __all__ = [
     "estimate",
     "fit_head",
     "fit_tail",
+    "groups_of",
     "slots_of",
     "summary_text",
 ]
@@ -53,6 +58,11 @@ __all__ = [
 Obj = dict[str, Any]
 
 _NAMED_SOURCE = re.compile(r"([A-Za-z_][\w.-]*): (.*)", re.DOTALL)
+
+ERROR_MARK = " (error)"
+"""How a placeholder says that its result failed and the framework still shows so: a
+cleared result that keeps its error flag reads ``[cleared] (error)`` (docs/importers.md,
+"Placeholders")."""
 
 
 def estimate(text: str) -> int:
@@ -89,7 +99,19 @@ class Slot:
 
     @property
     def failed(self) -> bool:
-        return self.item.get("modality") == "failed"
+        """Does the framework's error flag belong on this result? A failed observation, or
+        a placeholder whose text says the flag survived (:data:`ERROR_MARK`)."""
+        if self.item.get("kind") == "observation":
+            return self.item.get("modality") == "failed"
+        return self.role == "result" and str(self.item.get("text", "")).endswith(ERROR_MARK)
+
+    @property
+    def content(self) -> str:
+        """What the framework's message holds: the text, less the error mark of a
+        placeholder (the framework says that with its flag)."""
+        if self.role == "result" and self.item.get("kind") != "observation" and self.failed:
+            return self.text.removesuffix(ERROR_MARK)
+        return self.text
 
     @property
     def exit_code(self) -> int | None:
@@ -156,6 +178,32 @@ def slots_of(window: Sequence[Mapping[str, Any]]) -> list[Slot]:
     return out
 
 
+def groups_of(slots: Sequence[Slot]) -> list[list[Slot]]:
+    """The slots as frameworks whose messages hold several calls or results group them:
+    calls one after another are one assistant turn's parallel calls (one message), results
+    one after another one message of results; every other slot is a message of its own.
+
+    AutoGen (``AssistantMessage`` with a list of ``FunctionCall``,
+    ``FunctionExecutionResultMessage`` with a list of results) and pydantic-ai
+    (``ModelResponse`` with several ``ToolCallPart``, ``ModelRequest`` with several
+    ``ToolReturnPart``) hold parallel calls that way, and only that way.
+
+    >>> [[s.id for s in g] for g in groups_of(slots_of([
+    ...     {"id": "c1", "kind": "prose"}, {"id": "c2", "kind": "prose"},
+    ...     {"id": "r2", "kind": "observation", "call": "c2"},
+    ...     {"id": "r1", "kind": "observation", "call": "c1"},
+    ...     {"id": "p", "kind": "prose"}]))]
+    [['c1', 'c2'], ['r2', 'r1'], ['p']]
+    """
+    out: list[list[Slot]] = []
+    for s in slots:
+        if out and s.role in ("call", "result") and out[-1][-1].role == s.role:
+            out[-1].append(s)
+        else:
+            out.append([s])
+    return out
+
+
 def fit_tail(sizes: Sequence[int], budget: int) -> int:
     """How many of the last sizes fit in ``budget`` together; at least 1.
 
@@ -199,10 +247,13 @@ class Kept:
 
 @dataclass(frozen=True, slots=True)
 class Cleared:
-    """The framework blanked this tool result: ``text`` is its placeholder."""
+    """The framework blanked this tool result: ``text`` is its placeholder, and ``error``
+    says the framework still flags the result as an error (the placeholder then ends in
+    :data:`ERROR_MARK`)."""
 
     id: str
     text: str
+    error: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -278,7 +329,8 @@ def assemble(window: Sequence[Obj], outcomes: Sequence[Outcome], pass_no: int) -
             call = original.get("call")
             base = f"{call}:cleared" if isinstance(call, str) else f"{o.id}:cleared"
             name = base if base == o.id else names.fresh(base)
-            cleared: Obj = {"id": name, "kind": "prose", "text": o.text, "tokens": estimate(o.text)}
+            text = o.text + ERROR_MARK if o.error else o.text
+            cleared: Obj = {"id": name, "kind": "prose", "text": text, "tokens": estimate(text)}
             if isinstance(call, str):
                 cleared["call"] = call
             out.append(cleared)

@@ -1,23 +1,27 @@
 """AutoGen's model contexts as ctxproof policies (extra ``policies-autogen``; docs/frameworks.md).
 
-Items become ``autogen_core.models`` messages (:func:`to_messages`): a tool
-call is an ``AssistantMessage`` whose content is one ``FunctionCall`` with
-the item's id as its ``id`` (the item's text goes in ``thought``, the field
-for text beside function calls); a tool result is a
-``FunctionExecutionResultMessage`` with one ``FunctionExecutionResult`` whose
-``call_id`` is the result's ``call`` (``is_error`` when it failed); user and
+Items become ``autogen_core.models`` messages (:func:`to_messages`): tool
+calls one after another (one turn's parallel calls) are an ``AssistantMessage``
+whose content is their ``FunctionCall`` list, each with the item's id as its
+``id`` (the items' text goes in ``thought``, the field for text beside function
+calls); tool results one after another are a
+``FunctionExecutionResultMessage`` with one ``FunctionExecutionResult`` each, whose
+``call_id`` is the result's ``call`` and ``name`` the tool's (``is_error`` when
+it failed, or when a placeholder says ``(error)``); user and
 system observations are ``UserMessage`` and ``SystemMessage``; everything
 else is an ``AssistantMessage`` with the item's text. AutoGen's messages have
 no id field of their own: the way back (:func:`from_messages`) recognises a
 kept message as the very object that was given (the contexts return slices
-of their message list), and checks that a kept result still answers the same
-call id.
+of their message list), each of its items kept, and checks that a kept
+message still carries the same call ids. The contexts count and keep whole
+messages: a group of calls or results is one.
 
 Each context is given the window as its ``initial_messages`` and asked for
 ``get_messages()``, the view a model call would get:
 
 * :func:`buffered_policy` — ``BufferedChatCompletionContext`` with
-  ``buffer_size`` = the most recent messages that fit the budget;
+  ``buffer_size`` = the most recent messages that fit the budget (a message's
+  size is its items');
 * :func:`head_and_tail_policy` — ``HeadAndTailChatCompletionContext`` with
   ``head_size`` = the first messages that fit a quarter of the budget and
   ``tail_size`` = the last messages that fit what remains (its ``Skipped N
@@ -45,6 +49,7 @@ from verifier.policies.thirdparty._common import (
     estimate,
     fit_head,
     fit_tail,
+    groups_of,
     slots_of,
 )
 
@@ -80,16 +85,23 @@ def to_messages(slots: Sequence[Slot]) -> list[LLMMessage]:
     )
 
     out: list[LLMMessage] = []
-    for s in slots:
+    for group in groups_of(slots):
+        s = group[0]
         if s.role == "call":
-            args = json.dumps({"command": s.command})
-            call = FunctionCall(id=s.id, name=s.tool, arguments=args)
-            out.append(AssistantMessage(content=[call], thought=s.text, source="assistant"))
+            calls = [
+                FunctionCall(id=c.id, name=c.tool, arguments=json.dumps({"command": c.command}))
+                for c in group
+            ]
+            thought = "\n".join(c.text for c in group)
+            out.append(AssistantMessage(content=calls, thought=thought, source="assistant"))
         elif s.role == "result":
-            result = FunctionExecutionResult(
-                content=s.text, name=s.tool, call_id=s.call, is_error=s.failed
-            )
-            out.append(FunctionExecutionResultMessage(content=[result]))
+            results = [
+                FunctionExecutionResult(
+                    content=r.content, name=r.tool, call_id=r.call, is_error=r.failed
+                )
+                for r in group
+            ]
+            out.append(FunctionExecutionResultMessage(content=results))
         elif s.role == "system":
             out.append(SystemMessage(content=s.text))
         elif s.role == "user" or (s.item.get("kind") == "prose" and _SKIPPED.fullmatch(s.text)):
@@ -117,21 +129,31 @@ def from_messages(
     Raises:
         RuntimeError: a kept message no longer carries the call id it was given.
     """
-    given = {id(m): s for m, s in zip(sent, slots, strict=True)}
+    given = {id(m): g for m, g in zip(sent, groups_of(slots), strict=True)}
     outcomes: list[Outcome] = []
     for m in out:
-        slot = given.get(id(m))
-        if slot is None:
+        group = given.get(id(m))
+        if group is None:
             text = m.content if isinstance(m.content, str) else str(m.content)
             outcomes.append(Added(text, "skipped" if _SKIPPED.fullmatch(text) else "message"))
             continue
-        expected = {"result": [slot.call], "call": [slot.id]}.get(slot.role, [])
+        role = group[0].role
+        expected = {
+            "call": [s.id for s in group],
+            "result": [s.call for s in group],
+        }.get(role, [])
         if _call_ids(m) != expected:
             raise RuntimeError(
-                f"the message of {slot.id!r} came back with call ids {_call_ids(m)}, not {expected}"
+                f"the message of {group[0].id!r} came back with call ids {_call_ids(m)},"
+                f" not {expected}"
             )
-        outcomes.append(Kept(slot.id))
+        outcomes.extend(Kept(s.id) for s in group)
     return outcomes
+
+
+def _sizes(slots: Sequence[Slot]) -> list[int]:
+    """The tokens of each message: the sum of its items'."""
+    return [sum(s.tokens for s in g) for g in groups_of(slots)]
 
 
 def _view(coroutine: Coroutine[Any, Any, list[LLMMessage]]) -> list[LLMMessage]:
@@ -159,7 +181,7 @@ def buffered_policy(window: list[Obj], budget: int, *, pass_no: int = 1) -> list
     def context(messages: list[LLMMessage], slots: Sequence[Slot]) -> Any:
         from autogen_core.model_context import BufferedChatCompletionContext
 
-        size = fit_tail([s.tokens for s in slots], budget)
+        size = fit_tail(_sizes(slots), budget)
         return BufferedChatCompletionContext(buffer_size=size, initial_messages=messages)
 
     return _run(window, pass_no, context)
@@ -173,7 +195,7 @@ def head_and_tail_policy(window: list[Obj], budget: int, *, pass_no: int = 1) ->
     def context(messages: list[LLMMessage], slots: Sequence[Slot]) -> Any:
         from autogen_core.model_context import HeadAndTailChatCompletionContext
 
-        sizes = [s.tokens for s in slots]
+        sizes = _sizes(slots)
         head = fit_head(sizes, budget // 4)
         rest = budget - sum(sizes[:head])
         tail = fit_tail(sizes[head:], rest)
@@ -196,7 +218,7 @@ class TokenCounter:
     """
 
     def __init__(self, messages: Sequence[LLMMessage], slots: Sequence[Slot], limit: int) -> None:
-        self.sizes = {id(m): s.tokens for m, s in zip(messages, slots, strict=True)}
+        self.sizes = {id(m): n for m, n in zip(messages, _sizes(slots), strict=True)}
         self.keep = list(messages)  # the ids above stay those of these objects
         self.limit = limit
 

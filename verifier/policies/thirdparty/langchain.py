@@ -2,10 +2,14 @@
 
 Items become ``langchain_core`` messages (:func:`to_messages`): a tool call is
 an ``AIMessage`` whose one ``tool_calls`` entry has the item's id as its
-``id``; a tool result is a ``ToolMessage`` with ``tool_call_id`` = its
-``call``, ``status`` ``"error"`` when it failed and ``artifact.exit_code``
-when it has one (as the langchain importer reads them); a prose placeholder
-with ``call`` is a ``ToolMessage`` that context editing already cleared;
+``id``, the tool's name and its command (its text is the content, unless it
+is ``NAME: COMMAND``, which the call says already: then the content is empty,
+as a model's tool-calling message is); a tool result is a ``ToolMessage``
+with ``tool_call_id`` = its ``call``, the tool's ``name``, ``status``
+``"error"`` when it failed and ``artifact.exit_code`` when it has one (as the
+langchain importer reads them); a prose placeholder with ``call`` is a
+``ToolMessage`` that context editing already cleared, ``status="error"`` when
+its text says ``(error)``;
 user and system observations are ``HumanMessage`` and ``SystemMessage``;
 everything else is an ``AIMessage``, with a commitment's, claim's or stub's
 item under ``additional_kwargs["ctxproof"]``. Every message's ``id`` is its
@@ -24,7 +28,9 @@ Policies:
   for a valid history;
 * :func:`clear_tool_uses_policy` — ``ClearToolUsesEdit(trigger=budget,
   keep=3)`` of the context editing middleware: blanks all but the three most
-  recent tool results;
+  recent tool results (``[cleared]``, or ``[cleared] (error)`` for a failed
+  one: the copy keeps ``status="error"``; the output and the exit code, in
+  ``artifact``, are gone);
 * :func:`summarization_policy` — ``SummarizationMiddleware(trigger=("tokens",
   budget), keep=("tokens", budget // 2), summarizer=...)`` with a fixed
   summarizer (no model is called).
@@ -83,11 +89,19 @@ def to_messages(slots: Sequence[Slot]) -> list[BaseMessage]:
         kind = s.item.get("kind")
         if s.role == "call":
             call = {"name": s.tool, "args": {"command": s.command}, "id": s.id, "type": "tool_call"}
-            out.append(AIMessage(content=s.text, id=s.id, tool_calls=[call]))
+            said = "" if s.text == f"{s.tool}: {s.command}" else s.text
+            out.append(AIMessage(content=said, id=s.id, tool_calls=[call]))
         elif s.role == "result" and kind != "observation":
             cleared = {"context_editing": {"cleared": True, "strategy": "clear_tool_uses"}}
             out.append(
-                ToolMessage(content=s.text, tool_call_id=s.call, id=s.id, response_metadata=cleared)
+                ToolMessage(
+                    content=s.content,
+                    tool_call_id=s.call,
+                    id=s.id,
+                    name=s.tool,
+                    status="error" if s.failed else "success",
+                    response_metadata=cleared,
+                )
             )
         elif s.role == "result":
             code = s.exit_code
@@ -141,7 +155,8 @@ def from_messages(out: Sequence[BaseMessage], sent: Sequence[BaseMessage]) -> li
         elif m is original or _same(m, original):
             outcomes.append(Kept(str(m.id)))
         elif isinstance(m, ToolMessage) and isinstance(original, ToolMessage):
-            outcomes.append(Cleared(str(m.id), _text(m)))
+            # ClearToolUsesEdit copies the message: its status (the error flag) stays
+            outcomes.append(Cleared(str(m.id), _text(m), m.status == "error"))
         else:
             outcomes.append(Edited(str(m.id), _text(m)))
     return outcomes

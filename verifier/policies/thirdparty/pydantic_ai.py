@@ -2,12 +2,15 @@
 docs/frameworks.md).
 
 Items become ``pydantic_ai.messages`` (:func:`to_messages`): a tool call is a
-``ModelResponse`` holding a ``TextPart`` (the item's text, ``id`` = the
-item's id) and a ``ToolCallPart`` whose ``tool_call_id`` is the item's id; a
-tool result is a ``ModelRequest`` holding a ``ToolReturnPart`` with
+``TextPart`` (the item's text, ``id`` = the item's id) and a ``ToolCallPart``
+whose ``tool_call_id`` is the item's id, in one ``ModelResponse`` with the
+calls right before and after it (one turn's parallel calls); a tool result
+is a ``ToolReturnPart``, in one ``ModelRequest`` with the results right
+before and after it, with
 ``tool_call_id`` = its ``call``, ``outcome="failed"`` when it failed, and
 ``metadata`` naming the item (and its exit code); a prose placeholder with
-``call`` is such a part already cleared; user and system observations are a
+``call`` is such a part already cleared (``outcome="failed"`` when its text
+says ``(error)``); user and system observations are a
 ``ModelRequest`` with a ``UserPromptPart`` or a ``SystemPromptPart`` (the
 request's ``metadata`` names the item); everything else is a
 ``ModelResponse`` with one ``TextPart`` (``id`` = the item's id; a
@@ -26,7 +29,9 @@ strategy's own, ``max_tokens=budget``, on ctxproof's sizes:
 
 * :func:`clear_tool_results_policy` — ``ClearToolResults(max_tokens=budget,
   keep_pairs=3)``: all but the 3 most recent tool results become ``[tool
-  result cleared]``;
+  result cleared]`` (``[tool result cleared] (error)`` for a failed one: the
+  part keeps ``outcome="failed"``; its output is gone, and its exit code stays
+  only in ``metadata``, which the model does not see);
 * :func:`sliding_window_policy` — ``SlidingWindowCompaction(max_tokens=budget,
   keep_tokens=budget // 2)``: the oldest messages go, tool pairs kept
   together, the first user message kept.
@@ -49,6 +54,7 @@ from verifier.policies.thirdparty._common import (
     Slot,
     assemble,
     estimate,
+    groups_of,
     slots_of,
 )
 
@@ -84,30 +90,23 @@ def to_messages(slots: Sequence[Slot]) -> list[ModelMessage]:
         SystemPromptPart,
         TextPart,
         ToolCallPart,
-        ToolReturnPart,
         UserPromptPart,
     )
 
     out: list[ModelMessage] = []
-    for s in slots:
+    for group in groups_of(slots):
+        s = group[0]
         kind = s.item.get("kind")
         if s.role == "call":
-            text = TextPart(content=_tagged(s), id=s.id)
-            call = ToolCallPart(tool_name=s.tool, args={"command": s.command}, tool_call_id=s.id)
-            out.append(ModelResponse(parts=[text, call]))
+            calls: list[TextPart | ToolCallPart] = []
+            for c in group:
+                calls.append(TextPart(content=_tagged(c), id=c.id))
+                calls.append(
+                    ToolCallPart(tool_name=c.tool, args={"command": c.command}, tool_call_id=c.id)
+                )
+            out.append(ModelResponse(parts=calls))
         elif s.role == "result":
-            meta: Obj = {ID_KEY: s.id}
-            if s.exit_code is not None:
-                meta["exit_code"] = s.exit_code
-            placeholder = kind != "observation"  # cleared on an earlier pass: its text as it is
-            part = ToolReturnPart(
-                tool_name=s.tool,
-                content=s.text if placeholder else _tagged(s),
-                tool_call_id=s.call,
-                metadata=meta,
-                outcome="failed" if s.failed else "success",
-            )
-            out.append(ModelRequest(parts=[part]))
+            out.append(ModelRequest(parts=[_return_part(r) for r in group]))
         elif s.role == "system":
             system = SystemPromptPart(content=_tagged(s))
             out.append(ModelRequest(parts=[system], metadata={ID_KEY: s.id}))
@@ -120,6 +119,22 @@ def to_messages(slots: Sequence[Slot]) -> list[ModelMessage]:
     return out
 
 
+def _return_part(s: Slot) -> Any:
+    from pydantic_ai.messages import ToolReturnPart
+
+    meta: Obj = {ID_KEY: s.id}
+    if s.exit_code is not None:
+        meta["exit_code"] = s.exit_code
+    placeholder = s.item.get("kind") != "observation"  # cleared on an earlier pass: as it is
+    return ToolReturnPart(
+        tool_name=s.tool,
+        content=s.content if placeholder else _tagged(s),
+        tool_call_id=s.call,
+        metadata=meta,
+        outcome="failed" if s.failed else "success",
+    )
+
+
 def _part_text(part: Any) -> str:
     content = getattr(part, "content", "")
     return content if isinstance(content, str) else str(content)
@@ -130,7 +145,7 @@ def from_messages(out: Sequence[ModelMessage], sent: Sequence[ModelMessage]) -> 
     (``TextPart.id``, ``ToolReturnPart.metadata``, the request's ``metadata``)."""
     from pydantic_ai.messages import ToolCallPart, ToolReturnPart
 
-    texts: dict[str, str] = {}
+    texts: dict[str, str] = {}  # what each item's part said when sent
     for m in sent:
         for part in m.parts:
             iid = _part_id(m, part)
@@ -147,7 +162,8 @@ def from_messages(out: Sequence[ModelMessage], sent: Sequence[ModelMessage]) -> 
             elif _part_text(part) == texts[iid]:
                 outcomes.append(Kept(iid))
             elif isinstance(part, ToolReturnPart):
-                outcomes.append(Cleared(iid, _part_text(part)))
+                # ClearToolResults replaces the content only: the outcome stays
+                outcomes.append(Cleared(iid, _part_text(part), part.outcome == "failed"))
             else:
                 outcomes.append(Edited(iid, _part_text(part)))
     return outcomes
@@ -178,7 +194,7 @@ def tokenizer_for(slots: Sequence[Slot]) -> Callable[[str], int]:
             sizes[str({"command": s.command})] = 0
         sizes[_tagged(s)] = s.tokens
         if s.role == "result" and s.item.get("kind") != "observation":
-            sizes[s.text] = s.tokens
+            sizes[s.content] = s.tokens
 
     def tokens(text: str) -> int:
         size = sizes.get(text)

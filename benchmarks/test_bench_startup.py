@@ -1,0 +1,114 @@
+"""Start-up and small commands as users run them: whole processes, timed from outside.
+
+Each round starts a new process (``subprocess.run``) and waits for it: the
+interpreter's start, the imports, reading the files and the work, nothing kept
+from one round to the next. Compiled bytecode is written and used as an
+installed package has it (``PYTHONDONTWRITEBYTECODE`` is dropped from the
+environment, and one run before the clock compiles it).
+
+- start-up: ``ctxproof --version`` (the console script) against a bare
+  interpreter (``python -c pass``) of the same environment;
+- check: ``ctxproof check`` of the 10k-item windows of the check benchmark
+  (10% changed, the originals in a SQLite store) against the floor process: the
+  same interpreter running :func:`benchmarks.workloads.identity_diff` on the two
+  files (``json`` parse, canonical-JSON sha256 of each item, diff by id).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from benchmarks.peak import store_file
+from benchmarks.workloads import SEED, build_windows, window_text
+
+ROOT = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+START_ROUNDS = 20
+CHECK_ROUNDS = 9
+CHECK_ITEMS = 10_000
+
+FLOOR = (
+    "import sys\n"
+    "from benchmarks.workloads import identity_diff\n"
+    "before = open(sys.argv[1], encoding='utf-8').read()\n"
+    "after = open(sys.argv[2], encoding='utf-8').read()\n"
+    "identity_diff(before, after)\n"
+)
+
+
+def _env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPATH"] = str(ROOT)  # the floor script imports benchmarks.workloads
+    return env
+
+
+def _console_script() -> str:
+    script = BIN / "ctxproof"
+    return str(script) if script.exists() else "ctxproof"
+
+
+@functools.cache
+def _windows(folder: str) -> tuple[str, str, str]:
+    """The before and after window files and the store of the check benchmark's 10k."""
+    where = Path(folder)
+    before, after, spill, _ = build_windows(CHECK_ITEMS, SEED)
+    (where / "before.json").write_text(window_text(before), "utf-8")
+    (where / "after.json").write_text(window_text(after), "utf-8")
+    store = store_file(where / "store.sqlite", spill)
+    return str(where / "before.json"), str(where / "after.json"), str(store)
+
+
+def _bench(
+    benchmark: Any, group: str, role: str, argv: list[str], rounds: int, shown: str
+) -> None:
+    env = _env()
+    warm = subprocess.run(argv, env=env, capture_output=True, text=True, check=False, cwd=ROOT)
+    benchmark.group = group
+    benchmark.extra_info.update(role=role, command=shown, exit=warm.returncode)
+
+    def run() -> int:
+        done = subprocess.run(argv, env=env, capture_output=True, check=False, cwd=ROOT)
+        return done.returncode
+
+    code = benchmark.pedantic(run, rounds=rounds, iterations=1)
+    assert code == warm.returncode == 0, warm.stderr
+
+
+START = "start-up: a bare interpreter vs `ctxproof --version` (whole processes)"
+
+
+def test_bare_interpreter(benchmark: Any) -> None:
+    argv = [sys.executable, "-c", "pass"]
+    _bench(benchmark, START, "floor", argv, START_ROUNDS, "python -c pass")
+
+
+def test_version(benchmark: Any) -> None:
+    argv = [_console_script(), "--version"]
+    _bench(benchmark, START, "version", argv, START_ROUNDS, "ctxproof --version")
+
+
+CHECK = f"check of {CHECK_ITEMS:,} items, 10% changed: the floor process vs `ctxproof check`"
+
+
+def test_floor_process(benchmark: Any, tmp_path_factory: Any) -> None:
+    before, after, _ = _windows(str(tmp_path_factory.mktemp("startup")))
+    argv = [sys.executable, "-c", FLOOR, before, after]
+    shown = "python -c 'identity_diff(before, after)' before.json after.json"
+    _bench(benchmark, CHECK, "floor", argv, CHECK_ROUNDS, shown)
+
+
+def test_check_process(benchmark: Any, tmp_path_factory: Any) -> None:
+    before, after, store = _windows(str(tmp_path_factory.mktemp("startup")))
+    argv = [_console_script(), "check", before, after, "--store", store, "--format", "json"]
+    shown = "ctxproof check before.json after.json --store store.sqlite --format json"
+    _bench(benchmark, CHECK, "check", argv, CHECK_ROUNDS, shown)
+    out = subprocess.run(argv, env=_env(), capture_output=True, text=True, check=True)
+    verdicts = [r["verdict"] for r in json.loads(out.stdout)["rewrites"]]
+    benchmark.extra_info["verdicts"] = verdicts
+    assert verdicts == ["accept"]

@@ -1,0 +1,686 @@
+"""Importers on sessions as people have them: going on after compactions, read as each tool
+writes them, wrong files named, cut results reported as lost evidence, extractors, coverage."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from verifier.audit import audit_trace
+from verifier.cli import main
+from verifier.errors import InputError
+from verifier.importers import coverage, detect_format, import_history, import_session
+from verifier.importers.common import kept_text
+from verifier.importers.sources import Source
+from verifier.io import parse_trace_text
+from verifier.report import render_trace_page, view_trace
+from verifier.window import Append, Item, Rewrite, Trace
+
+ROOT = Path(__file__).resolve().parents[2]
+H = ROOT / "tests" / "fixtures" / "histories"
+CC_ON = H / "claude-code" / "session_goes_on.jsonl"
+
+
+def run(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = main(list(argv), stdout=out, stderr=err)
+    return code, out.getvalue(), err.getvalue()
+
+
+def imported(fmt: str, *files: str | Path, **kw: Any) -> Trace:
+    text = import_history(fmt, [Path(f) if isinstance(f, Path) else f for f in files], **kw)
+    return parse_trace_text(text, f"<{fmt}>")
+
+
+def windows(trace: Trace) -> list[tuple[str, list[Item]]]:
+    out: list[tuple[str, list[Item]]] = []
+    current: list[Item] = []
+    for ev in trace.events:
+        if isinstance(ev, Append):
+            current = [*current, *ev.items]
+            out.append(("append", current))
+        elif isinstance(ev, Rewrite):
+            current = list(ev.apply(tuple(current)))
+            out.append((ev.policy or "", current))
+    return out
+
+
+def findings(trace: Trace) -> list[tuple[str, tuple[str, ...]]]:
+    return [(f.code, f.items) for f in audit_trace(trace).findings]
+
+
+def jsonl(records: list[dict[str, Any]]) -> str:
+    return "\n".join(json.dumps(r) for r in records) + "\n"
+
+
+def cc(uuid: str | None, parent: str | None, role: str, content: Any, **kw: Any) -> dict[str, Any]:
+    rec: dict[str, Any] = {"type": role, "message": {"role": role, "content": content}, **kw}
+    if uuid is not None:
+        rec["uuid"] = uuid
+        rec["parentUuid"] = parent
+    return rec
+
+
+# --- sessions that go on after compactions, every format ------------------------------------
+
+
+def test_claude_code_goes_on_after_two_compactions() -> None:
+    trace = imported("claude-code", CC_ON)
+    seen = windows(trace)
+    assert [p for p, _ in seen] == [
+        "append",
+        "claude-code:compact_boundary",
+        "append",
+        "claude-code:compact_boundary",
+        "append",
+    ]
+    assert [it.id for it in seen[1][1]] == ["s-0001"]
+    # the second compaction rewrites the window the first left plus what came after it
+    assert [it.id for it in seen[2][1]][:2] == ["s-0001", "toolu_01Pr0xyTest2"]
+    assert [it.id for it in seen[3][1]] == ["s-0002", "u-0003"]  # preservedSegment kept
+    assert [it.id for it in seen[4][1]][-1] == "a-0009"
+    first = {it.id: it for it in seen[0][1]}
+    # parallel calls: both calls, both results, paired
+    assert first["toolu_01GitLog:result"].call == "toolu_01GitLog"
+    assert first["toolu_01Pr0xyTest:result"].modality == "failed"
+    # the declined edit is the user's decision, not a failed command
+    declined = first["toolu_01EditSchema:result"]
+    assert (declined.kind, declined.source, declined.modality) == (
+        "observation",
+        "user",
+        "unverified",
+    )
+    assert declined.call == "toolu_01EditSchema"
+    found = findings(trace)
+    assert ("WR008", ("toolu_01Pr0xyTest:result",)) in found
+    assert ("WR008", ("toolu_01Pr0xyTest2:result",)) in found
+    assert not any(
+        code == "WR008" and items[0].startswith("toolu_01EditSchema") for code, items in found
+    )
+
+
+def test_claude_code_split_files_read_as_one_session(tmp_path: Path) -> None:
+    lines = CC_ON.read_text().splitlines(keepends=True)
+    parts = []
+    for k, cut in enumerate([(0, 7), (7, 15), (15, len(lines))]):
+        path = tmp_path / f"part{k}.jsonl"
+        path.write_text("".join(lines[cut[0] : cut[1]]))
+        parts.append(path)
+    assert import_history("claude-code", parts) == import_history("claude-code", [CC_ON])
+
+
+def test_claude_code_summary_parent_with_kept_messages() -> None:
+    """The message after a summary names the summary as parent while kept messages follow it
+    in the window: the session goes on (no item twice, no branch)."""
+    recs = [
+        cc("u1", None, "user", "start"),
+        cc("a1", "u1", "assistant", [{"type": "text", "text": "step one"}]),
+        cc("u2", "a1", "user", "keep me"),
+        {
+            "type": "system",
+            "subtype": "compact_boundary",
+            "uuid": "b1",
+            "parentUuid": None,
+            "logicalParentUuid": "u2",
+            "compactMetadata": {"trigger": "auto", "preservedMessages": {"uuids": ["u2"]}},
+        },
+        cc("cs", "b1", "user", "summary one", isCompactSummary=True),
+        cc("a2", "cs", "assistant", [{"type": "text", "text": "going on"}]),
+        cc("u3", "a2", "user", "more"),
+        {
+            "type": "system",
+            "subtype": "compact_boundary",
+            "uuid": "b2",
+            "parentUuid": None,
+            "logicalParentUuid": "u3",
+        },
+        cc("cs2", "b2", "user", "summary two", isCompactSummary=True),
+        cc("a3", "cs2", "assistant", [{"type": "text", "text": "still going"}]),
+    ]
+    seen = windows(imported("claude-code", jsonl(recs)))
+    assert [p for p, _ in seen].count("claude-code:compact_boundary") == 2
+    assert [it.id for it in seen[2][1]] == ["cs", "u2", "a2", "u3"]
+    assert [it.id for it in seen[-1][1]] == ["cs2", "a3"]
+
+
+def test_claude_code_without_parent_or_uuid_is_the_file_order() -> None:
+    recs = [
+        cc("m1", None, "user", "one"),
+        cc("m2", None, "assistant", [{"type": "text", "text": "two"}]),
+        {"type": "user", "message": {"role": "user", "content": "three"}},
+        {
+            "type": "assistant",
+            "message": {
+                "role": "assistant",
+                "content": [{"type": "tool_use", "id": "toolu_x", "name": "Bash", "input": {}}],
+            },
+        },
+        {
+            "type": "user",
+            "message": {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": "toolu_x", "content": "ok"}],
+            },
+        },
+        cc("m6", None, "assistant", [{"type": "text", "text": "done"}]),
+    ]
+    trace = imported("claude-code", jsonl(recs))
+    assert [type(ev).__name__ for ev in trace.events] == ["Append"]
+    ids = [it.id for it in windows(trace)[-1][1]]
+    assert ids == ["m1", "m2", "msg-2", "toolu_x", "toolu_x:result", "m6"]
+    assert findings(trace) == []
+
+
+def test_claude_code_two_sessions_are_refused_naming_both(tmp_path: Path) -> None:
+    a = tmp_path / "a.jsonl"
+    b = tmp_path / "b.jsonl"
+    a.write_text(jsonl([cc("u1", None, "user", "hi", sessionId="sess-A")]))
+    b.write_text(jsonl([cc("v1", None, "user", "hello", sessionId="sess-B")]))
+    code, out, err = run("import", "claude-code", str(a), str(b))
+    assert code == 2 and out == ""
+    assert "sess-A" in err and "sess-B" in err and str(b) in err and err.count("\n") == 1
+
+
+def test_claude_code_sidechain_only_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "agent.jsonl"
+    path.write_text(jsonl([cc("u1", None, "user", "sub task", isSidechain=True)]))
+    code, _, err = run("import", "claude-code", str(path), "-o", str(tmp_path / "t.jsonl"))
+    assert code == 2 and "sidechain" in err and not (tmp_path / "t.jsonl").exists()
+
+
+def test_claude_code_declined_needs_the_error_flag() -> None:
+    text = "The user doesn't want to proceed with this tool use."
+    recs = [
+        cc(
+            "a1", None, "assistant", [{"type": "tool_use", "id": "t1", "name": "Edit", "input": {}}]
+        ),
+        cc("r1", "a1", "user", [{"type": "tool_result", "tool_use_id": "t1", "content": text}]),
+        cc(
+            "a2", "r1", "assistant", [{"type": "tool_use", "id": "t2", "name": "Bash", "input": {}}]
+        ),
+        cc(
+            "r2",
+            "a2",
+            "user",
+            [{"type": "tool_result", "tool_use_id": "t2", "content": "boom", "is_error": True}],
+        ),
+    ]
+    items = {it.id: it for it in windows(imported("claude-code", jsonl(recs)))[-1][1]}
+    assert items["t1:result"].source == "Edit: {}"  # no error flag: an ordinary result
+    assert items["t2:result"].modality == "failed"  # an error that is no refusal stays failed
+
+
+def test_responses_two_compactions_go_on() -> None:
+    trace = imported("openai", H / "openai" / "responses_two_compactions.json")
+    seen = windows(trace)
+    assert [p for p, _ in seen] == [
+        "append",
+        "openai:compaction",
+        "append",
+        "openai:compaction",
+        "append",
+    ]
+    assert [it.id for it in seen[3][1]] == ["cmp_r02"]
+    assert ("WR008", ("call_b1:result",)) in findings(trace)
+
+
+def test_codex_two_compactions_cmd_and_cut_output() -> None:
+    trace = imported("openai", H / "openai" / "codex_two_compactions.jsonl")
+    seen = windows(trace)
+    assert [p for p, _ in seen].count("codex:compacted") == 2
+    first = {it.id: it for it in seen[0][1]}
+    run1 = first["call_x1:result"]
+    assert run1.source == "exec_command: pytest -q tests/test_proxy.py"
+    assert (run1.exit_code, run1.modality) == (1, "failed")
+    cut = {it.id: it for it in seen[1][1]}["call_x1:truncated"]
+    assert cut.kind == "prose" and cut.call == "call_x1"
+    found = findings(trace)
+    assert ("WR008", ("call_x1:result",)) in found
+    assert not any(code == "WR007" for code, _ in found)
+
+
+def test_anthropic_two_compaction_blocks_go_on() -> None:
+    trace = imported("anthropic", H / "anthropic" / "two_compactions.json")
+    seen = windows(trace)
+    assert [p for p, _ in seen].count("anthropic:compaction") == 2
+    assert [it.kind for it in seen[-1][1]] == ["prose", "prose", "observation"]
+    first = {it.id: it for it in seen[0][1]}
+    assert first["toolu_n2:result"].call == "toolu_n2"  # two results in one message
+    assert ("WR008", ("toolu_n1:result",)) in findings(trace)
+
+
+def test_langchain_two_summaries_and_a_cleared_error() -> None:
+    trace = imported("langchain", H / "langchain" / "two_summaries.json")
+    seen = windows(trace)
+    assert [p for p, _ in seen if p != "append"] == [
+        "langchain:summarization",
+        "langchain:summarization",
+        "langchain:context_editing",
+    ]
+    cleared = {it.id: it for it in seen[-1][1]}["call_c3:cleared"]
+    assert cleared.text == "[cleared] (error)"
+    assert ("WR008", ("call_c3:result",)) in findings(trace)
+
+
+def _inspect_sample() -> dict[str, Any]:
+    """An inspect sample whose agent goes on after a summary and then an edit compaction."""
+
+    def msg(mid: str, role: str, content: str, **kw: Any) -> dict[str, Any]:
+        return {
+            "id": mid,
+            "content": content,
+            "source": "input",
+            "metadata": None,
+            "role": role,
+            **kw,
+        }
+
+    def call(cid: str, cmd: str) -> dict[str, Any]:
+        return {"id": cid, "function": "bash", "arguments": {"cmd": cmd}, "type": "function"}
+
+    def model(inp: list[dict[str, Any]], out: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "event": "model",
+            "role": None,
+            "input": inp,
+            "output": {"choices": [{"message": out}]},
+        }
+
+    sys_ = msg("S", "system", "Use bash.")
+    u = msg("U", "user", "Fix the build.")
+    a1 = msg("A1", "assistant", "", tool_calls=[call("c1", "make")])
+    t1 = msg("T1", "tool", "Exit code: 2\nmake: *** Error 2", tool_call_id="c1", function="bash")
+    a2 = msg("A2", "assistant", "It fails.")
+    summ = msg("SUM", "user", "Summary: make fails with Error 2.", metadata={"summary": True})
+    a3 = msg("A3", "assistant", "", tool_calls=[call("c2", "make -k")])
+    t2 = msg(
+        "T2",
+        "tool",
+        "Exit code: 2\nmake: *** Error 2 (keep going)",
+        tool_call_id="c2",
+        function="bash",
+    )
+    t2e = msg("T2e", "tool", "(Tool result removed)", tool_call_id="c2", function="bash")
+    a4 = msg("A4", "assistant", "Trying the clean target.")
+    events = [
+        model([sys_, u], a1),
+        model([sys_, u, a1, t1], a2),
+        {"event": "compaction", "type": "summary"},
+        model([sys_, summ], a3),
+        model([sys_, summ, a3, t2], msg("A3b", "assistant", "Still failing.")),
+        {"event": "compaction", "type": "edit"},
+        model([sys_, summ, a3, t2e, msg("A3b", "assistant", "Still failing.")], a4),
+    ]
+    return {"id": "s1", "epoch": 1, "events": events, "messages": []}
+
+
+def test_inspect_goes_on_after_two_compactions() -> None:
+    trace = imported("inspect", json.dumps({"samples": [_inspect_sample()]}))
+    seen = windows(trace)
+    assert [p for p, _ in seen if p != "append"] == [
+        "inspect:compaction:summary",
+        "inspect:compaction:edit",
+    ]
+    last = {it.id: it for it in seen[-1][1]}
+    assert "c2:cleared" in last and "c2:result" not in last
+    every = {it.id: it for _, w in seen for it in w}
+    assert every["c1:result"].source == "bash: make"
+    found = findings(trace)
+    assert ("WR008", ("c1:result",)) in found and ("WR008", ("c2:result",)) in found
+
+
+def test_inspect_reads_a_message_list() -> None:
+    msgs = [
+        {"id": "u", "role": "user", "content": "phone 555", "source": "input"},
+        {
+            "id": "a",
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [
+                {"id": "c", "function": "get_customer_by_phone", "arguments": {"phone": "555"}}
+            ],
+        },
+        {
+            "id": "t",
+            "role": "tool",
+            "content": "C-1",
+            "tool_call_id": "c",
+            "function": "get_customer_by_phone",
+        },
+    ]
+    trace = imported("inspect", json.dumps(msgs))
+    items = {it.id: it for it in windows(trace)[-1][1]}
+    assert items["c:result"].source == 'get_customer_by_phone: {"phone":"555"}'
+    # fed to openai, the same list is named for what it is
+    with pytest.raises(InputError, match=r"inspect_ai ChatMessages.*inspect"):
+        import_history("openai", [json.dumps(msgs)])
+
+
+# --- truncation and placeholders ------------------------------------------------------------
+
+
+def test_truncation_is_lost_evidence_and_any_other_change_is_wr007() -> None:
+    trace = imported("openai", H / "openai" / "chat_truncated.json")
+    seen = windows(trace)
+    second = {it.id: it for it in seen[1][1]}
+    cut = second["call_T1:truncated"]
+    assert cut.kind == "prose" and cut.call == "call_T1" and "truncated]" in (cut.text or "")
+    assert "call_T1:result" not in second
+    report = audit_trace(trace)
+    found = [(f.code, f.items) for f in report.findings]
+    assert ("WR008", ("call_T1:result",)) in found
+    wr007 = [f for f in report.findings if f.code == "WR007"]
+    assert [f.items for f in wr007] == [("call_L1:result",)]
+    assert "changed" in wr007[0].message and "Found 2 errors." in wr007[0].message
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "cut"),
+    [
+        ("abcdef\nFAILED x", "abcdef\n...", True),
+        ("abcdef\nFAILED x", "abcdef", True),
+        ("head\nmiddle\ntail", "head\n[... 7 characters truncated]\ntail", True),
+        ("head\nmiddle\ntail", "[truncated]\ntail", True),
+        ("abcdef", "abcxyz", False),
+        ("abc", "abc", False),
+        ("abc", "abc and more", False),
+        ("abc", "   ", False),
+    ],
+)
+def test_kept_text(old: str, new: str, cut: bool) -> None:
+    assert (kept_text(old, new) is not None) is cut
+
+
+def test_report_shows_the_lost_text(tmp_path: Path) -> None:
+    trace = imported("openai", H / "openai" / "chat_truncated.json")
+    _, view = view_trace(trace)
+    page = render_trace_page(view)
+    assert "FAILED tests/test_proxy.py::test_proxy_auth" in page  # the cut part, on the page
+    assert ">cut<" in page and ">changed<" in page
+    assert "-All checks passed!" in page and "+Found 2 errors." in page
+    assert "Nothing here is checked as a commitment" in page
+
+
+def test_report_coverage_says_nothing_when_there_are_commitments() -> None:
+    text = (
+        '{"event":"header","format":"ctxproof-trace/1"}\n'
+        '{"event":"append","items":[{"id":"c","kind":"commitment","type":"decision"}]}\n'
+    )
+    _, view = view_trace(parse_trace_text(text))
+    page = render_trace_page(view)
+    assert "1 commitment(s) and claim(s)" in page and "Nothing here is checked" not in page
+
+
+# --- format: auto, wrong format, wrong container, empty -------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("path", "fmt"),
+    [
+        (H / "claude-code" / "session_goes_on.jsonl", "claude-code"),
+        (H / "openai" / "chat_snapshots.json", "openai"),
+        (H / "openai" / "responses_two_compactions.json", "openai"),
+        (H / "openai" / "codex_two_compactions.jsonl", "openai"),
+        (H / "anthropic" / "two_compactions.json", "anthropic"),
+        (H / "anthropic" / "before.json", "anthropic"),
+        (H / "langchain" / "two_summaries.json", "langchain"),
+        (H / "inspect" / "repo_fix.json", "inspect"),
+    ],
+)
+def test_auto_picks_the_format(path: Path, fmt: str) -> None:
+    src = Source(str(path), path.read_bytes())
+    assert detect_format([src]) == fmt
+
+
+def test_auto_imports_like_the_named_format() -> None:
+    path = H / "langchain" / "two_summaries.json"
+    assert import_history("auto", [path]) == import_history("langchain", [path])
+
+
+@pytest.mark.parametrize(
+    ("fmt", "path", "words"),
+    [
+        ("openai", CC_ON, "Claude Code session"),
+        ("claude-code", H / "openai" / "chat_snapshots.json", "chat-completions messages"),
+        ("claude-code", H / "openai" / "responses_two_compactions.json", "Responses"),
+        ("anthropic", H / "openai" / "codex_two_compactions.jsonl", "Codex rollout"),
+        ("langchain", H / "anthropic" / "two_compactions.json", "Anthropic"),
+        ("inspect", H / "langchain" / "two_summaries.json", "LangChain"),
+    ],
+)
+def test_wrong_format_is_named(tmp_path: Path, fmt: str, path: Path, words: str) -> None:
+    target = tmp_path / "t.jsonl"
+    code, out, err = run("import", fmt, str(path), "-o", str(target))
+    assert code == 2 and out == "" and not target.exists()
+    assert words in err and str(path) in err and err.count("\n") == 1
+    assert "Traceback" not in err
+
+
+def test_jsonl_json_mixups_are_named(tmp_path: Path) -> None:
+    loglines = tmp_path / "export.json"
+    records = [json.loads(line) for line in CC_ON.read_text().splitlines()]
+    loglines.write_text(json.dumps({"loglines": records}, indent=1))
+    code, _, err = run("import", "claude-code", str(loglines))
+    assert code == 2 and "loglines" in err and "jq" in err
+    array = tmp_path / "records.json"
+    array.write_text(json.dumps(records))
+    code, _, err = run("import", "claude-code", str(array))
+    assert code == 2 and "JSON array of Claude Code records" in err
+    lines = tmp_path / "messages.jsonl"
+    msgs = json.loads((H / "anthropic" / "two_compactions.json").read_text())
+    lines.write_text(jsonl(msgs))
+    code, _, err = run("import", "anthropic", str(lines))
+    assert code == 2 and "JSONL" in err and "JSON array" in err
+
+
+def test_no_item_is_exit_2_never_an_empty_trace(tmp_path: Path) -> None:
+    path = tmp_path / "titles.jsonl"
+    path.write_text(jsonl([{"type": "summary", "summary": "t", "leafUuid": "x"}] * 2))
+    target = tmp_path / "t.jsonl"
+    code, out, err = run("import", "claude-code", str(path), "-o", str(target))
+    assert code == 2 and out == "" and not target.exists() and "no message" in err
+    empty = tmp_path / "e.json"
+    empty.write_text('[{"role": "assistant", "content": ""}]')
+    code, _, err = run("import", "openai", str(empty))
+    assert code == 2 and "gives an item" in err
+
+
+def test_auto_refuses_what_it_cannot_tell(tmp_path: Path) -> None:
+    path = tmp_path / "x.json"
+    path.write_text('{"hello": 1}')
+    code, _, err = run("import", "auto", str(path))
+    assert code == 2 and "cannot tell the format" in err
+    mixed = [H / "openai" / "chat_snapshots.json", H / "langchain" / "two_summaries.json"]
+    code, _, err = run("import", "auto", *map(str, mixed))
+    assert code == 2 and "one format" in err
+
+
+# --- extractors and coverage ----------------------------------------------------------------
+
+EXTRACTOR = """
+def extract(message, context):
+    text = message.get("content") if isinstance(message, dict) else None
+    if isinstance(text, str) and "Do not touch the DB schema" in text:
+        first = context["ids"][0]
+        return [{"id": first + ":schema", "kind": "commitment", "type": "invariant",
+                 "formula": "db.schema.untouched", "rationale": [first]}]
+    return []
+"""
+
+
+def test_extractor_commitment_dropped_by_a_compaction(tmp_path: Path) -> None:
+    path = tmp_path / "rules.py"
+    path.write_text(EXTRACTOR)
+    target = tmp_path / "t.jsonl"
+    code, out, err = run(
+        "import", "claude-code", str(CC_ON), "--extract", f"{path}:extract", "-o", str(target)
+    )
+    assert code == 0, err
+    assert "1 commitment(s) and claim(s)" in out and "nothing here" not in out
+    trace = parse_trace_text(target.read_text())
+    ids = [it.id for it in windows(trace)[0][1]]
+    assert ids[ids.index("u-0001") + 1] == "u-0001:schema"
+    assert ("CF001", ("u-0001:schema",)) in findings(trace)
+
+
+def test_extractor_context_and_annotations_together(tmp_path: Path) -> None:
+    calls: list[tuple[Any, dict[str, Any]]] = []
+
+    def extract(message: Any, context: Any) -> list[dict[str, Any]]:
+        calls.append((message, dict(context)))
+        with pytest.raises(TypeError):
+            context["format"] = "x"
+        return []
+
+    notes = tmp_path / "n.jsonl"
+    claim = {"id": "k", "kind": "claim", "formula": "tests.red"}
+    notes.write_text(json.dumps({"after": "u-0001", "items": [claim]}) + "\n")
+    text = import_history("claude-code", [CC_ON], notes, extract=extract)
+    assert '"id":"k"' in text
+    message, context = calls[0]
+    assert message == {
+        "role": "user",
+        "content": json.loads(CC_ON.read_text().splitlines()[1])["message"]["content"],
+    }
+    assert context["format"] == "claude-code" and context["ids"] == ("u-0001",)
+    assert context["record"]["uuid"] == "u-0001" and [i["id"] for i in context["items"]] == [
+        "u-0001"
+    ]
+    assert len(calls) == len({c[1]["record"]["uuid"] for c in calls})  # once per message
+
+
+@pytest.mark.parametrize(
+    ("body", "words"),
+    [
+        ("raise ValueError('model offline')", "raised ValueError: model offline"),
+        ("return {'id': 'x'}", "not a list"),
+        ("return [{'id': 'o', 'kind': 'observation'}]", "commitments and claims"),
+        ("return [{'id': 'u-0001', 'kind': 'claim'}]", "already used"),
+        (
+            "return [{'id': 'c' + str(len(context['items'])), 'kind': 'claim',"
+            " 'witnesses': ['nope']}]",
+            "nope",
+        ),
+        ("return [{'id': 'c', 'kind': 'commitment'}]", "type"),
+    ],
+)
+def test_bad_extractor_is_exit_2_naming_the_message(tmp_path: Path, body: str, words: str) -> None:
+    path = tmp_path / "bad.py"
+    path.write_text(f"def extract(message, context):\n    {body}\n")
+    code, out, err = run("import", "claude-code", str(CC_ON), "--extract", f"{path}:extract")
+    assert code == 2 and out == "" and words in err
+    assert str(CC_ON) in err and "line " in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    ("arg", "words"),
+    [
+        ("nowhere.py:extract", "does not exist"),
+        ("json:nothing", "no 'nothing'"),
+        ("json", "names no function"),
+    ],
+)
+def test_extractor_that_cannot_load(arg: str, words: str) -> None:
+    code, _, err = run("import", "claude-code", str(CC_ON), "--extract", arg)
+    assert code == 2 and words in err
+
+
+def test_coverage_counts_kinds_and_says_when_nothing_is_checked() -> None:
+    imp = import_session("claude-code", [CC_ON])
+    cov = imp.coverage
+    assert cov.commitments_and_claims == 0 and cov.note is not None
+    assert cov.messages == 20 and cov.kinds["observation"] == 9
+    assert cov == coverage(imp.trace, messages=20)
+    obligations = import_session(
+        "claude-code", [H / "claude-code" / "session_compact.jsonl"]
+    ).coverage
+    assert obligations.commitments_and_claims == 2 and obligations.note is None
+
+
+def test_import_summary_line(tmp_path: Path) -> None:
+    target = tmp_path / "t.jsonl"
+    code, out, _ = run("import", "auto", str(CC_ON), "-o", str(target))
+    assert code == 0
+    assert out == (
+        f"{target}: 3 append(s), 2 rewrite(s), 18 item(s) from 20 message(s): 0 commitment(s)"
+        " and claim(s), 9 observation(s), 11 prose; nothing here is checked as a commitment:"
+        " annotate or extract\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("fmt", "name", "kw"),
+    [
+        ("openai", "openai/chat_snapshots.json", {}),
+        ("openai", "openai/codex_two_compactions.jsonl", {}),
+        ("anthropic", "anthropic/two_compactions.json", {}),
+        ("langchain", "langchain/two_summaries.json", {}),
+        ("inspect", "inspect/repo_fix.json", {"sample": "fix-1"}),
+        ("claude-code", "claude-code/session_goes_on.jsonl", {}),
+    ],
+)
+def test_every_format_gives_the_extractor_its_message_object(
+    fmt: str, name: str, kw: dict[str, Any]
+) -> None:
+    given: list[tuple[Any, Any]] = []
+
+    def extract(message: Any, context: Any) -> None:
+        given.append((message, context["record"]))
+
+    import_history(fmt, [H / name], extract=extract, **kw)
+    assert given and all(isinstance(m, dict) and isinstance(r, dict) for m, r in given)
+
+
+def test_the_documented_rule_based_extractor_runs(tmp_path: Path) -> None:
+    import re
+
+    page = (ROOT / "docs" / "importers.md").read_text("utf-8")
+    code = next(b for b in re.findall(r"```python\n(.*?)```", page, re.S) if "NOT_TOUCH" in b)
+    path = tmp_path / "rules.py"
+    path.write_text(code)
+    imp = import_session("claude-code", [CC_ON], extract=f"{path}:extract")
+    assert imp.coverage.commitments_and_claims == 1
+    assert ("CF001", ("u-0001:keep:0",)) in findings(parse_trace_text(imp.trace))
+
+
+def test_an_append_too_long_for_one_line_goes_on_as_the_next(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A history whose messages would make one append line longer than a trace line may
+    be is written as several appends, the same items in the same order, each line one
+    the trace reader takes; the audit is the same."""
+    import verifier.importers.writer as writer
+    import verifier.io as vio
+
+    path = H / "claude-code" / "session_goes_on.jsonl"
+    whole = import_history("claude-code", [path])
+    longest = max(len(line) for line in whole.splitlines())
+    limit = longest // 3
+    monkeypatch.setattr(writer, "MAX_LINE_BYTES", limit)
+    split = import_history("claude-code", [path])
+    assert max(len(line) for line in split.splitlines()) <= limit
+    # the whole-history import (an extractor needs it) splits its appends alike
+    assert import_history("claude-code", [path], extract=lambda m, c: []) == split
+    one = parse_trace_text(whole, "t")
+    monkeypatch.setattr(vio, "MAX_LINE_BYTES", limit)
+    many = parse_trace_text(split, "t")
+    assert len(many.events) > len(one.events)
+
+    def items(trace: Trace) -> list[list[str]]:
+        # each rewrite's window, and the ids appended between rewrites, in order
+        out: list[list[str]] = [[]]
+        for ev in trace.events:
+            if isinstance(ev, Append):
+                out[-1] += [it.id for it in ev.items]
+            elif isinstance(ev, Rewrite):
+                out.append([it.id for it in ev.window or ()])
+                out.append([])
+        return out
+
+    assert items(many) == items(one)
+    report_one, report_many = audit_trace(one), audit_trace(many)
+    assert [f.code for f in report_many.findings] == [f.code for f in report_one.findings]

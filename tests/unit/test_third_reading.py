@@ -1,0 +1,275 @@
+"""Unresolvable stubs, CF004 on new commitments, accept-demoted, CP004's words, repairs.
+
+The corpus (tests/corpus/EXPECTED.json) pins each reading on a trace; these tests
+ask the same questions of the API (a single check, the graph, ``guard``).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from verifier.audit import TraceReport, audit_trace
+from verifier.check import check_rewrite, guard
+from verifier.graph import JustificationGraph, why
+from verifier.io import item_from_json, parse_trace_text, ref_of
+from verifier.store import MemoryStore
+from verifier.window import Item
+
+Obj = dict[str, Any]
+MISSING = "sha256:" + "0" * 64
+
+CALL: Obj = {"id": "call1", "kind": "prose", "text": "run the tests"}
+OBS: Obj = {"id": "o1", "kind": "observation", "source": "pytest", "shows": "t"}
+OBS["modality"] = "verified"
+RESULT: Obj = {**OBS, "call": "call1"}
+NOTE: Obj = {"id": "p1", "kind": "prose", "text": "notes"}
+CLAIM: Obj = {"id": "k1", "kind": "claim", "formula": "t", "witnesses": ["o1"]}
+CLAIM["modality"] = "verified"
+REASON: Obj = {"id": "r1", "kind": "prose", "text": "why"}
+
+
+def its(*objs: Obj) -> list[Item]:
+    return [item_from_json(o) for o in objs]
+
+
+def stub(obj: Obj, ref: str | None = None) -> Obj:
+    return {"id": obj["id"], "kind": "stub", "ref": ref or ref_of(obj)}
+
+
+def codes(findings: Any) -> list[tuple[str, tuple[str, ...]]]:
+    return [(f.code, tuple(f.items)) for f in findings]
+
+
+def audit(*events: Obj, background: tuple[str, ...] = ()) -> TraceReport:
+    head = {"event": "header", "format": "ctxproof-trace/1", "background": list(background)}
+    text = "\n".join(json.dumps(e) for e in (head, *events)) + "\n"
+    return audit_trace(parse_trace_text(text, "t.jsonl"))
+
+
+def append(*items: Obj) -> Obj:
+    return {"event": "append", "items": list(items)}
+
+
+def window(*items: Obj) -> Obj:
+    return {"event": "rewrite", "policy": "p", "window": list(items)}
+
+
+def spill(*items: Obj) -> Obj:
+    return {"event": "spill", "items": list(items)}
+
+
+# -- a stub the store cannot resolve is still an entry with its id ----------------------------
+
+
+def test_a_call_whose_result_is_an_unresolvable_stub_is_not_orphaned() -> None:
+    res = check_rewrite(its(CALL, RESULT), its(CALL, stub(RESULT, MISSING)))
+    assert codes(res.findings) == [("WR006", ("o1",))]
+
+
+def test_a_stub_naming_another_stored_item_is_unresolvable_and_charged_nothing_else() -> None:
+    store = MemoryStore()
+    store.spill(its(NOTE))
+    res = check_rewrite(
+        its(CALL, RESULT, NOTE), its(CALL, stub(RESULT, ref_of(NOTE)), NOTE), store=store
+    )
+    assert codes(res.findings) == [("WR006", ("o1",))]
+    assert "points at the stored item 'p1'" in res.findings[0].message
+
+
+def test_a_result_behind_an_unresolvable_stub_is_charged_wr006_alone() -> None:
+    res = check_rewrite(its(CALL, RESULT), its(stub(RESULT, MISSING)))
+    assert codes(res.findings) == [("WR006", ("o1",))]
+    assert res.repair is not None and res.repair.verdict == "accept"
+
+
+def test_a_kept_commitment_behind_an_unresolvable_stub_is_charged_wr006_alone() -> None:
+    # its rationale dropped: with a stub that resolves, CF004 [c1, r1]
+    c = {"id": "c1", "kind": "commitment", "type": "decision", "rationale": ["r1"]}
+    store = MemoryStore()
+    store.spill(its(c))
+    assert codes(check_rewrite(its(REASON, c), its(stub(c)), store=store).findings) == [
+        ("CF004", ("c1", "r1"))
+    ]
+    res = check_rewrite(its(REASON, c), its(stub(c, MISSING)), store=store)
+    assert codes(res.findings) == [("WR006", ("c1",))]
+
+
+def test_claiming_an_unresolvable_stub_preserved_is_wr006_alone() -> None:
+    c = {"id": "c1", "kind": "commitment", "type": "decision", "formula": "a"}
+    res = check_rewrite(its(c), its(stub(c, MISSING)), claimed_preserved=["c1"])
+    assert codes(res.findings) == [("WR006", ("c1",))]
+
+
+def test_a_witness_behind_an_unresolvable_stub_is_lost_for_wr001() -> None:
+    inv = {**CLAIM, "id": "i1", "kind": "commitment", "type": "invariant"}
+    store = MemoryStore()
+    store.spill(its(OBS))
+    res = check_rewrite(its(OBS, inv), its(stub(OBS, MISSING), inv), store=store)
+    assert sorted(codes(res.findings)) == [("WR001", ("i1", "o1")), ("WR006", ("o1",))]
+
+
+def test_the_graph_finds_a_stored_primitive_behind_an_unresolvable_stub() -> None:
+    text = "\n".join(
+        json.dumps(e)
+        for e in (
+            {"event": "header", "format": "ctxproof-trace/1"},
+            append(OBS, NOTE),
+            spill(OBS),
+            window(stub(OBS, MISSING), NOTE),
+        )
+    )
+    graph = JustificationGraph()
+    audit_trace(parse_trace_text(text, "t"), graph=graph)
+    answer = why(graph, "o1")
+    assert answer.chain is not None and answer.chain[-1] == f"store:{ref_of(OBS)}"
+
+
+def test_a_stub_never_links_to_another_items_store_entry() -> None:
+    other = {**OBS, "id": "o2", "shows": "u"}
+    text = "\n".join(
+        json.dumps(e)
+        for e in (
+            {"event": "header", "format": "ctxproof-trace/1"},
+            append(OBS, other),
+            spill(other),
+            window(stub(OBS, ref_of(other)), other),
+        )
+    )
+    graph = JustificationGraph()
+    audit_trace(parse_trace_text(text, "t"), graph=graph)
+    # o1 was never stored: the stub that names o2's entry backs nothing
+    assert why(graph, "o1").chain is None
+
+
+def test_a_later_use_of_a_primitive_the_store_holds_is_no_cp001() -> None:
+    user = {**CLAIM, "id": "u", "derived_from": ["o1"]}
+    report = audit(append(OBS, NOTE), spill(OBS), window(stub(OBS, MISSING), NOTE), append(user))
+    assert codes(report.findings) == [("WR006", ("o1",))]
+
+
+# -- CF004 on new commitments ------------------------------------------------------------------
+
+FACT: Obj = {"id": "n1", "kind": "claim", "formula": "a"}
+NEW: Obj = {
+    "id": "c1",
+    "kind": "commitment",
+    "type": "decision",
+    "formula": "a",
+    "rationale": ["r1"],
+}
+
+
+def test_a_new_commitment_citing_a_rationale_the_rewrite_dropped_is_cf004() -> None:
+    res = check_rewrite(its(REASON, FACT), its(FACT, NEW))
+    assert codes(res.findings) == [("CF004", ("c1", "r1"))]
+
+
+def test_with_the_rationale_spilled_it_is_not() -> None:
+    store = MemoryStore()
+    store.spill(its(REASON))
+    assert check_rewrite(its(REASON, FACT), its(FACT, NEW), store=store).findings == ()
+
+
+def test_a_rationale_that_is_a_commitment_is_cf001_too() -> None:
+    reason = {"id": "r1", "kind": "commitment", "type": "invariant", "formula": "b"}
+    res = check_rewrite(its(reason, FACT), its(FACT, NEW))
+    assert sorted(codes(res.findings)) == [("CF001", ("r1",)), ("CF004", ("c1", "r1"))]
+
+
+# -- accept-demoted -----------------------------------------------------------------------------
+
+
+def test_verified_to_unverified_with_support_kept_is_accept() -> None:
+    res = check_rewrite(its(OBS, CLAIM), its(OBS, {**CLAIM, "modality": "unverified"}))
+    assert (res.verdict, res.demoted) == ("accept", ())
+
+
+def test_unverified_to_unwitnessed_is_accept_demoted() -> None:
+    plain = {**CLAIM, "modality": "unverified"}
+    res = check_rewrite(its(OBS, plain), its(OBS, {**plain, "modality": "unwitnessed"}))
+    assert (res.verdict, res.demoted) == ("accept-demoted", ("k1",))
+
+
+def test_a_demotion_beside_a_finding_is_refused() -> None:
+    plain = {**CLAIM, "modality": "unverified"}
+    res = check_rewrite(its(OBS, plain), its({**plain, "modality": "unwitnessed"}, OBS, NEW))
+    assert res.verdict == "refuse" and res.demoted == ("k1",)
+
+
+def test_a_new_unwitnessed_item_is_no_demotion() -> None:
+    res = check_rewrite(its(OBS), its(OBS, {**CLAIM, "modality": "unwitnessed"}))
+    assert res.demoted == ()
+
+
+# -- CP004's message names what the item contradicts ---------------------------------------------
+
+
+def test_a_claim_against_the_background_says_so() -> None:
+    report = audit(
+        append({"id": "k1", "kind": "claim", "formula": "db.mysql"}), background=("!db.mysql",)
+    )
+    assert codes(report.findings) == [("CP004", ("k1",))]
+    message = report.findings[0].message
+    assert "contradicts the background" in message and "each other" not in message
+
+
+def test_a_negated_atom_against_the_background_says_so() -> None:
+    report = audit(append({"id": "k1", "kind": "claim", "formula": "!a"}), background=("a",))
+    assert "'k1' (!a) contradicts the background on its own" in report.findings[0].message
+
+
+def test_a_contradiction_in_itself_is_unsatisfiable_on_its_own() -> None:
+    report = audit(append({"id": "k1", "kind": "claim", "formula": "a & !a"}))
+    assert "'k1' (a & !a) is unsatisfiable on its own" in report.findings[0].message
+
+
+def test_a_plain_literal_the_background_does_not_name_is_no_finding() -> None:
+    report = audit(append({"id": "k1", "kind": "claim", "formula": "b"}), background=("!a",))
+    assert report.findings == ()
+
+
+# -- repairs --------------------------------------------------------------------------------------
+
+
+def _spilled_claim_put_back() -> tuple[list[Item], list[Item], MemoryStore]:
+    """k1 and its witness o1 spilled, k1 a stub; the rewrite puts k1 back without o1."""
+    lint_obs = {**OBS, "shows": "lint"}
+    lint = {**CLAIM, "formula": "lint"}
+    store = MemoryStore()
+    store.spill(its(lint_obs, lint))
+    return its(stub(lint)), its(lint), store
+
+
+def test_a_repair_that_demotes_is_accept_demoted() -> None:
+    before, after, store = _spilled_claim_put_back()
+    res = check_rewrite(before, after, store=store)
+    assert codes(res.findings) == [("WR002", ("k1",))]
+    assert res.repair is not None
+    assert (res.repair.verdict, res.repair.actions) == (
+        "accept-demoted",
+        ("demote 'k1' to unwitnessed",),
+    )
+
+
+def test_guard_takes_a_demoted_repair() -> None:
+    before, after, store = _spilled_claim_put_back()
+    g = guard(before, after, store)
+    assert (g.verdict, g.accepted, g.spilled) == ("repaired", True, ())
+    assert [(it.id, it.modality) for it in g.window] == [("k1", "unwitnessed")]
+
+
+def test_guard_of_an_undecided_rewrite_keeps_the_window_as_its_repair() -> None:
+    # contradictory premises: whether n1 follows cannot be told; the repair keeps the
+    # window as it was, which asks nothing (unknown is never read as accept)
+    a = {"id": "c", "kind": "commitment", "type": "decision", "formula": "a"}
+    not_a = {**a, "id": "d", "formula": "!a"}
+    before = its(a, not_a, NOTE)
+    g = guard(before, its(a, not_a, NOTE, FACT), MemoryStore())
+    assert g.result.verdict == "undecided"
+    assert g.result.repair is not None
+    assert (g.result.repair.verdict, g.result.repair.actions) == (
+        "accept",
+        ("keep the window as it was",),
+    )
+    assert (g.verdict, g.window) == ("repaired", tuple(before))

@@ -1,0 +1,138 @@
+"""The ``ctxproof`` command line (its output and exit codes: docs/formats.md).
+
+Output: one finding a line, ``TRACE:LINE: pass N: CODE name [ID,...]: message``,
+or with ``--format json`` one JSON object per trace per line.
+
+Exit codes: 0 every rewrite accepted and no finding; 1 at least one finding;
+2 bad input or usage; 3 undecided (solver unknown or budget) and no finding;
+4 internal error.
+
+One module per command group, each a thin layer over the API (docs/api.md, "The
+command line"): it parses its arguments, calls the library and prints.
+``verifier.cli.common`` holds what they share (output, options, exit codes).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import os
+import sys
+import traceback
+from collections.abc import Sequence
+from typing import IO
+
+import click
+
+from verifier.cli.common import EPILOG, EXIT_INPUT, EXIT_INTERNAL, EXIT_OK, SOLVER_ENV, Out
+from verifier.errors import CtxproofError, InputError, OutputError, StoreError
+
+__all__ = ["COMMANDS", "cli", "entry", "main"]
+
+COMMANDS: dict[str, str] = {
+    "audit": "verifier.cli.audit:audit",
+    "check": "verifier.cli.check:check",
+    "demo": "verifier.cli.audit:demo",
+    "fuzz": "verifier.cli.fuzz:fuzz",
+    "graph": "verifier.cli.trace:graph_cmd",
+    "import": "verifier.cli.history:import_cmd",
+    "prove": "verifier.cli.prove:prove_cmd",
+    "ref": "verifier.cli.trace:ref_cmd",
+    "why": "verifier.cli.trace:why_cmd",
+    "window": "verifier.cli.trace:window_cmd",
+}
+"""Each command and where it is defined (``module:name``), imported when it is run or
+listed: ``ctxproof --version`` imports no command."""
+
+
+class _Commands(click.Group):
+    """A group whose commands are imported on first use, from :data:`COMMANDS`."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *COMMANDS})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        where = COMMANDS.get(cmd_name)
+        if where is None:
+            return super().get_command(ctx, cmd_name)
+        module, _, name = where.partition(":")
+        command: click.Command = getattr(importlib.import_module(module), name)
+        return command
+
+
+@click.group(
+    cls=_Commands, epilog=EPILOG, context_settings={"help_option_names": ["-h", "--help"]}
+)
+@click.version_option(package_name="ctxproof")
+def cli() -> None:
+    """Formal verification harness for self-editing context windows."""
+
+
+def main(
+    argv: Sequence[str] | None = None,
+    *,
+    stdout: IO[str] | None = None,
+    stderr: IO[str] | None = None,
+) -> int:
+    """Run the CLI in-process and return its exit code."""
+    out = Out(stdout or sys.stdout, stderr or sys.stderr)
+    saved = {k: os.environ.get(k) for k in SOLVER_ENV.values()}
+    try:
+        return _main(argv, out)
+    finally:
+        for key, value in saved.items():  # --rlimit/--timeout hold for one command only
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+def _main(argv: Sequence[str] | None, out: Out) -> int:
+    try:
+        with contextlib.redirect_stdout(out.stdout), contextlib.redirect_stderr(out.stderr):
+            rv = cli.main(
+                args=list(argv) if argv is not None else None,
+                prog_name="ctxproof",
+                standalone_mode=False,
+                obj=out,
+            )
+    except click.exceptions.NoArgsIsHelpError as exc:
+        out.note(exc.format_message() if hasattr(exc, "format_message") else str(exc))
+        return EXIT_INPUT
+    except click.UsageError as exc:
+        out.note(f"ctxproof: {exc.format_message()}")
+        if exc.ctx is not None:
+            out.note(f"try '{exc.ctx.command_path} --help'")
+        return EXIT_INPUT
+    except click.exceptions.Abort:
+        out.note("ctxproof: aborted")
+        return EXIT_INPUT
+    except click.ClickException as exc:
+        out.note(f"ctxproof: {exc.format_message()}")
+        return EXIT_INPUT
+    except InputError as exc:
+        out.note(f"ctxproof: {exc.render()}")
+        return EXIT_INPUT
+    except StoreError as exc:
+        out.note(f"ctxproof: store error: {exc}")
+        return EXIT_INPUT
+    except OutputError as exc:
+        out.note(f"ctxproof: {exc}")
+        return EXIT_INPUT
+    except CtxproofError as exc:
+        out.note(f"ctxproof: internal error: {exc}")
+        return EXIT_INTERNAL
+    except Exception as exc:
+        out.note(f"ctxproof: internal error: {type(exc).__name__}: {exc}")
+        if os.environ.get("CTXPROOF_DEBUG"):
+            traceback.print_exc(file=out.stderr)
+        return EXIT_INTERNAL
+    if isinstance(rv, int):
+        return rv
+    return EXIT_OK
+
+
+def entry() -> None:
+    """Console-script entry point."""
+    sys.exit(main())
+

@@ -1,0 +1,221 @@
+"""``ctxproof check BEFORE AFTER``: one rewrite of one window file into another.
+
+Calls :func:`verifier.check.check_rewrite` (docs/api.md, "Checking one rewrite");
+findings point at the line of their first item in AFTER, and ``--repair`` writes
+the repaired window once its spills are committed to the store.
+"""
+
+from __future__ import annotations
+
+import bisect
+import dataclasses
+import json
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import click
+
+from verifier.audit import TraceReport, exit_code_for
+from verifier.batch import close_store
+from verifier.check import RewriteResult, check_rewrite
+from verifier.cli.common import EPILOG, Out, budget_options, format_option, mode_option, text_lines
+from verifier.cli.inputs import load_window, open_store
+from verifier.errors import InputError
+from verifier.findings import Finding
+from verifier.fsutil import stage
+from verifier.io import check_background, check_references, forget_reads, window_to_json
+from verifier.store import SqliteStore
+from verifier.window import Item
+
+__all__ = ["check"]
+
+
+@click.command(epilog=EPILOG)
+@click.argument("before", type=click.Path(dir_okay=False))
+@click.argument("after", type=click.Path(dir_okay=False))
+@click.option("--store", "store_path", type=click.Path(dir_okay=False), help="SQLite store.")
+@mode_option
+@click.option(
+    "--repair",
+    "repair_out",
+    type=click.Path(dir_okay=False),
+    help="Write the repaired window here (spills go to --store first).",
+)
+@click.option(
+    "--claimed",
+    "claimed",
+    multiple=True,
+    help="An id the rewriter claims it preserved (repeatable).",
+)
+@budget_options
+@format_option
+@click.pass_obj
+def check(
+    obj: Out,
+    before: str,
+    after: str,
+    store_path: str | None,
+    mode: str,
+    repair_out: str | None,
+    claimed: tuple[str, ...],
+    fmt: str,
+) -> int:
+    """Check one rewrite: BEFORE and AFTER are window files."""
+    if repair_out is not None and store_path is None:
+        raise click.UsageError("--repair needs --store: the repair spills there before it writes")
+    # the store is only read here; a repair that spills opens it for writing (creating
+    # it) once everything is checked and OUT is staged
+    creating = repair_out is not None and store_path is not None and not Path(store_path).exists()
+    store = None if creating else open_store(store_path)
+    w_before = load_window(before, "check")
+    w_after = load_window(after, "check")
+    forget_reads()  # the process reads no other window: the after window's text goes
+
+    def known(item_id: str) -> bool:
+        return store is not None and store.has_id(item_id)
+
+    defined = set(w_before.by_id()) | set(w_after.by_id())
+    check_references(w_before.items, defined, known, before)
+    check_references(w_after.items, defined, known, after)
+    for cid in claimed:
+        if cid not in defined and not known(cid):
+            raise InputError(
+                f"--claimed names {cid!r}, which neither window defines",
+                file=after,
+                fix="claim only ids of the windows",
+            )
+    background = tuple(dict.fromkeys((*w_before.background, *w_after.background)))
+    check_background(background, f"{before} + {after}")
+    result = check_rewrite(
+        w_before,
+        w_after,
+        store=store,
+        background=background,
+        mode=mode,
+        claimed_preserved=claimed or None,
+        line=None,
+    )
+    close_store(store)  # only read; a spill opens it for writing
+    result = _with_lines(result, after)
+    # the repair is written before anything is printed: a failure there (exit 2) leaves
+    # no output that promises another exit code
+    note = None
+    if repair_out is not None and store_path is not None:
+        note = _write_repair(result, repair_out, store_path, background, w_after.items)
+    if fmt == "json":
+        payload = _report_json(after, [result], list(result.findings))
+        if result.repair is not None:
+            payload["repair"] = {
+                "verdict": result.repair.verdict,
+                "spill": [it.id for it in result.repair.spill],
+                "actions": list(result.repair.actions),
+                "claimed_preserved": list(result.repair.claimed_preserved),
+            }
+        obj.line(json.dumps(payload, ensure_ascii=False))
+    else:
+        for text in text_lines(after, [f.to_json() for f in result.findings]):
+            obj.line(text)
+    obj.progress(f"{after}: verdict {result.verdict}, {len(result.findings)} finding(s)")
+    if note is not None:
+        obj.note(note)
+    code = exit_code_for([TraceReport(after, (result,), result.findings)])
+    return code
+
+
+_STRING_AT_QUOTE = re.compile(r'"[^"]*(?=")')
+"""From a quote to the next one (left out, so the next match starts there)."""
+
+
+def _first_lines(text: str, needles: set[str]) -> dict[str, int]:
+    """The line of the first occurrence of each needle (a JSON string) in text.
+
+    One pass, whatever the number of needles: an occurrence of a needle with no
+    quote inside starts at a quote and ends at the next one, so every quote and
+    the text up to the next quote is looked up once. A needle with a quote inside
+    (an escaped one) is looked for on its own.
+    """
+    first: dict[str, int] = {}
+    plain = {n for n in needles if '"' not in n[1:-1]}
+    if plain:
+        left = len(plain)
+        for m in _STRING_AT_QUOTE.finditer(text):
+            candidate = m.group() + '"'
+            if candidate in plain and candidate not in first:
+                first[candidate] = m.start()
+                left -= 1
+                if not left:
+                    break
+    for needle in needles - plain:
+        pos = text.find(needle)
+        if pos >= 0:
+            first[needle] = pos
+    breaks = [m.start() for m in re.finditer("\n", text)]
+    return {needle: bisect.bisect_left(breaks, pos) + 1 for needle, pos in first.items()}
+
+
+def _with_lines(result: RewriteResult, path: str) -> RewriteResult:
+    """Findings of a window check point at the line of their first item in the file."""
+    try:
+        text = Path(path).read_text("utf-8")
+    except (OSError, ValueError):  # gone or changed since it was read: lines stay 1
+        return result
+    needles = [
+        json.dumps(f.items[0], ensure_ascii=False) if f.items else "" for f in result.findings
+    ]
+    lines = _first_lines(text, {n for n in needles if n})
+    fixed = [
+        dataclasses.replace(f, line=lines.get(needle, 1))
+        for f, needle in zip(result.findings, needles, strict=True)
+    ]
+    return RewriteResult(
+        result.pass_,
+        1,
+        result.policy,
+        result.verdict,
+        tuple(fixed),
+        result.undecided,
+        result.demoted,
+        result.repair,
+    )
+
+
+def _write_repair(
+    result: RewriteResult,
+    out: str,
+    store_path: str,
+    background: Sequence[str],
+    after_items: Sequence[Item],
+) -> str:
+    """Spill what the repair spills, then write OUT; return the note to show.
+
+    OUT is staged (written beside its place, synced) before the store is
+    touched, so a missing folder or a full disk fails before any spill is
+    committed; it is put in place once the spill is committed.
+    """
+    repair = result.repair
+    items = after_items if repair is None else repair.window
+    payload = window_to_json(items, background)
+    with stage(out, json.dumps(payload, ensure_ascii=False, indent=2) + "\n") as staged:
+        if repair is not None and repair.spill:
+            target = SqliteStore(store_path, readonly=False)
+            try:
+                target.spill(list(repair.spill))  # commits before returning
+            finally:
+                target.close()
+        staged.commit()
+    if repair is None:
+        # nothing to repair: OUT is the window the rewrite produced, as it is
+        return f"{out}: nothing to repair; the rewritten window is written as it is"
+    return (
+        f"{out}: repaired window written ({len(repair.spill)} item(s) spilled;"
+        f" repaired rewrite: {repair.verdict})"
+    )
+
+
+def _report_json(
+    name: str, rewrites: Sequence[RewriteResult], findings: Sequence[Finding]
+) -> dict[str, Any]:
+    report = TraceReport(name, tuple(rewrites), tuple(findings))
+    return report.to_json()

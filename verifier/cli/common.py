@@ -1,0 +1,225 @@
+"""What the commands share: their output, its formats, their common options and exit codes.
+
+Imported by every command and by the package's ``__init__``, so it imports no solver,
+no graph library and no plotting: each command's module imports what it needs.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import IO, Any
+
+import click
+
+from verifier.findings import Finding, cause_item
+
+__all__ = [
+    "EPILOG",
+    "EXIT_FINDINGS",
+    "EXIT_INPUT",
+    "EXIT_INTERNAL",
+    "EXIT_OK",
+    "EXIT_UNDECIDED",
+    "SOLVER_ENV",
+    "Out",
+    "budget_options",
+    "format_finding",
+    "format_json_finding",
+    "format_option",
+    "mode_option",
+    "ray_option",
+    "show_progress",
+    "text_lines",
+]
+
+EXIT_OK, EXIT_FINDINGS, EXIT_INPUT, EXIT_UNDECIDED, EXIT_INTERNAL = 0, 1, 2, 3, 4
+
+EPILOG = """\b
+Text output: one finding a line,
+  TRACE:LINE: pass N: CODE name [ID,...]: message
+JSON output (--format json): one object per trace per line.
+\b
+Exit codes: 0 all rewrites accepted and no finding; 1 at least one finding;
+2 bad input or usage; 3 undecided (solver unknown or budget) and no finding;
+4 internal error.
+"""
+
+
+class Out:
+    """Where results go: stdout for results, stderr for progress and summaries."""
+
+    def __init__(self, stdout: IO[str], stderr: IO[str]) -> None:
+        self.stdout = stdout
+        self.stderr = stderr
+
+    def line(self, text: str) -> None:
+        self.stdout.write(text + "\n")
+
+    def note(self, text: str) -> None:
+        """An error or usage message: always shown."""
+        self.stderr.write(text + "\n")
+
+    def progress(self, text: str) -> None:
+        """A summary or progress line: shown only when stderr is a terminal."""
+        if self.stderr.isatty():
+            self.stderr.write(text + "\n")
+
+
+def format_finding(name: str, f: Finding, related: Sequence[str] = ()) -> str:
+    line = f.line if f.line is not None else 1
+    text = f"{name}:{line}: pass {f.pass_}: {f.code} {f.name} [{','.join(f.items)}]: {f.message}"
+    if f.counterexample:
+        shown = ", ".join(f"{k}={'true' if v else 'false'}" for k, v in f.counterexample)
+        text += f" (counterexample: {shown})"
+    if related:
+        text += f" [related: {', '.join(related)}]"
+    return text
+
+
+def text_lines(name: str, findings: Sequence[dict[str, Any]]) -> list[str]:
+    """One line per primary finding; the findings related to it are listed by code on its
+    line (the JSON output keeps each of them, with ``related_to``). A related finding
+    whose primary is not among these (none should be) gets a line of its own."""
+
+    def key(f: dict[str, Any]) -> tuple[Any, ...]:
+        return (f["pass"], f["line"], cause_item(f["code"], f["items"]))
+
+    primaries = {
+        (key(f), f["code"]): i for i, f in enumerate(findings) if f.get("related_to") is None
+    }
+    related: dict[int, list[str]] = {}
+    shown: list[int] = []
+    for i, f in enumerate(findings):
+        p = primaries.get((key(f), f.get("related_to"))) if f.get("related_to") else None
+        if p is None:
+            shown.append(i)
+        else:
+            related.setdefault(p, []).append(f["code"])
+    return [
+        format_json_finding(name, findings[i], sorted(related.get(i, ()))) for i in shown
+    ]
+
+
+def format_json_finding(trace: str, f: dict[str, Any], related: Sequence[str] = ()) -> str:
+    cex = f.get("counterexample")
+    finding = Finding(
+        f["code"],
+        f["pass"],
+        tuple(f["items"]),
+        f["message"],
+        f["line"],
+        tuple(sorted(cex.items())) if cex else None,
+    )
+    return format_finding(trace, finding, related)
+
+
+def show_progress(obj: Out, done: int, total: int, what: str = "traces") -> None:
+    """A progress bar on stderr, only when stderr is a terminal."""
+    if total <= 1 or not obj.stderr.isatty():
+        return
+    width = 30
+    filled = width * done // total
+    obj.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} {what}")
+    if done == total:
+        obj.stderr.write("\n")
+    obj.stderr.flush()
+
+
+def format_option(f: Any) -> Any:
+    return click.option(
+        "--format",
+        "fmt",
+        type=click.Choice(["text", "json"]),
+        default="text",
+        show_default=True,
+        help="Output format.",
+    )(f)
+
+
+SOLVER_ENV = {
+    "rlimit": "CTXPROOF_RLIMIT",
+    "timeout": "CTXPROOF_TIMEOUT",
+    "cross_check": "CTXPROOF_CROSS_CHECK",
+}
+
+
+def _set_budget(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    """Solver options go to the environment, so worker processes get them too."""
+    if value is not None and param.name in SOLVER_ENV:
+        os.environ[SOLVER_ENV[param.name]] = str(value)
+    return value
+
+
+def budget_options(f: Any) -> Any:
+    f = click.option(
+        "--cross-check",
+        "cross_check",
+        type=click.Choice(["cvc5"]),
+        callback=_set_budget,
+        expose_value=False,
+        help="Ask every solver query of a second solver too (extra 'cvc5'); a disagreement"
+        " is an internal error naming the query.",
+    )(f)
+    f = click.option(
+        "--timeout",
+        type=click.FloatRange(min=0, min_open=True),
+        callback=_set_budget,
+        expose_value=False,
+        help="Seconds per solver query (default: none; env CTXPROOF_TIMEOUT).",
+    )(f)
+    return click.option(
+        "--rlimit",
+        type=click.IntRange(min=1),
+        callback=_set_budget,
+        expose_value=False,
+        help="Solver resource limit per query (default 1000000, a few seconds of a hard"
+        " query; env CTXPROOF_RLIMIT); a query past it is undecided.",
+    )(f)
+
+
+def _check_ray_address(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    """A trace or a policy given after --ray was meant as input, not as the cluster."""
+    if isinstance(value, str) and (
+        value.endswith((".jsonl", ".py", ".toml")) or ".py:" in value or _exists(value)
+    ):
+        raise click.BadParameter(
+            f"{value!r} is an input, taken as the Ray address; put --ray after the inputs"
+            " or write --ray=ADDRESS",
+            ctx=ctx,
+            param=param,
+        )
+    return value
+
+
+def _exists(path: str) -> bool:
+    try:
+        return Path(path).exists()
+    except (OSError, ValueError):  # a NUL byte, a name too long
+        return False
+
+
+def ray_option(f: Any) -> Any:
+    return click.option(
+        "--ray",
+        "ray_address",
+        is_flag=False,
+        flag_value="default",
+        default=None,
+        metavar="[ADDRESS]",
+        callback=_check_ray_address,
+        help="Run on Ray (extra 'ray'): the cluster at ADDRESS, else RAY_ADDRESS, else one"
+        " running here, else a new local one. Same output as --jobs 1. See docs/distributed.md.",
+    )(f)
+
+
+def mode_option(f: Any) -> Any:
+    return click.option(
+        "--witness-mode",
+        "mode",
+        type=click.Choice(["support", "count"]),
+        default="support",
+        show_default=True,
+        help="support: surviving witnesses must still support; count: none may leave.",
+    )(f)
