@@ -45,7 +45,7 @@ from typing import Any
 from verifier.audit import audit_trace
 from verifier.errors import InputError, InternalError
 from verifier.findings import Finding
-from verifier.fsutil import atomic_write, make_folder
+from verifier.fsutil import write_set
 from verifier.io import parse_trace_text, ref_of
 from verifier.policies import spec_policy
 from verifier.policies.spec import Rule, Spec, SpecPolicy, When, load_spec, spec_to_toml
@@ -611,18 +611,23 @@ def _write(
     seed: int,
     cost: Cost,
 ) -> list[Suggestion]:
-    if suggestions:
-        make_folder(out_dir, "prove output folder")
-    written: list[Suggestion] = []
-    for k, s in enumerate(suggestions, 1):
-        path = out_dir / f"suggested-{k}.toml"
-        atomic_write(path, _file_text(s, k, len(suggestions), original, sessions, seed, cost))
-        written.append(replace(s, path=str(path)))
-    for stale in out_dir.glob("suggested-*.toml") if out_dir.is_dir() else ():
-        number = stale.stem.removeprefix("suggested-")
-        if number.isdigit() and not 1 <= int(number) <= len(suggestions):
-            stale.unlink()  # an earlier run's: this run suggests fewer
-    return written
+    """Write the suggestions as one set (:func:`~verifier.fsutil.write_set`): every file
+    is staged before any is put in place, and those an earlier run left beyond this
+    run's number are removed (a folder that is not there is made only for one)."""
+    files = {
+        f"suggested-{k}.toml": _file_text(s, k, len(suggestions), original, sessions, seed, cost)
+        for k, s in enumerate(suggestions, 1)
+    }
+    if files or out_dir.is_dir():
+        write_set(out_dir, files, stale={"": _is_suggestion}, what="prove output folder")
+    return [
+        replace(s, path=str(out_dir / f"suggested-{k}.toml")) for k, s in enumerate(suggestions, 1)
+    ]
+
+
+def _is_suggestion(name: str) -> bool:
+    number = name.removeprefix("suggested-").removesuffix(".toml")
+    return name.startswith("suggested-") and name.endswith(".toml") and number.isdigit()
 
 
 def suggest(
