@@ -13,6 +13,7 @@ __all__ = [
     "RULES",
     "SUMMARIES",
     "VERDICTS",
+    "WITNESS_MODES",
     "Finding",
     "Refutes",
     "cause_item",
@@ -111,6 +112,10 @@ POLICY_RULES = frozenset({"PL001", "PL002"})
 its input), reported when a policy is run; an audit of a trace never reports them."""
 
 VERDICTS = ("accept", "accept-demoted", "refuse", "undecided")
+
+WITNESS_MODES = ("support", "count")
+"""``--witness-mode`` (``mode=`` in the API): surviving witnesses must still support an
+item, or (count) none of them may leave (docs/rules.md, WR001)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,9 +29,9 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from verifier.errors import InputError
+from verifier.errors import InputError, want_bool, want_callable, want_int, wrong_type
 from verifier.findings import Finding
-from verifier.io import item_from_json, item_from_plain
+from verifier.io import item_from_plain, items_argument
 from verifier.policies.loading import Policy, as_policy, load_policy, one_line, spec_policy
 from verifier.policies.spec import Spec, SpecPolicy, load_spec, parse_spec
 from verifier.store import Store
@@ -48,6 +48,7 @@ __all__ = [
     "load_policy",
     "load_spec",
     "parse_spec",
+    "policy_argument",
     "pressure_of",
     "run_policy",
     "run_twice",
@@ -202,21 +203,10 @@ class _Bad(Exception):
         self.items = tuple(items)
 
 
-def _as_items(window: Window | Sequence[Item | Mapping[str, Any]]) -> tuple[Item, ...]:
-    entries = window.items if isinstance(window, Window) else window
-    out: list[Item] = []
-    seen: set[str] = set()
-    for it in entries:
-        item = it if isinstance(it, Item) else item_from_json(dict(it))
-        if item.id in seen:
-            raise InputError(
-                "the window given to the policy holds an id twice",
-                item=item.id,
-                fix="ids are unique within a window",
-            )
-        seen.add(item.id)
-        out.append(item)
-    return tuple(out)
+def _as_items(
+    window: Window | Sequence[Item | Mapping[str, Any]], func: str = "run_policy"
+) -> tuple[Item, ...]:
+    return items_argument(window, func=func, arg="window")
 
 
 def _id_list(value: Any, what: str) -> tuple[str, ...]:
@@ -325,7 +315,7 @@ def _call(
 
 
 def run_policy(
-    policy: Policy | Callable[..., Any],
+    policy: Policy | Callable[..., Any] | str,
     window: Window | Sequence[Item | Mapping[str, Any]],
     budget: int,
     *,
@@ -350,27 +340,68 @@ def run_policy(
     defined nowhere is PL001 too. With ``check_determinism``, see
     :func:`run_twice`.
 
-    Raises :class:`~verifier.errors.InputError` only for bad arguments: a
-    policy that is not callable, a budget that is not an int >= 0.
+    ``policy`` is a callable, a loaded :class:`Policy`, or a string as
+    :func:`load_policy` takes it.
+
+    Raises ``TypeError`` or :class:`~verifier.errors.InputError` only for bad
+    arguments (docs/api.md, "Errors"): a policy that is not callable (or a name that
+    does not load), a window that is not a list of valid items with unique ids, a
+    budget that is not an int >= 0.
     """
+    want_bool(check_determinism, func="run_policy", arg="check_determinism")
     if check_determinism:
         return run_twice(
             policy, window, budget, pass_no=pass_no, ages=ages, store=store, known=known
         )
-    pol, before = _prepare(policy, window, budget)
+    pol, before = _prepare(policy, window, budget, "run_policy", pass_no, ages, known, store)
     raw = _raw_run(pol, before, budget, pass_no, ages, store)
     return _result(pol, before, raw, pass_no, known)
 
 
 def _prepare(
-    policy: Policy | Callable[..., Any],
+    policy: Policy | Callable[..., Any] | str,
     window: Window | Sequence[Item | Mapping[str, Any]],
     budget: int,
+    func: str,
+    pass_no: object,
+    ages: object,
+    known: object,
+    store: object = None,
 ) -> tuple[Policy, tuple[Item, ...]]:
-    pol = as_policy(policy) if not isinstance(policy, Policy) else policy
-    if isinstance(budget, bool) or not isinstance(budget, int) or budget < 0:
-        raise InputError(f"budget must be an integer >= 0, not {budget!r}")
-    return pol, _as_items(window)
+    """The arguments of :func:`run_policy` and :func:`run_twice`, checked at the door."""
+    pol = policy_argument(policy, func=func)
+    want_int(budget, func=func, arg="budget", minimum=0)
+    want_int(pass_no, func=func, arg="pass_no", minimum=1)
+    if ages is not None and not isinstance(ages, Mapping):
+        raise wrong_type(func, "ages", ages, "a dict of item id -> age (an int) or None")
+    want_callable(known, func=func, arg="known", what="a function of an id")
+    if store is not None and not isinstance(store, Store | Mapping):
+        expected = "a Store, a dict of ref -> item dict, or None"
+        raise wrong_type(func, "store", store, expected, "use MemoryStore()")
+    return pol, _as_items(window, func)
+
+
+def policy_argument(policy: object, *, func: str) -> Policy:
+    """A policy given to the API function ``func``: a :class:`Policy`, a callable, or a
+    name :func:`load_policy` loads.
+
+    Raises:
+        TypeError: neither.
+        InputError: a name that does not load, or a function that cannot be called as
+            ``policy(window, budget)``.
+    """
+    if isinstance(policy, Policy):
+        return policy
+    if isinstance(policy, str):
+        return load_policy(policy)
+    if not callable(policy):
+        raise wrong_type(
+            func,
+            "policy",
+            policy,
+            "a function policy(window, budget) or a name such as 'file.py:function'",
+        )
+    return as_policy(policy)
 
 
 def _raw_run(
@@ -424,7 +455,7 @@ def _same(a: tuple[bool, Any], b: tuple[bool, Any]) -> bool:
 
 
 def run_twice(
-    policy: Policy | Callable[..., Any],
+    policy: Policy | Callable[..., Any] | str,
     window: Window | Sequence[Item | Mapping[str, Any]],
     budget: int,
     *,
@@ -438,7 +469,7 @@ def run_twice(
     Returns the first run's result when both agree (a PL001 of the first run
     included); a PL002 policy-nondeterministic result when the outputs differ.
     """
-    pol, before = _prepare(policy, window, budget)
+    pol, before = _prepare(policy, window, budget, "run_twice", pass_no, ages, known, store)
     raw_first = _raw_run(pol, before, budget, pass_no, _copy(ages), store)
     raw_second = _raw_run(pol, before, budget, pass_no, _copy(ages), store)
     first = _result(pol, before, raw_first, pass_no, known)
@@ -448,7 +479,7 @@ def run_twice(
     if first.output_key() == second.output_key():
         return first
     return PolicyResult(
-        first.window if first.code is not None else _as_items(window),
+        first.window if first.code is not None else before,
         pass_no=pass_no,
         code="PL002",
         message=f"policy {pol.name!r} gave two different outputs for the same input: "

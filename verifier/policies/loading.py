@@ -18,6 +18,7 @@ import importlib
 import importlib.util
 import inspect
 import itertools
+import os
 import re
 import sys
 import traceback
@@ -26,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from verifier.errors import InputError
+from verifier.errors import InputError, did_you_mean, wrong_type
 from verifier.policies.spec import Spec, SpecPolicy, load_spec
 
 __all__ = ["Policy", "as_policy", "load_policy", "one_line", "spec_policy"]
@@ -181,7 +182,11 @@ def load_policy(arg: str) -> Policy:
     missing or fails to import, when the function is missing or not callable,
     or when it cannot be called as ``policy(window, budget)``.
     """
-    if not isinstance(arg, str) or not arg:
+    if isinstance(arg, os.PathLike):
+        arg = os.fspath(arg)
+    if not isinstance(arg, str):
+        raise wrong_type("load_policy", "arg", arg, "a string", _USAGE)
+    if not arg:
         raise InputError("no policy given", fix=_USAGE)
     if arg.endswith(".toml") and ":" not in Path(arg).name:
         return spec_policy(load_spec(arg))
@@ -202,10 +207,13 @@ def load_policy(arg: str) -> Policy:
                 and getattr(v, "__module__", None) == module.__name__
             )
             hint = f"; it defines {', '.join(defined)}" if defined else ""
+            meant = did_you_mean(part, defined)
             raise InputError(
                 f"policy module has no {func_name!r}{hint}",
                 file=where or target,
-                fix="name a function the module defines, after the ':'",
+                fix=f"did you mean {meant!r}?"
+                if meant is not None
+                else "name a function the module defines, after the ':'",
             )
         obj = getattr(obj, part)
     if not callable(obj):
