@@ -29,7 +29,9 @@ import io
 import itertools
 import json
 import math
+import sys
 import time
+import types
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -40,11 +42,18 @@ from hypothesis import HealthCheck, Phase, Verbosity, given, seed, settings
 from hypothesis import strategies as st
 
 from verifier.audit import Auditor
-from verifier.errors import InternalError
-from verifier.findings import RULES, Finding
+from verifier.errors import (
+    InternalError,
+    want_callable,
+    want_choice,
+    want_int,
+    want_path,
+    want_text,
+)
+from verifier.findings import RULES, WITNESS_MODES, Finding
 from verifier.fsutil import atomic_write, make_folder
 from verifier.io import item_from_json, parse_trace_text, ref_of
-from verifier.policies import Policy, item_tokens, run_policy
+from verifier.policies import Policy, item_tokens, policy_argument, run_policy
 from verifier.window import Item
 
 __all__ = [
@@ -1209,7 +1218,7 @@ def _first_finding(result: SessionResult, code: str) -> Finding:
 
 
 def fuzz(
-    policy: Policy,
+    policy: Policy | Callable[..., Any] | str,
     *,
     sessions: int = 100,
     passes: int = 10,
@@ -1230,7 +1239,23 @@ def fuzz(
     on a Ray cluster (:func:`verifier.distributed.ray_fuzz_chunks`): it gets
     the task function, the tasks (the policy left out: a worker loads it from
     ``policy_arg``) and the progress callback, and returns the results in order.
+
+    ``policy`` is a loaded :class:`~verifier.policies.Policy`, a function
+    ``policy(window, budget)``, or a name as ``load_policy`` takes it.
+
+    Raises:
+        TypeError: an argument of the wrong type.
+        InputError: an argument with bad content (``sessions`` < 1, an unknown ``mode``,
+            a policy name that does not load).
     """
+    if not isinstance(policy, Policy):
+        if isinstance(policy, str) and policy_arg is None:
+            policy_arg = policy
+        policy = policy_argument(policy, func="fuzz")
+    _check_arguments(
+        sessions, passes, seed_value, out_dir, mode, jobs, policy_arg, progress, shrink_calls
+    )
+    want_callable(runner, func="fuzz", arg="runner", what="a runner function")
     started = time.perf_counter()
 
     def run(
@@ -1515,3 +1540,38 @@ def scorecard_text(report: FuzzReport, by_pressure: Sequence[Mapping[str, Any]])
     if report.shapes:
         lines.append("  sessions: " + shapes_text(report.shapes))
     return lines
+
+
+class _Module(types.ModuleType):
+    """This module, callable as :func:`fuzz`. Python binds a submodule to its package, so
+    ``verifier.fuzz`` is this module whichever way it was imported, and ``verifier.__all__``
+    promises the function there: called, the module is the function."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> FuzzReport:
+        return fuzz(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _Module
+
+
+def _check_arguments(
+    sessions: object,
+    passes: object,
+    seed_value: object,
+    out_dir: object,
+    mode: object,
+    jobs: object,
+    policy_arg: object,
+    progress: object,
+    shrink_calls: object,
+) -> None:
+    """The arguments of :func:`fuzz` besides the policy, checked at the door."""
+    want_int(sessions, func="fuzz", arg="sessions", minimum=1)
+    want_int(passes, func="fuzz", arg="passes", minimum=1)
+    want_int(seed_value, func="fuzz", arg="seed_value", minimum=0)
+    want_path(out_dir, func="fuzz", arg="out_dir")
+    want_choice(mode, WITNESS_MODES, func="fuzz", arg="mode")
+    want_int(jobs, func="fuzz", arg="jobs", minimum=1)
+    want_text(policy_arg, func="fuzz", arg="policy_arg", optional=True)
+    want_callable(progress, func="fuzz", arg="progress", what="a function (done, total)")
+    want_int(shrink_calls, func="fuzz", arg="shrink_calls", minimum=1)
