@@ -571,6 +571,7 @@ def fuzz_distributed(
     address: str | None = None,
     progress: Progress | None = None,
     shrink_calls: int | None = None,
+    require_fit: bool = False,
 ) -> Any:
     """:func:`verifier.fuzz.fuzz` on Ray: the same :class:`~verifier.fuzz.FuzzReport` (but
     for ``seconds``) and the same files in ``out_dir``.
@@ -595,4 +596,5 @@ def fuzz_distributed(
         progress=progress,
         shrink_calls=SHRINK_CALLS if shrink_calls is None else shrink_calls,
         runner=ray_runner(address),
+        require_fit=require_fit,
     )

@@ -44,6 +44,7 @@ RULES: dict[str, str] = {
     "TP002": "orphaned-tool-call",
     "PL001": "policy-error",
     "PL002": "policy-nondeterministic",
+    "PL004": "over-budget",
 }
 """Every rule code and its stable name (docs/rules.md)."""
 
@@ -71,6 +72,7 @@ SUMMARIES: dict[str, str] = {
     "TP002": "a tool call is kept while none of its results is",
     "PL001": "the policy raised, returned something else, or returned invalid items",
     "PL002": "the policy's output differs on the same input twice",
+    "PL004": "(fuzz --require-fit) the policy left the window over its budget",
 }
 """What each rule catches, in one line (the report's legend; docs/rules.md has the detail)."""
 
@@ -98,6 +100,7 @@ CAUSE_ORDER: tuple[str, ...] = (
     "CP002",
     "PL001",
     "PL002",
+    "PL004",
 )
 """Rules from the most to the least causal: of several findings on one item at one event,
 the first in this order is the primary, and the others follow from the same change (a
@@ -107,7 +110,7 @@ support and was claimed preserved follow from it)."""
 REFUSING = ("CF", "WR", "TP")
 """Rule families whose findings refuse a rewrite; CP findings are reported, never repaired."""
 
-POLICY_RULES = frozenset({"PL001", "PL002"})
+POLICY_RULES = frozenset({"PL001", "PL002", "PL004"})
 """Findings about a policy's code (it raised, returned nonsense, or is not a function of
 its input), reported when a policy is run; an audit of a trace never reports them."""
 

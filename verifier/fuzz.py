@@ -44,6 +44,7 @@ from hypothesis import strategies as st
 from verifier.audit import Auditor
 from verifier.errors import (
     InternalError,
+    want_bool,
     want_callable,
     want_choice,
     want_int,
@@ -235,6 +236,8 @@ class SessionResult:
     shrink: dict[str, Any] | None = None
     """For a shrunk counterexample: the sessions played to shrink it (``plays``), whether
     the limit on them was reached (``bounded``) and the ``seconds`` it took."""
+    over_budget: int = 0
+    """Rewrites that left the window over its budget."""
 
     def codes(self) -> set[str]:
         return {f.code for f in self.findings}
@@ -252,6 +255,7 @@ class SessionResult:
             "pressures": self.pressures,
             "shapes": self.shapes,
             **({"shrink": self.shrink} if self.shrink is not None else {}),
+            "over_budget": self.over_budget,
         }
 
     @classmethod
@@ -265,14 +269,18 @@ class SessionResult:
             [(p, n) for p, n in obj["pressures"]],
             dict(obj.get("shapes", {})),
             dict(obj["shrink"]) if obj.get("shrink") is not None else None,
+            obj.get("over_budget", 0),
         )
 
 
 class _Agent:
     """The simulated agent: turns a plan into appends, and lets the policy rewrite."""
 
-    def __init__(self, plan: Plan, policy: Policy, passes: int, mode: str) -> None:
+    def __init__(
+        self, plan: Plan, policy: Policy, passes: int, mode: str, require_fit: bool = False
+    ) -> None:
         self.plan = plan
+        self.require_fit = require_fit
         self.policy = policy
         self.passes = passes
         self.world = plan.world
@@ -786,7 +794,28 @@ class _Agent:
         self.result.tokens_before += before
         self.result.tokens_after += self.tokens()
         self.result.pressures.append((pressure, len(self.auditor.findings) - count))
-        return True
+        return self.fits(pass_no)
+
+    def fits(self, pass_no: int) -> bool:
+        """Count a rewrite that left the window over its budget; with ``require_fit`` it is
+        PL004 over-budget, and the session (its trace) ends with that rewrite."""
+        if self.tokens() <= self.budget:
+            return True
+        self.result.over_budget += 1
+        if not self.require_fit:
+            return True
+        line = len(self.trace)  # the rewrite event, the last line
+        self.result.findings.append(
+            Finding(
+                "PL004",
+                pass_no,
+                (),
+                f"policy {self.policy.name!r} left the window at {self.tokens()} tokens,"
+                f" over its budget of {self.budget}",
+                line,
+            )
+        )
+        return False
 
 
 def _decided(seen: Iterable[Obj], k: int) -> bool:
@@ -817,12 +846,15 @@ def run_session(
     passes: int = 10,
     mode: str = "support",
     stop_on: str | None = None,
+    require_fit: bool = False,
 ) -> SessionResult:
     """Play one session of the simulated agent against a policy, auditing as it goes.
 
-    With ``stop_on`` (a rule code) the session ends at the turn that shows it.
+    With ``stop_on`` (a rule code) the session ends at the turn that shows it. With
+    ``require_fit`` a rewrite that leaves the window over its budget is PL004, and the
+    session ends with it (without, it is counted in ``over_budget``).
     """
-    result = _Agent(plan, policy, passes, mode).run(stop_on)
+    result = _Agent(plan, policy, passes, mode, require_fit).run(stop_on)
     result.shapes = session_shapes(result.trace)
     # findings made at an append count towards the rewrite before them
     if result.pressures:
@@ -986,6 +1018,14 @@ class FuzzReport:
     shrinking: Obj = field(default_factory=dict)
     """What shrinking took: seconds and sessions played, in all and by rule, and the limit
     on sessions per rule; in ``scorecard.json``."""
+    over_budget: int = 0
+    """Rewrites that left the window over its budget (each a PL004 with require_fit)."""
+
+    @property
+    def saves_nothing(self) -> bool:
+        """The rewrites kept as many tokens as they were given, or more (identity, or a
+        policy that grows the window): safe, perhaps, and useless."""
+        return self.rewrites > 0 and self.tokens_after >= self.tokens_before
 
     @property
     def exit_code(self) -> int:
@@ -1001,6 +1041,7 @@ class FuzzReport:
             "counterexamples": [c.to_json() for c in self.counterexamples],
             "tokens_before": self.tokens_before,
             "tokens_after": self.tokens_after,
+            "over_budget": self.over_budget,
             "seconds": round(self.seconds, 3),
         }
 
@@ -1063,6 +1104,7 @@ class _Chunk:
     """code -> index (within the chunk) of the first session that showed it."""
     pressures: list[tuple[float, int]] = field(default_factory=list)
     shapes: dict[str, int] = field(default_factory=dict)
+    over_budget: int = 0
 
     def to_json(self) -> Obj:
         return {
@@ -1075,6 +1117,7 @@ class _Chunk:
             "first": self.first,
             "pressures": self.pressures,
             "shapes": self.shapes,
+            "over_budget": self.over_budget,
         }
 
     @classmethod
@@ -1089,6 +1132,7 @@ class _Chunk:
             dict(obj["first"]),
             [(p, n) for p, n in obj["pressures"]],
             dict(obj.get("shapes", {})),
+            obj.get("over_budget", 0),
         )
 
 
@@ -1100,6 +1144,7 @@ def explore_chunk(
     passes: int,
     mode: str,
     plans: st.SearchStrategy[Plan] | None = None,
+    require_fit: bool = False,
 ) -> _Chunk:
     """Run one chunk of sessions; record what each found (no shrinking)."""
     out = _Chunk(index)
@@ -1109,7 +1154,7 @@ def explore_chunk(
     @seed(chunk_seed(seed_value, index))
     @given(strategy)
     def explore(plan: Plan) -> None:
-        res = run_session(policy, plan, passes=passes, mode=mode)
+        res = run_session(policy, plan, passes=passes, mode=mode, require_fit=require_fit)
         for code in sorted(res.codes()):
             out.first.setdefault(code, out.sessions)
         for f in res.findings:
@@ -1120,6 +1165,7 @@ def explore_chunk(
         out.tokens_after += res.tokens_after
         out.pressures.extend(res.pressures)
         merge_shapes(out.shapes, res.shapes)
+        out.over_budget += res.over_budget
 
     with _own_draws_only():
         explore()
@@ -1168,6 +1214,7 @@ def shrink_code(
     passes: int,
     mode: str,
     shrink_calls: int = 0,
+    require_fit: bool = False,
 ) -> SessionResult:
     """The smallest session hypothesis finds that still shows ``code``.
 
@@ -1194,7 +1241,9 @@ def shrink_code(
         hit = failing.get(plan)
         if hit is None and calls[0] <= at + 1 + limit:
             played[0] += 1
-            res = run_session(policy, plan, passes=passes, mode=mode, stop_on=code)
+            res = run_session(
+                policy, plan, passes=passes, mode=mode, stop_on=code, require_fit=require_fit
+            )
             if code in res.codes():
                 hit = failing[plan] = res
         if hit is not None:
@@ -1230,6 +1279,7 @@ def fuzz(
     progress: Callable[[int, int], None] | None = None,
     shrink_calls: int = SHRINK_CALLS,
     runner: Runner | None = None,
+    require_fit: bool = False,
 ) -> FuzzReport:
     """Fuzz a policy: explore sessions, shrink one counterexample per rule found.
 
@@ -1239,6 +1289,10 @@ def fuzz(
     on a Ray cluster (:func:`verifier.distributed.ray_fuzz_chunks`): it gets
     the task function, the tasks (the policy left out: a worker loads it from
     ``policy_arg``) and the progress callback, and returns the results in order.
+
+    A rewrite that leaves the window over its budget is counted (``over_budget``);
+    with ``require_fit`` each one is a PL004 over-budget finding whose session ends
+    with that rewrite.
 
     ``policy`` is a loaded :class:`~verifier.policies.Policy`, a function
     ``policy(window, budget)``, or a name as ``load_policy`` takes it.
@@ -1256,6 +1310,7 @@ def fuzz(
         sessions, passes, seed_value, out_dir, mode, jobs, policy_arg, progress, shrink_calls
     )
     want_callable(runner, func="fuzz", arg="runner", what="a runner function")
+    want_bool(require_fit, func="fuzz", arg="require_fit")
     started = time.perf_counter()
 
     def run(
@@ -1275,7 +1330,10 @@ def fuzz(
     tasks = [(j, sizes[j]) for j in range(n_chunks) if sizes[j] > 0]
     chunks = run(
         _explore_task,
-        [(policy_arg, policy, j, size, seed_value, passes, mode) for j, size in tasks],
+        [
+            (policy_arg, policy, j, size, seed_value, passes, mode, require_fit)
+            for j, size in tasks
+        ],
         progress,
     )
     first: dict[str, tuple[int, int]] = {}
@@ -1286,6 +1344,7 @@ def fuzz(
         report.tokens_after += ch.tokens_after
         report.pressures.extend(ch.pressures)
         merge_shapes(report.shapes, ch.shapes)
+        report.over_budget += ch.over_budget
         for code, n in ch.counts.items():
             report.findings_by_rule[code] = report.findings_by_rule.get(code, 0) + n
         for code, at in ch.first.items():
@@ -1307,6 +1366,7 @@ def fuzz(
                 passes,
                 mode,
                 shrink_calls,
+                require_fit,
             )
             for code in codes
         ],
@@ -1334,15 +1394,15 @@ def fuzz(
 
 
 def _explore_task(args: tuple[Any, ...]) -> _Chunk:
-    policy_arg, policy, j, size, seed_value, passes, mode = args
+    policy_arg, policy, j, size, seed_value, passes, mode, require_fit = args
     pol = _policy_in_worker(policy_arg, policy)
-    return explore_chunk(pol, j, size, seed_value, passes, mode)
+    return explore_chunk(pol, j, size, seed_value, passes, mode, require_fit=require_fit)
 
 
 def _shrink_task(args: tuple[Any, ...]) -> SessionResult:
-    policy_arg, policy, code, chunk, at, size, seed_value, passes, mode, calls = args
+    policy_arg, policy, code, chunk, at, size, seed_value, passes, mode, calls, fit = args
     pol = _policy_in_worker(policy_arg, policy)
-    return shrink_code(pol, code, chunk, at, size, seed_value, passes, mode, calls)
+    return shrink_code(pol, code, chunk, at, size, seed_value, passes, mode, calls, fit)
 
 
 TASKS: dict[str, Callable[[tuple[Any, ...]], Any]] = {
@@ -1524,11 +1584,24 @@ def scorecard_text(report: FuzzReport, by_pressure: Sequence[Mapping[str, Any]])
         f"  tokens {report.tokens_before} -> {report.tokens_after}"
         f" ({saved} saved, {kept:.0%} kept)",
     ]
+    if report.saves_nothing:
+        lines.append(
+            "  warning: the policy saves nothing (its rewrites keep every token, or add some):"
+            " safe perhaps, and useless"
+        )
+    if report.over_budget:
+        lines.append(
+            f"  over budget: {report.over_budget} of {report.rewrites} rewrite(s) left the"
+            " window over its budget"
+            + ("" if "PL004" in report.findings_by_rule else " (--require-fit makes each PL004)")
+        )
     if not report.findings_by_rule:
         lines.append("  no findings")
     for code, n in sorted(report.findings_by_rule.items()):
         cex = next((c for c in report.counterexamples if c.code == code), None)
-        where = f"  shrunk: {cex.path} (pass {cex.pass_}, {','.join(cex.items)})" if cex else ""
+        shown = f"pass {cex.pass_}, {','.join(cex.items)}" if cex and cex.items else ""
+        shown = shown or (f"pass {cex.pass_}" if cex else "")
+        where = f"  shrunk: {cex.path} ({shown})" if cex else ""
         lines.append(f"  {code} {RULES.get(code, '?')}: {n}{where}")
     bands = [
         f"{r['pressure_from']}-{r['pressure_to']}: {r['findings_per_rewrite']}"

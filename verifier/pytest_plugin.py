@@ -82,13 +82,16 @@ class CtxproofChecks:
         seed: int = 0,
         out_dir: str | Path | None = None,
         mode: str = "support",
+        require_fit: bool = False,
     ) -> FuzzReport:
         """Fuzz the policy; fail when any session makes a finding.
 
         ``policy`` is a ``(window, budget)`` callable, or a string as the
         command line takes it (``path/to/file.py:function``, ``module:function``,
         ``spec.toml``). The shrunk counterexamples go to ``out_dir`` (default: a
-        temporary folder of the test).
+        temporary folder of the test). With ``require_fit`` a rewrite that leaves
+        the window over its budget fails it too (PL004 over-budget): a policy
+        that keeps everything is safe, and does not pass.
         """
         from verifier.fuzz import fuzz
         from verifier.policies import load_policy
@@ -97,7 +100,13 @@ class CtxproofChecks:
         loaded = load_policy(policy) if isinstance(policy, str) else as_policy(policy)
         out = Path(out_dir) if out_dir is not None else self.out_dir
         report = fuzz(
-            loaded, sessions=sessions, passes=passes, seed_value=seed, out_dir=out, mode=mode
+            loaded,
+            sessions=sessions,
+            passes=passes,
+            seed_value=seed,
+            out_dir=out,
+            mode=mode,
+            require_fit=require_fit,
         )
         if report.findings_by_rule:
             raise AssertionError("\n".join(_policy_failure(report)))
@@ -117,6 +126,11 @@ def _policy_failure(report: FuzzReport) -> list[str]:
             f"; shrunk session: {cex.path} (pass {cex.pass_}, {','.join(cex.items)})" if cex else ""
         )
         lines.append(f"  {code} {RULES.get(code, '?')}: {n} finding(s){where}")
+    if report.over_budget and "PL004" in report.findings_by_rule:
+        lines.append(
+            f"  {report.over_budget} of {report.rewrites} rewrite(s) left the window over its"
+            " budget"
+        )
     lines.append("  replay one with: ctxproof audit PATH")
     return lines
 

@@ -452,7 +452,8 @@ def test_each_run_gets_a_fresh_copy_of_ages() -> None:
 def test_the_pl_rules_are_registered() -> None:
     assert RULES["PL001"] == "policy-error"
     assert RULES["PL002"] == "policy-nondeterministic"
-    assert frozenset({"PL001", "PL002"}) == POLICY_RULES
+    assert RULES["PL004"] == "over-budget"
+    assert frozenset({"PL001", "PL002", "PL004"}) == POLICY_RULES
 
 
 def test_tokens_and_pressure() -> None:

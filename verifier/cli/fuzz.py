@@ -65,6 +65,12 @@ __all__ = ["fuzz"]
     show_default=True,
     help="Worker processes (the same output as --jobs 1).",
 )
+@click.option(
+    "--require-fit",
+    is_flag=True,
+    help="A rewrite that leaves the window over its budget is a finding (PL004"
+    " over-budget); without it, such rewrites are counted (over_budget).",
+)
 @ray_option
 @budget_options
 @format_option
@@ -78,6 +84,7 @@ def fuzz(
     out_dir: str,
     mode: str,
     jobs: int,
+    require_fit: bool,
     ray_address: str | None,
     fmt: str,
 ) -> int:
@@ -86,8 +93,9 @@ def fuzz(
     POLICY is path/to/file.py:function, package.module:function, or a spec
     (path/to/spec.toml). For each rule found, the shrunk session is written to
     OUT/cex-CODE.jsonl (ctxproof audit replays it); OUT/scorecard.json and
-    OUT/pressure.png summarize the run. Exit 0: no finding; 1: findings;
-    2: bad POLICY or usage. See docs/fuzz.md.
+    OUT/pressure.png summarize the run. Rewrites that leave the window over
+    its budget are counted, and with --require-fit each is PL004 over-budget.
+    Exit 0: no finding; 1: findings; 2: bad POLICY or usage. See docs/fuzz.md.
     """
     from verifier.fuzz import fuzz as run_fuzz
     from verifier.fuzz import scorecard_text, write_outputs
@@ -116,6 +124,7 @@ def fuzz(
         policy_arg=policy_arg,
         progress=progress,
         runner=runner,
+        require_fit=require_fit,
     )
     card = write_outputs(report, out_dir)
     if fmt == "json":
