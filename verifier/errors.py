@@ -108,17 +108,31 @@ class InternalError(CtxproofError, RuntimeError):
 def did_you_mean(word: object, choices: Iterable[str]) -> str | None:
     """The choice a mistyped ``word`` most likely meant, or None when none is close.
 
-    Close is difflib's ratio of at least 0.6, compared without case; a word
-    that only differs in case from a choice means that choice.
+    Close is a difflib ratio of at least 0.6 (0.5 for words of three characters or
+    fewer, where one wrong character is half the word), compared without case; a word
+    that only differs in case from a choice means that choice. Two choices equally
+    close mean neither.
     """
     if not isinstance(word, str) or not word:
         return None
-    options = [c for c in choices if c != word]
+    options = [c for c in choices if isinstance(c, str) and c != word]
     folded = {c.casefold(): c for c in options}
-    if word.casefold() in folded:
-        return folded[word.casefold()]
-    found = difflib.get_close_matches(word.casefold(), list(folded), n=1, cutoff=0.6)
-    return folded[found[0]] if found else None
+    key = word.casefold()
+    if key in folded:
+        return folded[key]
+    cutoff = 0.5 if len(word) <= 3 else 0.6
+    matcher = difflib.SequenceMatcher(b=key)
+    scored = []
+    for option in folded:
+        matcher.set_seq1(option)
+        if matcher.real_quick_ratio() >= cutoff and matcher.quick_ratio() >= cutoff:
+            ratio = matcher.ratio()
+            if ratio >= cutoff:
+                scored.append((ratio, option))
+    scored.sort(reverse=True)
+    if not scored or (len(scored) > 1 and scored[1][0] == scored[0][0]):
+        return None
+    return folded[scored[0][1]]
 
 
 def suggestion(word: object, choices: Iterable[str]) -> str:

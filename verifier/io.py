@@ -10,6 +10,7 @@ from __future__ import annotations
 import gc
 import json
 import math
+import os
 import re
 import reprlib
 import stat
@@ -1065,9 +1066,24 @@ def read_input(path: str | Path) -> bytes:
             )
         return data
     except OSError as exc:
+        near = _near_name(path) if isinstance(exc, FileNotFoundError) else None
         raise InputError(
-            f"cannot read: {exc.strerror}", file=str(path), fix="check the path"
+            f"cannot read: {exc.strerror}",
+            file=str(path),
+            fix=f"did you mean {near!r}?" if near else "check the path",
         ) from None
+
+
+def _near_name(path: str | Path) -> str | None:
+    """The file beside a missing ``path`` whose name is most like its name (a typo of a
+    rule code in ``cex-CF01.jsonl``, of an extension), as the path would be written."""
+    given = Path(path)
+    try:
+        names = [e.name for _, e in zip(range(2000), os.scandir(given.parent or "."), strict=False)]
+    except (OSError, ValueError):
+        return None
+    meant = did_you_mean(given.name, names)
+    return None if meant is None else str(given.with_name(meant))
 
 
 def load_trace(path: str | Path, *, known_ids: Callable[[str], bool] | None = None) -> Trace:

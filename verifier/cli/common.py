@@ -13,6 +13,7 @@ from typing import IO, Any
 
 import click
 
+from verifier.errors import suggestion
 from verifier.findings import Finding, cause_item
 
 __all__ = [
@@ -23,6 +24,7 @@ __all__ = [
     "EXIT_OK",
     "EXIT_UNDECIDED",
     "SOLVER_ENV",
+    "Choice",
     "Out",
     "budget_options",
     "format_finding",
@@ -127,11 +129,24 @@ def show_progress(obj: Out, done: int, total: int, what: str = "traces") -> None
     obj.stderr.flush()
 
 
+class Choice(click.Choice):  # type: ignore[type-arg]
+    """click's Choice, whose refusal names the choice a typo most likely meant."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        try:
+            return super().convert(value, param, ctx)
+        except click.BadParameter as exc:
+            hint = suggestion(value, [str(c) for c in self.choices])
+            if not hint:
+                raise
+            self.fail(f"{exc.message} {hint[0].upper()}{hint[1:]}", param, ctx)
+
+
 def format_option(f: Any) -> Any:
     return click.option(
         "--format",
         "fmt",
-        type=click.Choice(["text", "json"]),
+        type=Choice(["text", "json"]),
         default="text",
         show_default=True,
         help="Output format.",
@@ -156,7 +171,7 @@ def budget_options(f: Any) -> Any:
     f = click.option(
         "--cross-check",
         "cross_check",
-        type=click.Choice(["cvc5"]),
+        type=Choice(["cvc5"]),
         callback=_set_budget,
         expose_value=False,
         help="Ask every solver query of a second solver too (extra 'cvc5'); a disagreement"
@@ -218,7 +233,7 @@ def mode_option(f: Any) -> Any:
     return click.option(
         "--witness-mode",
         "mode",
-        type=click.Choice(["support", "count"]),
+        type=Choice(["support", "count"]),
         default="support",
         show_default=True,
         help="support: surviving witnesses must still support; count: none may leave.",
