@@ -82,8 +82,10 @@ def format_finding(name: str, f: Finding, related: Sequence[str] = ()) -> str:
 
 def text_lines(name: str, findings: Sequence[dict[str, Any]]) -> list[str]:
     """One line per primary finding; the findings related to it are listed by code on its
-    line (the JSON output keeps each of them, with ``related_to``). A related finding
-    whose primary is not among these (none should be) gets a line of its own."""
+    line, with the item each is on when that is not the line's first item
+    (``[related: CF004 on d102]``; the JSON output keeps each of them, with
+    ``related_to``). A related finding whose primary is not among these (none should
+    be) gets a line of its own."""
 
     def key(f: dict[str, Any]) -> tuple[Any, ...]:
         return (f["pass"], f["line"], cause_item(f["code"], f["items"]))
@@ -98,7 +100,9 @@ def text_lines(name: str, findings: Sequence[dict[str, Any]]) -> list[str]:
         if p is None:
             shown.append(i)
         else:
-            related.setdefault(p, []).append(f["code"])
+            on = f["items"][0] if f["items"] else None
+            same = on is None or on == (findings[p]["items"] or [None])[0]
+            related.setdefault(p, []).append(f["code"] if same else f"{f['code']} on {on}")
     return [
         format_json_finding(name, findings[i], sorted(related.get(i, ()))) for i in shown
     ]
