@@ -26,10 +26,12 @@ __all__ = [
     "SOLVER_ENV",
     "Choice",
     "Out",
+    "audit_speed_hint",
     "budget_options",
     "format_finding",
     "format_json_finding",
     "format_option",
+    "fuzz_speed_hint",
     "mode_option",
     "ray_option",
     "show_progress",
@@ -217,6 +219,86 @@ def _exists(path: str) -> bool:
         return Path(path).exists()
     except (OSError, ValueError):  # a NUL byte, a name too long
         return False
+
+
+# Where --ray and --jobs start to pay, measured with whole commands on this project's 2-core
+# machine (benchmarks/crossover.py; the numbers are in docs/distributed.md): below these, a
+# plain run is likely faster, and the command says so (a hint on stderr, on a terminal).
+RAY_START_SECONDS = 12
+"""What starting a local Ray cluster costs a command before any work (11.8 s and 13.9 s)."""
+AUDIT_RAY_MIN_BYTES = 13 * 1024 * 1024
+"""``audit --ray`` with a new local cluster against ``--jobs 1``: 11.75 s + 0.29 ms/KiB
+against 0.98 s + 1.07 ms/KiB, even at about 13.5 MiB of traces."""
+AUDIT_JOBS_MIN_BYTES = 3 * 1024 * 1024 // 2
+"""``audit --jobs 2`` against ``--jobs 1`` (from 256 KiB, below which --jobs runs in this
+process anyway): 1.62 s + 0.66 ms/KiB, even at about 1.5 MiB."""
+FUZZ_RAY_MIN_SESSIONS = 800
+"""``fuzz --ray`` with a new local cluster, a fast policy: 13.9 s + 15.1 ms/session
+against 1.2 s + 31.1 ms/session, even at about 790 sessions."""
+FUZZ_JOBS_MIN_SESSIONS = 250
+"""``fuzz --jobs 2``, a fast policy: 5.1 s + 16.9 ms/session, even at about 280 sessions
+(up to 25 sessions, one chunk, runs in this process anyway)."""
+
+
+def _mib(n: int) -> str:
+    return f"{n / 1024 / 1024:.1f} MiB"
+
+
+def audit_speed_hint(total: int, traces: int, jobs: int, new_cluster: bool | None) -> str | None:
+    """The hint for ``audit --ray`` (``new_cluster``: whether the command starts a local
+    cluster; None without --ray) or ``--jobs`` on a batch likely faster without them."""
+    cores = os.cpu_count() or 1
+    if new_cluster and total < AUDIT_RAY_MIN_BYTES:
+        return (
+            f"--ray starts a local Ray cluster, about {RAY_START_SECONDS} s here before any"
+            f" work; {traces} trace(s), {_mib(total)}, are likely audited faster without it"
+            f" (it pays from about {_mib(AUDIT_RAY_MIN_BYTES)}; docs/distributed.md)"
+        )
+    if new_cluster is None and jobs > 1:
+        if jobs > cores:
+            return _cores_hint(jobs, cores)
+        if PARALLEL_MIN_BYTES <= total < AUDIT_JOBS_MIN_BYTES:
+            return (
+                f"--jobs {jobs} starts {jobs} worker processes; {_mib(total)} of traces are"
+                f" likely audited faster with --jobs 1 (workers pay from about"
+                f" {_mib(AUDIT_JOBS_MIN_BYTES)}; docs/distributed.md)"
+            )
+    return None
+
+
+def fuzz_speed_hint(sessions: int, jobs: int, new_cluster: bool | None) -> str | None:
+    """The hint for ``fuzz --ray`` or ``--jobs`` on few sessions (as :func:`audit_speed_hint`)."""
+    cores = os.cpu_count() or 1
+    if new_cluster and sessions < FUZZ_RAY_MIN_SESSIONS:
+        return (
+            f"--ray starts a local Ray cluster, about {RAY_START_SECONDS} s here before any"
+            f" work; {sessions} session(s) are likely faster without it (it pays from about"
+            f" {FUZZ_RAY_MIN_SESSIONS} sessions of a fast policy; docs/distributed.md)"
+        )
+    if new_cluster is None and jobs > 1:
+        if jobs > cores:
+            return _cores_hint(jobs, cores)
+        if FUZZ_CHUNK < sessions < FUZZ_JOBS_MIN_SESSIONS:
+            return (
+                f"--jobs {jobs} starts {jobs} worker processes; {sessions} session(s) are likely"
+                f" faster with --jobs 1 (workers pay from about {FUZZ_JOBS_MIN_SESSIONS}"
+                " sessions of a fast policy; docs/distributed.md)"
+            )
+    return None
+
+
+def _cores_hint(jobs: int, cores: int) -> str:
+    return (
+        f"--jobs {jobs} is more than this machine's {cores} core(s): workers beyond them only"
+        f" wait their turn (use --jobs {cores})"
+    )
+
+
+PARALLEL_MIN_BYTES = 256 * 1024
+"""As ``verifier.batch.PARALLEL_MIN_BYTES`` (below it --jobs runs in this process): this
+module imports nothing heavy, so the value is repeated here and a test holds them equal."""
+FUZZ_CHUNK = 25
+"""As ``verifier.fuzz.CHUNK`` (one chunk runs in this process), held equal by a test."""
 
 
 def ray_option(f: Any) -> Any:

@@ -16,6 +16,7 @@ from verifier.cli.common import (
     Out,
     budget_options,
     format_option,
+    fuzz_speed_hint,
     mode_option,
     ray_option,
     show_progress,
@@ -107,6 +108,15 @@ def fuzz(
     def progress(done: int, total: int) -> None:
         show_progress(obj, done, total, "chunks of sessions")
 
+    if obj.stderr.isatty() and (ray_address is not None or jobs > 1):
+        new_cluster: bool | None = None
+        if ray_address is not None:
+            from verifier.distributed import starts_local_cluster
+
+            new_cluster = starts_local_cluster(ray_address)
+        hint = fuzz_speed_hint(sessions, jobs, new_cluster)
+        if hint is not None:
+            obj.progress(f"ctxproof: hint: {hint}")
     runner = None
     if ray_address is not None:
         from verifier.distributed import command_session, ray_runner
