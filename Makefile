@@ -1,7 +1,12 @@
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed
+# What each target installs into .venv, one stamp each: `make demo` the package alone, `make
+# test` the dev tools too, `make test-ray` the ray extra besides (Ray is about 1 GB: only the
+# targets that run it install it).
+PKG_STAMP := $(VENV)/.installed-package
+DEV_STAMP := $(VENV)/.installed-dev
+RAY_STAMP := $(VENV)/.installed-ray
 # the framework extras live in a venv of their own: `make test` stays light
 FW_VENV := .venv-frameworks
 FW_BIN := $(FW_VENV)/bin
@@ -11,30 +16,61 @@ FW_EXTRAS := dev,policies-langchain,policies-autogen,policies-pydantic-ai
 # pin that no longer installs fails the install (so make test-frameworks, so CI)
 FW_PINS := docs/frameworks/constraints.txt
 
-.PHONY: demo test test-slow mutate bench bench-check-large bench-prove bench-fuzz bench-import \
-  bench-scale bench-distributed frameworks test-frameworks frameworks-pins screenshot clean
+.PHONY: demo test test-ray test-slow test-all mutate bench bench-check-large bench-prove \
+  bench-fuzz bench-import bench-scale bench-distributed frameworks test-frameworks \
+  frameworks-pins screenshot clean
 
-# The ray extra's tests (a local cluster) run with the suite; where Ray has no wheel
-# (an unsupported platform) they are skipped, with the reason shown by pytest -rs.
-$(STAMP): pyproject.toml
+$(BIN)/python:
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[dev,ray]' || { \
-	  echo "the ray extra could not be installed: its tests will be skipped"; \
-	  $(BIN)/pip install -q -e '.[dev]'; }
-	touch $(STAMP)
 
-demo: $(STAMP)
+$(PKG_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q -e .
+	touch $@
+
+$(DEV_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q -e '.[dev]'
+	touch $@
+
+$(RAY_STAMP): pyproject.toml $(DEV_STAMP)
+	$(BIN)/pip install -q -e '.[dev,ray]'
+	touch $@
+
+demo: $(PKG_STAMP)
 	$(BIN)/ctxproof demo
 
-test: $(STAMP)
+# The tiers, their times on a 2-core machine, and who runs them (CI runs every one).
+define TIERS
+The test tiers (times on 2 cores; CI runs all four):
+  make test             ruff, mypy --strict, the fast tier: about 4 min
+  make test-ray         the Ray extra's tests on a local cluster (installs Ray): about 1.5 min
+  make test-slow        the long tier (fuzzers and safe policies at length): about 30 min
+  make test-frameworks  the framework extras' policies, in .venv-frameworks: about 2.5 min
+endef
+export TIERS
+
+test: $(DEV_STAMP)
+	@echo "$$TIERS"
+	@echo "now: make test"
 	$(BIN)/ruff check verifier tests benchmarks models
 	$(BIN)/mypy
-	$(BIN)/pytest -q -rs -m "not slow"
+	$(BIN)/pytest -q -rs -m "not slow and not ray"
 
-# The long tier: tests marked slow (the bad-input fuzzer at length).
-test-slow: $(STAMP)
-	$(BIN)/pytest -q -m slow
+# The Ray tests: CTXPROOF_REQUIRE_RAY turns "Ray is not installed" from a skip into a failure,
+# so they never pass by skipping where they are meant to run.
+test-ray: $(RAY_STAMP)
+	@echo "$$TIERS"
+	@echo "now: make test-ray"
+	CTXPROOF_REQUIRE_RAY=1 $(BIN)/pytest -q -rs -m "ray and not slow"
+
+# The long tier: tests marked slow (the bad-input and API fuzzers at length, every unsafe
+# model fuzzed, the safe policies over 500 sessions, every spec's two-item states).
+test-slow: $(DEV_STAMP)
+	@echo "$$TIERS"
+	@echo "now: make test-slow"
+	$(BIN)/pytest -q -rs -m "slow and not ray"
+
+test-all: test test-ray test-slow test-frameworks
 
 # Mutation testing of the rules (not in make test, not in CI: half an hour or more on two
 # cores): single-point mutants of verifier/rules/ and verifier/check.py, each run against
@@ -42,7 +78,7 @@ test-slow: $(STAMP)
 # against the wider suite; prints the score per rule family and every survivor.
 # MUTATE_ARGS adds options, e.g. --jobs 2, --sample 6 (every sixth mutant), --no-wider.
 MUTATE_ARGS ?=
-mutate: $(STAMP)
+mutate: $(DEV_STAMP)
 	$(BIN)/python tests/mutation.py $(MUTATE_ARGS)
 
 $(FW_STAMP): pyproject.toml $(FW_PINS)
@@ -87,7 +123,7 @@ test-frameworks: $(FW_STAMP)
 BENCH_ARGS ?=
 BENCH_PYTEST := $(BIN)/pytest -q --benchmark-only --benchmark-columns=median,iqr,min,rounds
 
-bench: $(STAMP) bench-prove
+bench: $(DEV_STAMP) bench-prove
 	$(BENCH_PYTEST) benchmarks --ignore=benchmarks/test_bench_prove.py \
 	  --ignore=benchmarks/test_bench_import.py --ignore=benchmarks/test_bench_scale.py \
 	  --ignore=benchmarks/test_bench_startup.py \
@@ -96,7 +132,7 @@ bench: $(STAMP) bench-prove
 
 # check at 100k and 300k items, and with a quarter of 100k items broken (a few minutes),
 # saved beside the other runs
-bench-check-large: $(STAMP)
+bench-check-large: $(DEV_STAMP)
 	$(BENCH_PYTEST) benchmarks/test_bench_check.py benchmarks/test_bench_check_faults.py \
 	  --bench-large -k "100k or 300k" \
 	  --benchmark-json=benchmarks/results/check-large.json $(BENCH_ARGS)
@@ -112,7 +148,7 @@ bench-fuzz: $(STAMP)
 # import of Claude Code sessions of 10, 50 and 100 MB with 5 compactions, and with a compaction
 # every 8 MB (the session files are generated once into the temporary folder), saved beside
 # the other runs
-bench-import: $(STAMP)
+bench-import: $(DEV_STAMP)
 	$(BENCH_PYTEST) benchmarks/test_bench_import.py \
 	  --benchmark-json=benchmarks/results/import.json $(BENCH_ARGS)
 	$(BIN)/python -m benchmarks.report > benchmarks/RESULTS.md
@@ -121,7 +157,7 @@ bench-import: $(STAMP)
 # traces with and without findings, appends of 10k and 20k commitments), an append into a
 # window of 1k and 10k stubs, start-up, and fuzz end to end (the README's unsafe policy
 # against its safe one), saved beside the other runs (a few minutes)
-bench-scale: $(STAMP)
+bench-scale: $(DEV_STAMP)
 	$(BENCH_PYTEST) benchmarks/test_bench_scale.py benchmarks/test_bench_startup.py \
 	  "benchmarks/test_bench_append.py::test_append_stub_window_small" \
 	  "benchmarks/test_bench_append.py::test_append_stub_window_large" \
@@ -130,14 +166,14 @@ bench-scale: $(STAMP)
 	  --benchmark-json=benchmarks/results/scale.json $(BENCH_ARGS)
 	$(BIN)/python -m benchmarks.report > benchmarks/RESULTS.md
 
-bench-prove: $(STAMP)
+bench-prove: $(DEV_STAMP)
 	$(BENCH_PYTEST) benchmarks/test_bench_prove.py \
 	  --benchmark-json=benchmarks/results/prove.json $(BENCH_ARGS)
 	$(BIN)/python -m benchmarks.report > benchmarks/RESULTS.md
 
 # --ray against --jobs (needs the ray extra; starts local Ray clusters): whole commands
 # timed from outside, so not on pytest-benchmark; its page is included in RESULTS.md
-bench-distributed: $(STAMP)
+bench-distributed: $(RAY_STAMP)
 	$(BIN)/python benchmarks/bench_distributed.py --write
 	$(BIN)/python -m benchmarks.report > benchmarks/RESULTS.md
 

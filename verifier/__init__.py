@@ -160,9 +160,12 @@ def __getattr__(name: str) -> Any:
     where = _WHERE.get(name)
     if where is None:
         raise AttributeError(f"module 'verifier' has no attribute {name!r}")
-    value = getattr(importlib.import_module(where), name)
-    globals()[name] = value
-    return value
+    module = importlib.import_module(where)
+    # ``fuzz`` is the name of a function and of its module, which Python binds to the
+    # package whenever it is imported: the name stays the module, callable as the function
+    found: Any = module if where == f"verifier.{name}" else getattr(module, name)
+    globals()[name] = found
+    return found
 
 
 def __dir__() -> list[str]:

@@ -7,14 +7,24 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from verifier.check import Repair, RewriteResult, check_rewrite
-from verifier.findings import Finding
+from verifier.errors import (
+    InputError,
+    want_bool,
+    want_choice,
+    want_int,
+    want_strings,
+    want_text,
+    wrong_type,
+)
+from verifier.findings import WITNESS_MODES, Finding
 from verifier.graph import JustificationGraph
+from verifier.io import background_argument, items_argument, trace_from_dicts
 from verifier.parser import parse_formula
 from verifier.rules.composition import check_append
 from verifier.rules.context import MODE_SUPPORT, History, RewriteContext, WindowView
 from verifier.solver import Session
-from verifier.store import LayeredStore, Store
-from verifier.window import Append, Event, Item, Rewrite, Trace
+from verifier.store import LayeredStore, Store, store_argument
+from verifier.window import Append, Event, Item, Rewrite, Spill, Trace
 
 __all__ = ["Auditor", "TraceReport", "audit_trace", "exit_code_for", "repair_json"]
 
@@ -124,6 +134,10 @@ class Auditor:
         graph: JustificationGraph | None = None,
         repair: bool = False,
     ) -> None:
+        background = background_argument(background, func="Auditor")
+        want_text(name, func="Auditor", arg="name")
+        _common_arguments("Auditor", store, mode, graph)
+        want_bool(repair, func="Auditor", arg="repair")
         self.name = name
         self.mode = mode
         self.repair = repair
@@ -143,8 +157,31 @@ class Auditor:
         self.findings: list[Finding] = []
         self.undecided: list[str] = []
 
-    def append(self, items: Sequence[Item], line: int | None = None) -> list[Finding]:
-        """Check an append; returns its findings."""
+    def append(
+        self, items: Sequence[Item | Mapping[str, Any]], line: int | None = None
+    ) -> list[Finding]:
+        """Check an append of items (Items or plain item dicts); returns its findings.
+
+        Raises:
+            TypeError: ``items`` is not a list of items, ``line`` not an int or None.
+            InputError: an invalid item, an id twice, or an id already in the window.
+        """
+        checked = items_argument(items, func="Auditor.append", arg="items")
+        want_int(line, func="Auditor.append", arg="line", minimum=1, optional=True)
+        view = self._view
+        if view is None or view.items is not self.window:
+            view = self._view = WindowView(self.window, self.store)  # the one _append reads
+        for it in checked:
+            if it.id in view:
+                raise InputError(
+                    "an append of an id already in the window",
+                    file="Auditor.append()",
+                    item=it.id,
+                    fix="give the new item a new id, or rewrite the window to change it",
+                )
+        return self._append(checked, line)
+
+    def _append(self, items: Sequence[Item], line: int | None) -> list[Finding]:
         history, graph = self.history, self.graph
         items = tuple(items)
         view = self._view
@@ -189,8 +226,17 @@ class Auditor:
         self._view = after_view
         return ctx.findings
 
-    def spill(self, items: Sequence[Item], line: int | None = None) -> None:
-        """Record a spill: the items are in the store from now on."""
+    def spill(self, items: Sequence[Item | Mapping[str, Any]], line: int | None = None) -> None:
+        """Record a spill: the items (Items or plain item dicts) are in the store from now on.
+
+        Raises:
+            TypeError, InputError: as :meth:`append` (a spilled id may be in the window).
+        """
+        checked = items_argument(items, func="Auditor.spill", arg="items", unique=False)
+        want_int(line, func="Auditor.spill", arg="line", minimum=1, optional=True)
+        self._spill(checked, line)
+
+    def _spill(self, items: Sequence[Item], line: int | None) -> None:
         self.store.spill(items)
         self.graph.spill(items, self.pass_no, line)
         _stored(self.history, items)
@@ -199,15 +245,39 @@ class Auditor:
 
     def rewrite(
         self,
-        after: Sequence[Item],
+        after: Sequence[Item | Mapping[str, Any]],
         *,
         policy: str | None = None,
         claimed_preserved: Sequence[str] | None = None,
         line: int | None = None,
     ) -> RewriteResult:
-        """Check a rewrite of the current window into ``after``; the audit goes on from it."""
+        """Check a rewrite of the current window into ``after`` (Items or plain item dicts);
+        the audit goes on from it.
+
+        Raises:
+            TypeError: an argument of the wrong type.
+            InputError: an invalid item, or an id twice in ``after``.
+        """
+        checked = items_argument(after, func="Auditor.rewrite", arg="after")
+        want_text(policy, func="Auditor.rewrite", arg="policy", optional=True)
+        if claimed_preserved is not None:
+            claimed_preserved = want_strings(
+                claimed_preserved, func="Auditor.rewrite", arg="claimed_preserved", what="ids"
+            )
+        want_int(line, func="Auditor.rewrite", arg="line", minimum=1, optional=True)
+        return self._rewrite(
+            checked, policy=policy, claimed_preserved=claimed_preserved, line=line
+        )
+
+    def _rewrite(
+        self,
+        after: tuple[Item, ...],
+        *,
+        policy: str | None,
+        claimed_preserved: Sequence[str] | None,
+        line: int | None,
+    ) -> RewriteResult:
         self.pass_no += 1
-        after = tuple(after)
         result = check_rewrite(
             self.window,
             after,
@@ -230,18 +300,30 @@ class Auditor:
         return result
 
     def feed(self, ev: Event) -> None:
-        """Check one parsed trace event."""
+        """Check one parsed trace event (an event of a :class:`Trace`: validated already).
+
+        Raises:
+            TypeError: ``ev`` is not an event of a Trace (build one with trace_from_dicts).
+        """
         if isinstance(ev, Append):
-            self.append(ev.items, ev.line)
+            self._append(ev.items, ev.line)
         elif isinstance(ev, Rewrite):
-            self.rewrite(
-                ev.apply(self.window),
+            self._rewrite(
+                tuple(ev.apply(self.window)),
                 policy=ev.policy,
                 claimed_preserved=ev.claimed_preserved,
                 line=ev.line,
             )
+        elif isinstance(ev, Spill):
+            self._spill(ev.items, ev.line)
         else:
-            self.spill(ev.items, ev.line)
+            raise wrong_type(
+                "Auditor.feed",
+                "ev",
+                ev,
+                "an event of a Trace (Append, Spill or Rewrite)",
+                "call append(items), spill(items) or rewrite(window) with plain dicts instead",
+            )
 
     def report(self) -> TraceReport:
         return TraceReport(
@@ -280,7 +362,25 @@ def audit_trace(
     (['CF001'], 'refuse')
     >>> [it.kind for it in report.rewrites[0].repair.window]
     ['stub']
+
+    Raises:
+        TypeError: ``trace`` is not a Trace (or a list of event dicts), or another
+            argument is of the wrong type.
+        InputError: a list of event dicts that is not a valid trace, an unknown ``mode``.
     """
+    if not isinstance(trace, Trace):
+        if isinstance(trace, str | bytes | bytearray) or not isinstance(trace, list | tuple):
+            raise wrong_type(
+                "audit_trace",
+                "trace",
+                trace,
+                "a Trace (or a list of event dicts)",
+                "read one with load_trace(path) or parse_trace_text(text)",
+            )
+        trace = trace_from_dicts(trace)
+    _common_arguments("audit_trace", store, mode, graph)
+    want_int(until_pass, func="audit_trace", arg="until_pass", minimum=0, optional=True)
+    want_bool(repair, func="audit_trace", arg="repair")
     auditor = Auditor(
         trace.header.background,
         name=trace.name,
@@ -294,6 +394,13 @@ def audit_trace(
             break
         auditor.feed(ev)
     return auditor.report()
+
+
+def _common_arguments(func: str, store: object, mode: object, graph: object) -> None:
+    store_argument(store, func=func)
+    want_choice(mode, WITNESS_MODES, func=func, arg="mode")
+    if graph is not None and not isinstance(graph, JustificationGraph):
+        raise wrong_type(func, "graph", graph, "a verifier.graph.JustificationGraph or None")
 
 
 def _appended(history: History, items: Iterable[Item], excluded: Iterable[str]) -> None:

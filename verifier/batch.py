@@ -197,9 +197,15 @@ _KIND_SHOWN = {
 def wrong_kind(exc: InputError, path: str, data: bytes, command: str, wants: str) -> InputError:
     """A clearer error for a file of another kind than the command reads; else exc."""
     kind = sniff_kind(data)
-    if kind is None or kind == wants:
-        return exc
     reads = "window files" if wants == "window" else "traces"
+    if kind is None:
+        other = _other_kind(path, data)
+        if other is None:
+            return exc
+        what, hint = other
+        return InputError(f"this is {what}; `{command}` reads {reads}", file=path, fix=hint)
+    if kind == wants:
+        return exc
     if kind == "window":
         hint = "did you mean `check`? (`ctxproof check BEFORE AFTER` checks one rewrite)"
     elif kind == "trace":
@@ -213,6 +219,30 @@ def wrong_kind(exc: InputError, path: str, data: bytes, command: str, wants: str
         hint = "did you mean `ctxproof fuzz` or `ctxproof prove`? (they run and prove specs)"
     return InputError(
         f"this is {_KIND_SHOWN[kind]}; `{command}` reads {reads}", file=path, fix=hint
+    )
+
+
+def _other_kind(path: str, data: bytes) -> tuple[str, str] | None:
+    """A Python policy, or an agent's history in a FORMAT ``import`` reads: what it is,
+    and the command that takes it (None: neither)."""
+    if path.endswith(".py"):
+        return (
+            "a Python file",
+            f"a policy is played against the simulated agent: `ctxproof fuzz {path}:FUNCTION`",
+        )
+    from verifier.importers.detect import describe
+    from verifier.importers.sources import Source
+
+    try:
+        shape = describe(Source(path, data))
+    except (RecursionError, ValueError):  # nested too deep: its own error says so
+        return None
+    if shape.format is None or not shape.sure:
+        return None
+    return (
+        f"an agent's history, {shape.what}",
+        f"turn it into a trace with `ctxproof import {shape.format} {path} -o TRACE.jsonl`,"
+        " then audit that",
     )
 
 

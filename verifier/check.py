@@ -13,8 +13,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from verifier.findings import REFUSING, Finding
-from verifier.io import collector_paused, item_from_json, stub_for
+from verifier.errors import want_bool, want_choice, want_int, want_strings, want_text, wrong_type
+from verifier.findings import REFUSING, WITNESS_MODES, Finding
+from verifier.io import background_argument, collector_paused, items_argument, stub_for
 from verifier.parser import parse_formula
 from verifier.rules.commitments import check_commitments
 from verifier.rules.composition import check_cycles
@@ -29,7 +30,7 @@ from verifier.rules.context import (
 from verifier.rules.pairing import check_pairing
 from verifier.rules.witnesses import check_witnesses
 from verifier.solver import Session
-from verifier.store import LayeredStore, MemoryStore, Store
+from verifier.store import LayeredStore, MemoryStore, Store, store_argument
 from verifier.window import Item, Window
 
 __all__ = ["Guarded", "Repair", "RewriteResult", "check_rewrite", "guard", "repair_rewrite"]
@@ -70,10 +71,33 @@ WindowLike = Window | Sequence[Item] | Sequence[Mapping[str, Any]]
 """A window as the API takes it: a Window, Items, or plain item dicts (validated)."""
 
 
-def _items(w: WindowLike) -> tuple[Item, ...]:
+def _items(w: WindowLike, func: str = "check_rewrite", arg: str = "window") -> tuple[Item, ...]:
+    """The items of a window given to the API, validated (docs/api.md, "Errors")."""
     if isinstance(w, Window):
         return w.items
-    return tuple(it if isinstance(it, Item) else item_from_json(dict(it)) for it in w)
+    return items_argument(w, func=func, arg=arg)
+
+
+def _arguments(
+    func: str,
+    *,
+    store: object,
+    background: object,
+    mode: object,
+    claimed_preserved: object,
+    optional_store: bool = True,
+) -> tuple[Store | None, tuple[str, ...], tuple[str, ...] | None]:
+    """The arguments :func:`check_rewrite` and :func:`guard` share, checked at the door:
+    the store, the background, the claimed ids (None: no claim)."""
+    checked_store = store_argument(store, func=func, optional=optional_store)
+    want_choice(mode, WITNESS_MODES, func=func, arg="mode")
+    bg = background_argument(background, func=func)
+    claimed = (
+        None
+        if claimed_preserved is None
+        else want_strings(claimed_preserved, func=func, arg="claimed_preserved", what="item ids")
+    )
+    return checked_store, bg, claimed
 
 
 def run_rules(
@@ -141,14 +165,39 @@ def check_rewrite(
 
     Python's cycle collector is paused while the check runs (see
     :func:`verifier.io.collector_paused`) and runs again afterwards.
+
+    Raises:
+        TypeError: an argument of the wrong type (a window that is not a list of items,
+            a ``store`` that is not a Store, a ``mode`` that is not a string...).
+        InputError: an argument with bad content: an invalid item, an id twice in a
+            window, an unknown ``mode``, a background that does not parse or is
+            unsatisfiable.
     """
-    bg = tuple(background)
+    if session is None or history is None:  # called from outside, not by the audit
+        store, given_bg, claimed_preserved = _arguments(
+            "check_rewrite",
+            store=store,
+            background=background,
+            mode=mode,
+            claimed_preserved=claimed_preserved,
+        )
+        want_int(pass_no, func="check_rewrite", arg="pass_no", minimum=1)
+        want_int(line, func="check_rewrite", arg="line", minimum=1, optional=True)
+        want_text(policy, func="check_rewrite", arg="policy", optional=True)
+        want_bool(with_repair, func="check_rewrite", arg="with_repair")
+        if session is not None and not isinstance(session, Session):
+            raise wrong_type("check_rewrite", "session", session, "a solver Session or None")
+        if history is not None and not isinstance(history, History):
+            raise wrong_type("check_rewrite", "history", history, "a History or None")
+        bg = given_bg
+    else:
+        bg = tuple(background)
     if isinstance(before, Window) and not bg:
         bg = before.background
     store = store if store is not None else MemoryStore()
     session = session or Session([parse_formula(b) for b in bg])
     history = history if history is not None else History()
-    b_items, a_items = _items(before), _items(after)
+    b_items, a_items = _items(before, arg="before"), _items(after, arg="after")
     ctx = run_rules(
         session,
         store,
@@ -517,7 +566,22 @@ def guard(
     >>> g = guard(before, [], MemoryStore())
     >>> g.verdict, g.spilled, [it.kind for it in g.window]
     ('repaired', ('r1',), ['stub'])
+
+    Raises:
+        TypeError, InputError: as :func:`check_rewrite`; ``store`` is required (the
+            spills of a repair go there).
     """
+    _, background, _ = _arguments(
+        "guard",
+        store=store,
+        background=background,
+        mode=mode,
+        claimed_preserved=claimed_preserved,
+        optional_store=False,
+    )
+    if isinstance(before, Window) and not background:
+        background = before.background
+    before, after = _items(before, "guard", "before"), _items(after, "guard", "after")
     result = check_rewrite(
         before,
         after,

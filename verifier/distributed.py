@@ -54,6 +54,7 @@ __all__ = [
     "ray_fuzz_chunks",
     "ray_work",
     "result_rows",
+    "starts_local_cluster",
 ]
 
 INSTALL = "pip install 'ctxproof[ray]'"
@@ -138,6 +139,18 @@ def connect(address: str | None = None) -> Any:
 
 PROBE_SECONDS = 5.0
 """How long the head of a cluster given by address has to accept a connection."""
+
+
+def starts_local_cluster(address: str | None) -> bool:
+    """Would :func:`connect` start a new local cluster for ``address`` (no address, no
+    ``RAY_ADDRESS``, no cluster running here, not connected)? What a command's speed hint
+    asks: starting one costs seconds before any work (docs/distributed.md)."""
+    if address not in (None, DEFAULT_ADDRESS) or os.environ.get("RAY_ADDRESS"):
+        return False
+    ray = sys.modules.get("ray")
+    if ray is not None and ray.is_initialized():
+        return False
+    return not _running_here()
 
 
 @contextmanager
@@ -572,6 +585,7 @@ def fuzz_distributed(
     progress: Progress | None = None,
     shrink_calls: int | None = None,
     policy_timeout: float | None = 10.0,
+    require_fit: bool = False,
 ) -> Any:
     """:func:`verifier.fuzz.fuzz` on Ray: the same :class:`~verifier.fuzz.FuzzReport` (but
     for ``seconds``) and the same files in ``out_dir``.
@@ -596,4 +610,5 @@ def fuzz_distributed(
         shrink_calls=SHRINK_CALLS if shrink_calls is None else shrink_calls,
         runner=ray_runner(address),
         policy_timeout=policy_timeout,
+        require_fit=require_fit,
     )

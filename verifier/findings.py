@@ -13,6 +13,7 @@ __all__ = [
     "RULES",
     "SUMMARIES",
     "VERDICTS",
+    "WITNESS_MODES",
     "Finding",
     "Refutes",
     "cause_item",
@@ -44,6 +45,7 @@ RULES: dict[str, str] = {
     "PL001": "policy-error",
     "PL002": "policy-nondeterministic",
     "PL003": "policy-timeout",
+    "PL004": "over-budget",
 }
 """Every rule code and its stable name (docs/rules.md)."""
 
@@ -72,6 +74,7 @@ SUMMARIES: dict[str, str] = {
     "PL001": "the policy raised, returned something else, or returned invalid items",
     "PL002": "the policy's output differs on the same input twice",
     "PL003": "a call of the policy ran past its time limit (fuzz --policy-timeout)",
+    "PL004": "(fuzz --require-fit) the policy left the window over its budget",
 }
 """What each rule catches, in one line (the report's legend; docs/rules.md has the detail)."""
 
@@ -100,6 +103,7 @@ CAUSE_ORDER: tuple[str, ...] = (
     "PL001",
     "PL002",
     "PL003",
+    "PL004",
 )
 """Rules from the most to the least causal: of several findings on one item at one event,
 the first in this order is the primary, and the others follow from the same change (a
@@ -109,11 +113,15 @@ support and was claimed preserved follow from it)."""
 REFUSING = ("CF", "WR", "TP")
 """Rule families whose findings refuse a rewrite; CP findings are reported, never repaired."""
 
-POLICY_RULES = frozenset({"PL001", "PL002", "PL003"})
+POLICY_RULES = frozenset({"PL001", "PL002", "PL003", "PL004"})
 """Findings about a policy's code (it raised, returned nonsense, or is not a function of
 its input), reported when a policy is run; an audit of a trace never reports them."""
 
 VERDICTS = ("accept", "accept-demoted", "refuse", "undecided")
+
+WITNESS_MODES = ("support", "count")
+"""``--witness-mode`` (``mode=`` in the API): surviving witnesses must still support an
+item, or (count) none of them may leave (docs/rules.md, WR001)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -32,6 +32,7 @@ import math
 import os
 import sys
 import time
+import types
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -42,13 +43,29 @@ from hypothesis import HealthCheck, Phase, Verbosity, given, seed, settings
 from hypothesis import strategies as st
 
 from verifier.audit import Auditor
-from verifier.errors import InternalError
-from verifier.findings import POLICY_RULES, RULES, Finding
+from verifier.errors import (
+    InternalError,
+    bad_argument,
+    want_bool,
+    want_callable,
+    want_choice,
+    want_int,
+    want_path,
+    want_text,
+    wrong_type,
+)
+from verifier.findings import RULES, WITNESS_MODES, Finding
 from verifier.fsutil import make_folder, write_set
 from verifier.io import item_from_json, parse_trace_text, ref_of
-from verifier.policies import Policy, PolicyResult, item_tokens, load_policy, run_policy
+from verifier.policies import (
+    Policy,
+    PolicyResult,
+    item_tokens,
+    load_policy,
+    policy_argument,
+    run_policy,
+)
 from verifier.policies.isolated import DEFAULT_TIMEOUT, PolicyProcess
-from verifier.policies.loading import as_policy
 from verifier.window import Item
 
 __all__ = [
@@ -233,6 +250,8 @@ class SessionResult:
     shrink: dict[str, Any] | None = None
     """For a shrunk counterexample: the sessions played to shrink it (``plays``), whether
     the limit on them was reached (``bounded``) and the ``seconds`` it took."""
+    over_budget: int = 0
+    """Rewrites that left the window over its budget."""
 
     def codes(self) -> set[str]:
         return {f.code for f in self.findings}
@@ -250,6 +269,7 @@ class SessionResult:
             "pressures": self.pressures,
             "shapes": self.shapes,
             **({"shrink": self.shrink} if self.shrink is not None else {}),
+            "over_budget": self.over_budget,
         }
 
     @classmethod
@@ -263,14 +283,18 @@ class SessionResult:
             [(p, n) for p, n in obj["pressures"]],
             dict(obj.get("shapes", {})),
             dict(obj["shrink"]) if obj.get("shrink") is not None else None,
+            obj.get("over_budget", 0),
         )
 
 
 class _Agent:
     """The simulated agent: turns a plan into appends, and lets the policy rewrite."""
 
-    def __init__(self, plan: Plan, policy: Runnable, passes: int, mode: str) -> None:
+    def __init__(
+        self, plan: Plan, policy: Runnable, passes: int, mode: str, require_fit: bool = False
+    ) -> None:
         self.plan = plan
+        self.require_fit = require_fit
         self.policy = policy
         self.passes = passes
         self.world = plan.world
@@ -775,7 +799,28 @@ class _Agent:
         self.result.tokens_before += before
         self.result.tokens_after += self.tokens()
         self.result.pressures.append((pressure, len(self.auditor.findings) - count))
-        return True
+        return self.fits(pass_no)
+
+    def fits(self, pass_no: int) -> bool:
+        """Count a rewrite that left the window over its budget; with ``require_fit`` it is
+        PL004 over-budget, and the session (its trace) ends with that rewrite."""
+        if self.tokens() <= self.budget:
+            return True
+        self.result.over_budget += 1
+        if not self.require_fit:
+            return True
+        line = len(self.trace)  # the rewrite event, the last line
+        self.result.findings.append(
+            Finding(
+                "PL004",
+                pass_no,
+                (),
+                f"policy {self.policy.name!r} left the window at {self.tokens()} tokens,"
+                f" over its budget of {self.budget}",
+                line,
+            )
+        )
+        return False
 
 
 _PRESSURE_SHOWN = 1e12
@@ -837,14 +882,17 @@ def run_session(
     passes: int = 10,
     mode: str = "support",
     stop_on: str | None = None,
+    require_fit: bool = False,
 ) -> SessionResult:
     """Play one session of the simulated agent against a policy, auditing as it goes.
 
     ``policy`` runs in this process, or in its own with a :class:`PolicyProcess`.
 
-    With ``stop_on`` (a rule code) the session ends at the turn that shows it.
+    With ``stop_on`` (a rule code) the session ends at the turn that shows it. With
+    ``require_fit`` a rewrite that leaves the window over its budget is PL004, and the
+    session ends with it (without, it is counted in ``over_budget``).
     """
-    result = _Agent(plan, policy, passes, mode).run(stop_on)
+    result = _Agent(plan, policy, passes, mode, require_fit).run(stop_on)
     result.shapes = session_shapes(result.trace)
     # findings made at an append count towards the rewrite before them
     if result.pressures:
@@ -977,6 +1025,11 @@ CHUNK = 25
 SHRINK_CALLS = 300
 """Sessions played while shrinking one counterexample, at most."""
 
+REPLAYABLE = frozenset({"PL001", "PL002", "PL003"})
+"""The PL rules whose counterexample ends just before the call that failed: its last window
+is the policy's input, and ``fuzz --replay`` calls the policy on it again (a PL004 session
+ends with the rewrite that left the window over its budget)."""
+
 SHRINK_FAULTS = 3
 """Candidates that may time out or end the policy's process while shrinking, at most."""
 
@@ -1024,6 +1077,14 @@ class FuzzReport:
     shrinking: Obj = field(default_factory=dict)
     """What shrinking took: seconds and sessions played, in all and by rule, and the limit
     on sessions per rule; in ``scorecard.json``."""
+    over_budget: int = 0
+    """Rewrites that left the window over its budget (each a PL004 with require_fit)."""
+
+    @property
+    def saves_nothing(self) -> bool:
+        """The rewrites kept as many tokens as they were given, or more (identity, or a
+        policy that grows the window): safe, perhaps, and useless."""
+        return self.rewrites > 0 and self.tokens_after >= self.tokens_before
 
     @property
     def exit_code(self) -> int:
@@ -1039,6 +1100,7 @@ class FuzzReport:
             "counterexamples": [c.to_json() for c in self.counterexamples],
             "tokens_before": self.tokens_before,
             "tokens_after": self.tokens_after,
+            "over_budget": self.over_budget,
             "seconds": round(self.seconds, 3),
         }
 
@@ -1101,6 +1163,7 @@ class _Chunk:
     """code -> index (within the chunk) of the first session that showed it."""
     pressures: list[tuple[float, int]] = field(default_factory=list)
     shapes: dict[str, int] = field(default_factory=dict)
+    over_budget: int = 0
 
     def to_json(self) -> Obj:
         return {
@@ -1113,6 +1176,7 @@ class _Chunk:
             "first": self.first,
             "pressures": self.pressures,
             "shapes": self.shapes,
+            "over_budget": self.over_budget,
         }
 
     @classmethod
@@ -1127,6 +1191,7 @@ class _Chunk:
             dict(obj["first"]),
             [(p, n) for p, n in obj["pressures"]],
             dict(obj.get("shapes", {})),
+            obj.get("over_budget", 0),
         )
 
 
@@ -1138,6 +1203,7 @@ def explore_chunk(
     passes: int,
     mode: str,
     plans: st.SearchStrategy[Plan] | None = None,
+    require_fit: bool = False,
 ) -> _Chunk:
     """Run one chunk of sessions; record what each found (no shrinking)."""
     out = _Chunk(index)
@@ -1147,7 +1213,7 @@ def explore_chunk(
     @seed(chunk_seed(seed_value, index))
     @given(strategy)
     def explore(plan: Plan) -> None:
-        res = run_session(policy, plan, passes=passes, mode=mode)
+        res = run_session(policy, plan, passes=passes, mode=mode, require_fit=require_fit)
         for code in sorted(res.codes()):
             out.first.setdefault(code, out.sessions)
         for f in res.findings:
@@ -1158,6 +1224,7 @@ def explore_chunk(
         out.tokens_after += res.tokens_after
         out.pressures.extend(res.pressures)
         merge_shapes(out.shapes, res.shapes)
+        out.over_budget += res.over_budget
 
     with _own_draws_only():
         explore()
@@ -1206,6 +1273,7 @@ def shrink_code(
     passes: int,
     mode: str,
     shrink_calls: int = 0,
+    require_fit: bool = False,
 ) -> SessionResult:
     """The smallest session hypothesis finds that still shows ``code``; a session with no
     finding when the session that first showed it does not show it again.
@@ -1244,7 +1312,9 @@ def shrink_code(
         budget = calls[0] <= at + 1 + limit and affordable()
         if hit is None and (first or budget):
             played[0] += 1
-            res = run_session(policy, plan, passes=passes, mode=mode, stop_on=code)
+            res = run_session(
+                policy, plan, passes=passes, mode=mode, stop_on=code, require_fit=require_fit
+            )
             if code in res.codes():
                 hit = failing[plan] = res
         if hit is not None:
@@ -1287,6 +1357,7 @@ def fuzz(
     runner: Runner | None = None,
     card: bool = True,
     policy_timeout: float | None = DEFAULT_TIMEOUT,
+    require_fit: bool = False,
 ) -> FuzzReport:
     """Fuzz a policy: explore sessions, shrink one counterexample per rule found.
 
@@ -1306,12 +1377,27 @@ def fuzz(
     the task function, the tasks (the policy left out: a worker loads it from
     ``policy_arg``) and the progress callback, and returns the results in order.
 
-    Raises :class:`~verifier.errors.InputError` when the policy cannot be loaded
-    (in its process too).
+    A rewrite that leaves the window over its budget is counted (``over_budget``);
+    with ``require_fit`` each one is a PL004 over-budget finding whose session ends
+    with that rewrite (the policy's process measures nothing: the harness counts the
+    tokens of the window the policy returned).
+
+    Raises:
+        TypeError: an argument of the wrong type.
+        InputError: an argument with bad content (``sessions`` < 1, an unknown ``mode``,
+            a ``policy_timeout`` that is not positive), or a policy that cannot be
+            loaded (in its process too).
     """
-    started = time.perf_counter()
     if not isinstance(policy, Policy | str):
-        policy = as_policy(policy)
+        policy = policy_argument(policy, func="fuzz")  # a callable; a name loads in its process
+    _check_arguments(
+        sessions, passes, seed_value, out_dir, mode, jobs, policy_arg, progress, shrink_calls
+    )
+    want_callable(runner, func="fuzz", arg="runner", what="a runner function")
+    want_bool(require_fit, func="fuzz", arg="require_fit")
+    want_bool(card, func="fuzz", arg="card")
+    _check_timeout(policy_timeout)
+    started = time.perf_counter()
     if isinstance(policy, str):
         policy_arg = policy_arg or policy
     elif policy_arg is None:
@@ -1341,7 +1427,7 @@ def fuzz(
         chunks = run(
             _explore_task,
             [
-                (policy_arg, local, j, size, seed_value, passes, mode, policy_timeout)
+                (policy_arg, local, j, size, seed_value, passes, mode, require_fit, policy_timeout)
                 for j, size in tasks
             ],
             progress,
@@ -1354,6 +1440,7 @@ def fuzz(
             report.tokens_after += ch.tokens_after
             report.pressures.extend(ch.pressures)
             merge_shapes(report.shapes, ch.shapes)
+            report.over_budget += ch.over_budget
             for code, n in ch.counts.items():
                 report.findings_by_rule[code] = report.findings_by_rule.get(code, 0) + n
             for code, at in ch.first.items():
@@ -1374,6 +1461,7 @@ def fuzz(
                     passes,
                     mode,
                     shrink_calls,
+                    require_fit,
                     policy_timeout,
                 )
                 for code in codes
@@ -1437,15 +1525,17 @@ def _portable(task: tuple[Any, ...]) -> tuple[Any, ...]:
 
 
 def _explore_task(args: tuple[Any, ...]) -> _Chunk:
-    policy_arg, policy, j, size, seed_value, passes, mode, timeout = args
+    policy_arg, policy, j, size, seed_value, passes, mode, require_fit, timeout = args
     pol = _policy_in_worker(policy_arg, policy, timeout)
-    return explore_chunk(pol, j, size, seed_value, passes, mode)
+    return explore_chunk(pol, j, size, seed_value, passes, mode, require_fit=require_fit)
 
 
 def _shrink_task(args: tuple[Any, ...]) -> SessionResult:
-    policy_arg, policy, code, chunk, at, size, seed_value, passes, mode, calls, timeout = args
+    policy_arg, policy, code, chunk, at, size, seed_value, passes, mode, calls, fit, timeout = (
+        args
+    )
     pol = _policy_in_worker(policy_arg, policy, timeout)
-    return shrink_code(pol, code, chunk, at, size, seed_value, passes, mode, calls)
+    return shrink_code(pol, code, chunk, at, size, seed_value, passes, mode, calls, fit)
 
 
 TASKS: dict[str, Callable[[tuple[Any, ...]], Any]] = {
@@ -1657,6 +1747,17 @@ def scorecard_text(report: FuzzReport, by_pressure: Sequence[Mapping[str, Any]])
         f"  tokens {report.tokens_before} -> {report.tokens_after}"
         f" ({saved} saved, {kept:.0%} kept)",
     ]
+    if report.saves_nothing:
+        lines.append(
+            "  warning: the policy saves nothing (its rewrites keep every token, or add some):"
+            " safe perhaps, and useless"
+        )
+    if report.over_budget:
+        lines.append(
+            f"  over budget: {report.over_budget} of {report.rewrites} rewrite(s) left the"
+            " window over its budget"
+            + ("" if "PL004" in report.findings_by_rule else " (--require-fit makes each PL004)")
+        )
     if not report.findings_by_rule:
         lines.append("  no findings")
     for code, n in sorted(report.findings_by_rule.items()):
@@ -1670,7 +1771,7 @@ def scorecard_text(report: FuzzReport, by_pressure: Sequence[Mapping[str, Any]])
             lines.append(f"    no counterexample: {report.unshrunk[code]}")
         if cex is not None and cex.message:
             lines.append(f"    {cex.message}")
-        if cex is not None and code in POLICY_RULES:
+        if cex is not None and code in REPLAYABLE:
             lines.append(f"    replay: ctxproof fuzz {report.policy} --replay {cex.path}")
     bands = [
         f"{r['pressure_from']}-{r['pressure_to']}: {r['findings_per_rewrite']}"
@@ -1682,3 +1783,52 @@ def scorecard_text(report: FuzzReport, by_pressure: Sequence[Mapping[str, Any]])
     if report.shapes:
         lines.append("  sessions: " + shapes_text(report.shapes))
     return lines
+
+
+class _Module(types.ModuleType):
+    """This module, callable as :func:`fuzz`. Python binds a submodule to its package, so
+    ``verifier.fuzz`` is this module whichever way it was imported, and ``verifier.__all__``
+    promises the function there: called, the module is the function."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> FuzzReport:
+        return fuzz(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _Module
+
+
+def _check_timeout(value: object) -> None:
+    """``policy_timeout``: None (the policy in this process) or seconds > 0."""
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise wrong_type("fuzz", "policy_timeout", value, "a number of seconds > 0, or None")
+    if not value > 0:
+        raise bad_argument(
+            "fuzz",
+            f"policy_timeout must be a positive number of seconds, not {value!r}",
+            fix="give policy_timeout=S with S > 0, or None to run the policy in this process",
+        )
+
+
+def _check_arguments(
+    sessions: object,
+    passes: object,
+    seed_value: object,
+    out_dir: object,
+    mode: object,
+    jobs: object,
+    policy_arg: object,
+    progress: object,
+    shrink_calls: object,
+) -> None:
+    """The arguments of :func:`fuzz` besides the policy, checked at the door."""
+    want_int(sessions, func="fuzz", arg="sessions", minimum=1)
+    want_int(passes, func="fuzz", arg="passes", minimum=1)
+    want_int(seed_value, func="fuzz", arg="seed_value", minimum=0)
+    want_path(out_dir, func="fuzz", arg="out_dir")
+    want_choice(mode, WITNESS_MODES, func="fuzz", arg="mode")
+    want_int(jobs, func="fuzz", arg="jobs", minimum=1)
+    want_text(policy_arg, func="fuzz", arg="policy_arg", optional=True)
+    want_callable(progress, func="fuzz", arg="progress", what="a function (done, total)")
+    want_int(shrink_calls, func="fuzz", arg="shrink_calls", minimum=1)

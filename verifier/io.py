@@ -20,7 +20,18 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
-from verifier.errors import FormulaError, InputError
+from verifier.errors import (
+    FormulaError,
+    InputError,
+    bad_argument,
+    did_you_mean,
+    suggestion,
+    want_callable,
+    want_path,
+    want_strings,
+    want_text,
+    wrong_type,
+)
 from verifier.formula import Formula
 from verifier.parser import parse_formula
 from verifier.window import (
@@ -47,11 +58,13 @@ __all__ = [
     "SNIFF_BYTES",
     "TRACE_FORMAT",
     "WINDOW_FORMAT",
+    "background_argument",
     "collector_paused",
     "decode_input",
     "forget_reads",
     "item_from_canonical",
     "item_from_json",
+    "items_argument",
     "load_trace",
     "load_window",
     "parse_trace_text",
@@ -261,8 +274,34 @@ _VALID_MAX = 1 << 16
 
 
 def item_from_json(obj: Any, ctx: _Ctx | None = None) -> Item:
-    """Validate one item object and build the :class:`Item`."""
-    return _item_from_object(obj, ctx or _Ctx("<input>", None), None)
+    """Validate one item object and build the :class:`Item`.
+
+    ``obj`` is a dict (or another mapping) of JSON values, as a window file holds it.
+
+    Raises:
+        TypeError: ``obj`` is not a mapping.
+        InputError: it is not a valid item (its message names the field and the fix).
+    """
+    if ctx is None:
+        if not isinstance(obj, dict):
+            if not isinstance(obj, Mapping):
+                raise wrong_type(
+                    "item_from_json", "obj", obj, "an item dict", 'write {"id": ..., "kind": ...}'
+                )
+            obj = dict(obj)
+        ctx = _Ctx("<input>", None)
+    elif not isinstance(ctx, _Ctx):
+        raise wrong_type("item_from_json", "ctx", ctx, "None (it is the reader's own)")
+    return _item_from_object(obj, ctx, None)
+
+
+def _not_plain(obj: Any) -> str | None:
+    """Why an object is not plain JSON (NaN, infinities, sets, objects), or None."""
+    try:
+        json.dumps(obj, allow_nan=False, ensure_ascii=False, separators=(",", ":"))
+    except (TypeError, ValueError, RecursionError) as exc:
+        return str(exc) if not isinstance(exc, RecursionError) else "it nests too deep"
+    return None
 
 
 def _item_from_object(obj: Any, ctx: _Ctx, keys: frozenset[str] | None) -> Item:
@@ -273,6 +312,11 @@ def _item_from_object(obj: Any, ctx: _Ctx, keys: frozenset[str] | None) -> Item:
         raw = canonical_json(obj)
     except (TypeError, ValueError, RecursionError):
         raw = None  # not plain JSON: the checks below say what is wrong
+    if raw is not None and ("NaN" in raw or "Infinity" in raw):
+        # a reader never gets these (JSON has none); a dict built in Python may
+        problem = _not_plain(obj)
+        if problem is not None:
+            raise _not_plain_error(obj, ctx, problem)
     if raw is not None:
         hit = _VALID.get(raw)
         if hit is not None:
@@ -542,14 +586,16 @@ def _item_from_json(obj: dict[str, Any], ctx: _Ctx, raw: str | None) -> Item:
     kind = _KIND.get(kind, kind) if isinstance(kind, str) else kind  # one str per kind
     if kind not in KINDS:
         raise ctx.error(
-            f"unknown kind {_shown(kind)}", item=iid, fix=f"use one of {', '.join(KINDS)}"
+            f"unknown kind {_shown(kind)}",
+            item=iid,
+            fix=suggestion(kind, KINDS) or f"use one of {', '.join(KINDS)}",
         )
     if not _FIELDS[kind].issuperset(obj):
         unknown = sorted(set(obj) - _FIELDS[kind])
         raise ctx.error(
             f"unknown field {_shown(unknown[0])} for a {kind}",
             item=iid,
-            fix=f"remove it; a {kind} takes {', '.join(sorted(_FIELDS[kind]))}",
+            fix=_field_fix(unknown[0], kind),
         )
     text = obj.get("text")
     if text is not None and not isinstance(text, str):
@@ -570,7 +616,7 @@ def _item_from_json(obj: dict[str, Any], ctx: _Ctx, raw: str | None) -> Item:
         raise ctx.error(
             f"unknown modality {_shown(modality)}",
             item=iid,
-            fix=f"use one of {', '.join(MODALITIES)}",
+            fix=suggestion(modality, MODALITIES) or f"use one of {', '.join(MODALITIES)}",
         )
     load_bearing = obj.get("load_bearing")
     if load_bearing is not None and not isinstance(load_bearing, bool):
@@ -578,7 +624,7 @@ def _item_from_json(obj: dict[str, Any], ctx: _Ctx, raw: str | None) -> Item:
     fields: dict[str, Any] = {
         "id": iid,
         "kind": kind,
-        "raw": raw if raw is not None else canonical_json(obj),
+        "raw": raw,
         "text": text,
         "tokens": tokens,
         "score": score,
@@ -596,7 +642,7 @@ def _item_from_json(obj: dict[str, Any], ctx: _Ctx, raw: str | None) -> Item:
             raise ctx.error(
                 f"unknown commitment type {_shown(ctype)}",
                 item=iid,
-                fix=f"use one of {', '.join(TYPES)}",
+                fix=suggestion(ctype, TYPES) or f"use one of {', '.join(TYPES)}",
             )
         fields["type"] = ctype
         fields["rationale"] = _str_list(obj.get("rationale", ()), "rationale", ctx, iid)
@@ -661,10 +707,31 @@ def _item_from_json(obj: dict[str, Any], ctx: _Ctx, raw: str | None) -> Item:
                 item=iid,
             )
         fields["stub_ref"] = ref
-    if raw is None:
-        fields.pop("_formula", None)
-        return Item(**fields)  # not plain JSON: Item's own check words it
+    if raw is None:  # every field is valid, and yet the object is not plain JSON
+        raise _not_plain_error(obj, ctx, _not_plain(obj) or "it cannot be written as JSON")
     return built_item(fields)
+
+
+def _not_plain_error(obj: dict[str, Any], ctx: _Ctx, problem: str) -> InputError:
+    iid = obj.get("id")
+    return ctx.error(
+        f"the item is not plain JSON: {problem}",
+        item=iid if isinstance(iid, str) and len(iid) <= 40 else None,
+        fix="give JSON values only: strings, finite numbers, booleans, null, lists, objects",
+    )
+
+
+def _field_fix(field: str, kind: str) -> str:
+    """The remedy for an unknown field of an item of this kind: the field it likely
+    meant, else the kinds the field belongs to, else the fields the kind takes."""
+    meant = did_you_mean(field, _FIELDS[kind])
+    if meant is not None:
+        return f"did you mean {meant!r}?"
+    owners = [k for k in KINDS if field in _FIELDS[k]]
+    if owners:
+        kinds = " and ".join(owners)
+        return f"{field!r} is a field of {kinds} items; remove it, or change the kind"
+    return f"remove it; a {kind} takes {', '.join(sorted(_FIELDS[kind]))}"
 
 
 def ref_of(item: Item | Mapping[str, Any]) -> str:
@@ -679,7 +746,29 @@ def ref_of(item: Item | Mapping[str, Any]) -> str:
     """
     if isinstance(item, Item):
         return item.ref
-    return content_ref(canonical_json(item))
+    return content_ref(_plain_text(item, "ref_of"))
+
+
+def _plain_text(item: Any, func: str) -> str:
+    """The canonical JSON of an item dict given to ``func``: a mapping of plain JSON values."""
+    if not isinstance(item, Mapping):
+        raise wrong_type(func, "item", item, "an item dict or an Item")
+    obj = item if isinstance(item, dict) else dict(item)
+    try:
+        raw = canonical_json(obj)
+    except (TypeError, ValueError, RecursionError):
+        raw = None
+    if raw is None or "NaN" in raw or "Infinity" in raw:
+        problem = _not_plain(obj)
+        if problem is not None or raw is None:
+            raise bad_argument(
+                func,
+                f"the item is not plain JSON: {problem}",
+                fix="give JSON values only: strings, finite numbers, booleans, null, lists,"
+                " objects",
+            )
+    assert raw is not None
+    return raw
 
 
 def stub_for(item: Item | Mapping[str, Any]) -> Any:
@@ -692,9 +781,65 @@ def stub_for(item: Item | Mapping[str, Any]) -> Any:
     """
     if isinstance(item, Item):
         return item_from_json({"id": item.id, "kind": "stub", "ref": item.ref})
-    if not isinstance(item, Mapping) or not isinstance(item.get("id"), str):
-        raise InputError("stub_for needs an item with an 'id'", fix="pass one item object")
-    return {"id": item["id"], "kind": "stub", "ref": ref_of(item)}
+    raw = _plain_text(item, "stub_for")
+    if not isinstance(item.get("id"), str):
+        raise bad_argument(
+            "stub_for", "the item has no string 'id'", fix="pass one item object, with its id"
+        )
+    return {"id": item["id"], "kind": "stub", "ref": content_ref(raw)}
+
+
+def items_argument(value: Any, *, func: str, arg: str, unique: bool = True) -> tuple[Item, ...]:
+    """The items of a window given to the API function ``func`` as ``arg``: a
+    :class:`Window`, or a list (any iterable) of :class:`Item` objects and plain item dicts,
+    each dict validated as a window file's item; with ``unique``, no id twice.
+
+    Raises:
+        TypeError: ``value`` is not such a list (a string, a number, one item dict, a
+            window file's object), or one of its entries is neither a dict nor an Item.
+        InputError: an item dict is not a valid item, or an id appears twice.
+    """
+    if isinstance(value, Window):
+        return value.items
+    if isinstance(value, Mapping):
+        if "items" in value and "format" in value:
+            fix = "pass its 'items', or read the file with load_window(path)"
+        else:
+            fix = "wrap one item in a list: [item]"
+        raise wrong_type(func, arg, value, "a list of items", fix)
+    if isinstance(value, str | bytes | bytearray) or not _iterable(value):
+        fix = "read a window file with load_window(path)" if isinstance(value, str) else ""
+        raise wrong_type(func, arg, value, "a list of items (item dicts or Items)", fix)
+    out = []
+    for i, it in enumerate(value):
+        if isinstance(it, Item):
+            out.append(it)
+        elif isinstance(it, Mapping):
+            where = _Ctx(f"{func}(): {arg}[{i}]", None)
+            out.append(_item_from_object(it if isinstance(it, dict) else dict(it), where, None))
+        else:
+            raise wrong_type(func, f"{arg}[{i}]", it, "an item dict or an Item")
+    items = tuple(out)
+    if unique and len({it.id for it in items}) != len(items):
+        seen: set[str] = set()
+        for i, it in enumerate(items):
+            if it.id in seen:
+                raise InputError(
+                    "id appears twice in the window",
+                    file=f"{func}(): {arg}[{i}]",
+                    item=it.id,
+                    fix="ids are unique within a window",
+                )
+            seen.add(it.id)
+    return items
+
+
+def _iterable(value: Any) -> bool:
+    try:
+        iter(value)
+    except TypeError:
+        return False
+    return True
 
 
 def _items(value: Any, ctx: _Ctx, where: str, *, unique: bool = True) -> tuple[Item, ...]:
@@ -745,9 +890,10 @@ def check_background(texts: Iterable[str], file: str, line: int | None = 1) -> N
 def _check_fields(obj: dict[str, Any], allowed: set[str], ctx: _Ctx, what: str) -> None:
     unknown = sorted(set(obj) - allowed)
     if unknown:
+        meant = suggestion(unknown[0], allowed)
         raise ctx.error(
             f"unknown field {_shown(unknown[0])} in {what}",
-            fix=f"remove it; {what} takes {', '.join(sorted(allowed))}",
+            fix=meant or f"remove it; {what} takes {', '.join(sorted(allowed))}",
         )
 
 
@@ -756,7 +902,10 @@ def _event(obj: Any, ctx: _Ctx) -> Event | Header:
         raise ctx.error("each line must be a JSON object", fix='write {"event": ...}')
     kind = obj.get("event")
     if not isinstance(kind, str) or kind not in _EVENT_FIELDS:  # a list or object is no name
-        raise ctx.error(f"unknown event {_shown(kind)}", fix="use header, append, spill or rewrite")
+        raise ctx.error(
+            f"unknown event {_shown(kind)}",
+            fix=suggestion(kind, _EVENT_FIELDS) or "use header, append, spill or rewrite",
+        )
     _check_fields(obj, _EVENT_FIELDS[kind], ctx, f"a {kind} event")
     line = ctx.line or 0
     if kind == "header":
@@ -816,6 +965,8 @@ def parse_trace_text(
     ``known_ids`` answers whether an external store holds an id; references to
     ids that appear nowhere in the trace or the store are bad input.
     """
+    data, name = _text_arguments(data, name, "parse_trace_text")
+    want_callable(known_ids, func="parse_trace_text", arg="known_ids", what="a function")
     text = data if isinstance(data, str) else decode_input(data, name)
     with collector_paused():
         trace = _trace(text, name)
@@ -962,13 +1113,35 @@ def read_input(path: str | Path) -> bytes:
             raise too_large(len(data))
         return data
     except OSError as exc:
+        near = _near_name(path) if isinstance(exc, FileNotFoundError) else None
         raise InputError(
-            f"cannot read: {exc.strerror}", file=name, fix="check the path"
+            f"cannot read: {exc.strerror}",
+            file=name,
+            fix=f"did you mean {near!r}?" if near else "check the path",
         ) from None
 
 
+def _near_name(path: str | Path) -> str | None:
+    """The file beside a missing ``path`` whose name is most like its name (a typo of a
+    rule code in ``cex-CF01.jsonl``, of an extension), as the path would be written."""
+    given = Path(path)
+    try:
+        names = [e.name for _, e in zip(range(2000), os.scandir(given.parent or "."), strict=False)]
+    except (OSError, ValueError):
+        return None
+    meant = did_you_mean(given.name, names)
+    return None if meant is None else str(given.with_name(meant))
+
+
 def load_trace(path: str | Path, *, known_ids: Callable[[str], bool] | None = None) -> Trace:
-    """Read and validate a trace file."""
+    """Read and validate a trace file.
+
+    Raises:
+        TypeError: ``path`` is not a str or a path, ``known_ids`` not a function.
+        InputError: the file cannot be read, or is not a valid trace.
+    """
+    path_argument(path, func="load_trace", arg="path")
+    want_callable(known_ids, func="load_trace", arg="known_ids", what="a function")
     return parse_trace_text(read_input(path), str(path), known_ids=known_ids)
 
 
@@ -1032,7 +1205,13 @@ def _id_lines(text: str) -> dict[str, int]:
 
 
 def parse_window_text(data: bytes | str, name: str = "<window>") -> Window:
-    """Parse and validate a window file (``ctxproof-window/1``)."""
+    """Parse and validate a window file (``ctxproof-window/1``).
+
+    Raises:
+        TypeError: ``data`` is not str or bytes, ``name`` not a str.
+        InputError: the text is not a valid window file.
+    """
+    data, name = _text_arguments(data, name, "parse_window_text")
     text = data if isinstance(data, str) else decode_input(data, name)
     ctx = _Ctx(name, 1)
     with collector_paused():
@@ -1042,6 +1221,26 @@ def parse_window_text(data: bytes | str, name: str = "<window>") -> Window:
                 return streamed
         obj = _loads(text, ctx, flat_when_valid=True)
         return _validated(obj, ctx, lambda obj, c: _window(obj, c, text))
+
+
+def _text_arguments(data: Any, name: Any, func: str) -> tuple[str | bytes, str]:
+    """The text (str or bytes) and the name given to a parse function, checked."""
+    if isinstance(data, bytearray | memoryview):
+        data = bytes(data)
+    if not isinstance(data, str | bytes):
+        fix = (
+            "read a file with load_trace(path) or load_window(path)"
+            if isinstance(data, Path)
+            else "give the file's text or bytes"
+        )
+        raise wrong_type(func, "data", data, "str or bytes (JSON text)", fix)
+    want_text(name, func=func, arg="name")
+    return data, name
+
+
+def path_argument(value: Any, *, func: str, arg: str) -> None:
+    """A path given to the API function ``func`` as ``arg`` (str or ``os.PathLike``)."""
+    want_path(value, func=func, arg=arg)
 
 
 @contextmanager
@@ -1318,23 +1517,26 @@ def window_from_dicts(
     (['d1'], ('db.postgres -> !db.mysql',))
 
     Raises:
+        TypeError: ``items`` is not a list of item dicts or Items, or ``background``
+            not a list of strings.
         InputError: an item or background formula is invalid, or an id appears twice.
     """
-    ctx = _Ctx("<items>", None)
-    out: list[Item] = []
-    seen: set[str] = set()
-    for i, obj in enumerate(items):
-        at = _Ctx(f"<items>[{i}]", None)
-        it = obj if isinstance(obj, Item) else item_from_json(_plain(obj), at)
-        if it.id in seen:
-            raise at.error(
-                "id appears twice in the window", item=it.id, fix="ids are unique within a window"
-            )
-        seen.add(it.id)
-        out.append(it)
-    if isinstance(background, str):
-        raise ctx.error("background must be a list of formula strings", fix="wrap it in a list")
-    return Window(tuple(out), _background(list(background), _Ctx("<background>", None)))
+    out = items_argument(items, func="window_from_dicts", arg="items")
+    return Window(out, background_argument(background, func="window_from_dicts"))
+
+
+def background_argument(value: Any, *, func: str, arg: str = "background") -> tuple[str, ...]:
+    """A background given to the API function ``func``: a list of formula strings that
+    parse and are satisfiable together.
+
+    Raises:
+        TypeError: not a list of strings (one string is refused: wrap it in a list).
+        InputError: a formula does not parse, or the background is unsatisfiable.
+    """
+    texts = want_strings(value, func=func, arg=arg, what="formula strings")
+    if not texts:
+        return ()
+    return _background(list(texts), _Ctx(f"{func}(): {arg}", None))
 
 
 def _plain(obj: Any) -> Any:
@@ -1361,11 +1563,22 @@ def trace_from_dicts(
         InputError: as for a trace file; the line of a message is the event's
         position, counting from 1.
     """
+    if isinstance(events, str | bytes | bytearray | Mapping) or not _iterable(events):
+        fix = (
+            "read a trace file with load_trace(path), or its text with parse_trace_text(text)"
+            if isinstance(events, str | bytes | bytearray)
+            else "pass a list of event dicts, the header first"
+        )
+        raise wrong_type("trace_from_dicts", "events", events, "a list of event dicts", fix)
+    want_text(name, func="trace_from_dicts", arg="name")
+    want_callable(known_ids, func="trace_from_dicts", arg="known_ids", what="a function")
     lines = []
     for i, ev in enumerate(events, start=1):
+        if not isinstance(ev, Mapping):
+            raise wrong_type("trace_from_dicts", f"events[{i - 1}]", ev, "an event dict")
         try:
             lines.append(json.dumps(_plain(ev), ensure_ascii=False, allow_nan=False))
-        except (TypeError, ValueError) as exc:
+        except (TypeError, ValueError, RecursionError) as exc:
             raise InputError(
                 f"event is not plain JSON: {exc}",
                 file=name,
@@ -1376,7 +1589,13 @@ def trace_from_dicts(
 
 
 def load_window(path: str | Path) -> Window:
-    """Read and validate a window file."""
+    """Read and validate a window file.
+
+    Raises:
+        TypeError: ``path`` is not a str or a path.
+        InputError: the file cannot be read, or is not a valid window file.
+    """
+    path_argument(path, func="load_window", arg="path")
     return parse_window_text(read_input(path), str(path))
 
 

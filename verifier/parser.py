@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from verifier.errors import FormulaError
+from verifier.errors import FormulaError, wrong_type
 from verifier.formula import FALSE, MAX_DEPTH, TRUE, And, Atom, Formula, Iff, Implies, Not, Or
 
 __all__ = ["MAX_LENGTH", "parse_formula", "parse_with_grammar"]
@@ -155,9 +155,12 @@ def parse_formula(text: str) -> Formula:
     """Parse formula text into an AST: the one way the package reads a formula.
 
     Raises:
+        TypeError: ``text`` is not a string.
         FormulaError: on a syntax error (with the column and what was expected),
             or when the text is longer than MAX_LENGTH or nests deeper than MAX_DEPTH.
     """
+    if not isinstance(text, str):
+        raise wrong_type("parse_formula", "text", text, "a string", "write the formula as text")
     if len(text) > MAX_LENGTH:
         raise FormulaError(
             f"formula is {len(text)} characters long, more than the bound of {MAX_LENGTH}",

@@ -85,13 +85,16 @@ class CtxproofChecks:
         seed: int = 0,
         out_dir: str | Path | None = None,
         mode: str = "support",
+        require_fit: bool = False,
     ) -> FuzzReport:
         """Fuzz the policy; fail when any session makes a finding.
 
         ``policy`` is a ``(window, budget)`` callable, or a string as the
         command line takes it (``path/to/file.py:function``, ``module:function``,
         ``spec.toml``). The shrunk counterexamples go to ``out_dir`` (default: a
-        temporary folder of the test).
+        temporary folder of the test). With ``require_fit`` a rewrite that leaves
+        the window over its budget fails it too (PL004 over-budget): a policy
+        that keeps everything is safe, and does not pass.
         """
         from verifier.fuzz import fuzz
         from verifier.policies import load_policy
@@ -100,7 +103,13 @@ class CtxproofChecks:
         loaded = load_policy(policy) if isinstance(policy, str) else as_policy(policy)
         out = Path(out_dir) if out_dir is not None else self.out_dir
         report = fuzz(
-            loaded, sessions=sessions, passes=passes, seed_value=seed, out_dir=out, mode=mode
+            loaded,
+            sessions=sessions,
+            passes=passes,
+            seed_value=seed,
+            out_dir=out,
+            mode=mode,
+            require_fit=require_fit,
         )
         if report.findings_by_rule:
             raise AssertionError("\n".join(_policy_failure(report, _cli_name(policy))))
@@ -110,7 +119,8 @@ class CtxproofChecks:
 def _policy_failure(report: FuzzReport, policy: str) -> list[str]:
     """The failure message: each rule with its count, its shrunk session and the message of
     its first finding (a PL finding's: the exception's type and text), and how to replay."""
-    from verifier.findings import POLICY_RULES, RULES
+    from verifier.findings import RULES
+    from verifier.fuzz import REPLAYABLE
 
     lines = [
         f"policy {report.policy} is not safe: {report.sessions} session(s), seed {report.seed}"
@@ -125,10 +135,15 @@ def _policy_failure(report: FuzzReport, policy: str) -> list[str]:
         lines.append(f"  {code} {RULES.get(code, '?')}: {n} finding(s){where}")
         if cex and cex.message:
             lines.append(f"    {cex.message}")
+    if report.over_budget and "PL004" in report.findings_by_rule:
+        lines.append(
+            f"  {report.over_budget} of {report.rewrites} rewrite(s) left the window over its"
+            " budget"
+        )
     codes = set(shrunk)
-    if codes - POLICY_RULES:
+    if codes - REPLAYABLE:
         lines.append("  replay a rule's session with: ctxproof audit PATH")
-    if codes & POLICY_RULES:
+    if codes & REPLAYABLE:
         lines.append(
             f"  call the policy again on a PL session's last window, with its traceback:"
             f" ctxproof fuzz {policy} --replay PATH"

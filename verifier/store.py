@@ -23,14 +23,23 @@ import os
 import sqlite3
 import stat
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from verifier.errors import InputError, StoreError
+from verifier.errors import InputError, StoreError, want_bool, want_path, wrong_type
 from verifier.window import Item, content_ref
 
-__all__ = ["LayeredStore", "Lookup", "MemoryStore", "SqliteStore", "Store", "open_store"]
+__all__ = [
+    "LayeredStore",
+    "Lookup",
+    "MemoryStore",
+    "SqliteStore",
+    "Store",
+    "open_store",
+    "store_argument",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,11 +66,43 @@ def _item_from_bytes(ref: str, body: bytes) -> Lookup:
     return Lookup(ref, item)
 
 
+def _spilled(items: Sequence[Item | Mapping[str, Any]], func: str) -> Sequence[Item]:
+    """Items given to :meth:`Store.spill`, plain dicts validated as items."""
+    if isinstance(items, list | tuple) and all(type(it) is Item for it in items):
+        return items
+    from verifier.io import items_argument
+
+    return items_argument(items, func=func, arg="items", unique=False)
+
+
+def store_argument(value: object, *, func: str, optional: bool = True) -> Store | None:
+    """The ``store`` given to the API function ``func``: a :class:`Store` (or None when
+    ``optional``).
+
+    Raises:
+        TypeError: anything else, with the way to make a store of it.
+    """
+    if isinstance(value, Store) or (value is None and optional):
+        return value
+    if isinstance(value, Mapping | list | tuple | set):
+        fix = "put the items in a store: store = MemoryStore(); store.spill(items)"
+    elif isinstance(value, str | os.PathLike):
+        fix = "open the file with SqliteStore(path)"
+    else:
+        fix = ""
+    expected = "a Store (MemoryStore() or SqliteStore(path))" + (" or None" if optional else "")
+    raise wrong_type(func, "store", value, expected, fix)
+
+
 class Store(ABC):
     """Append-only, content-addressed record of spilled items."""
 
     @abstractmethod
     def _body(self, ref: str) -> bytes | None: ...
+
+    def _name(self, method: str) -> str:
+        """How an argument error names the method: ``MemoryStore.spill``."""
+        return f"{type(self).__name__}.{method}"
 
     @abstractmethod
     def _refs_for_id(self, item_id: str) -> list[str]: ...
@@ -72,13 +113,23 @@ class Store(ABC):
     @abstractmethod
     def _insert(self, rows: Sequence[tuple[str, str, bytes]]) -> None: ...
 
-    def spill(self, items: Sequence[Item]) -> list[str]:
-        """Write items in one transaction; return their refs once committed."""
+    def spill(self, items: Sequence[Item | Mapping[str, Any]]) -> list[str]:
+        """Write items (Items or plain item dicts) in one transaction; return their refs
+        once committed.
+
+        Raises:
+            TypeError: ``items`` is not a list of item dicts or Items.
+            InputError: an item dict is not a valid item.
+            StoreError: the store cannot be written.
+        """
+        items = _spilled(items, self._name("spill"))
         rows = [(it.ref, it.id, it.raw.encode("utf-8")) for it in items]
         self._insert(rows)
         return [r for r, _, _ in rows]
 
     def lookup(self, ref: str) -> Lookup:
+        if not isinstance(ref, str):
+            raise wrong_type(self._name("lookup"), "ref", ref, "a string")
         body = self._body(ref)
         if body is None:
             return Lookup(ref, None, "missing")
@@ -86,10 +137,14 @@ class Store(ABC):
 
     def get(self, ref: str) -> Item | None:
         """The item stored under ref, verified; None if missing or corrupt."""
+        if not isinstance(ref, str):
+            raise wrong_type(self._name("get"), "ref", ref, "a string")
         return self.lookup(ref).item
 
     def versions(self, item_id: str) -> list[Item]:
         """Every verified stored version of the item with this id, oldest first."""
+        if not isinstance(item_id, str):
+            raise wrong_type(self._name("versions"), "item_id", item_id, "a string")
         out: list[Item] = []
         for ref in self._refs_for_id(item_id):
             item = self.get(ref)
@@ -99,9 +154,14 @@ class Store(ABC):
 
     def has_id(self, item_id: str) -> bool:
         """Whether the store holds a verified record of an item with this id."""
+        if not isinstance(item_id, str):
+            raise wrong_type(self._name("has_id"), "item_id", item_id, "a string")
         return bool(self.versions(item_id))
 
     def latest(self, item_id: str) -> Item | None:
+        """The latest verified stored version of the item with this id, or None."""
+        if not isinstance(item_id, str):
+            raise wrong_type(self._name("latest"), "item_id", item_id, "a string")
         found = self.versions(item_id)
         return found[-1] if found else None
 
@@ -244,6 +304,8 @@ class SqliteStore(Store):
     """
 
     def __init__(self, path: str | Path, *, readonly: bool = False) -> None:
+        want_path(path, func="SqliteStore", arg="path")
+        want_bool(readonly, func="SqliteStore", arg="readonly")
         self.path = Path(path)
         self.readonly = readonly
         existed = self._check_file()
@@ -423,7 +485,8 @@ class LayeredStore(Store):
     def entries_since(self, count: int) -> list[Item]:
         return self._loaded()[count:]
 
-    def spill(self, items: Sequence[Item]) -> list[str]:
+    def spill(self, items: Sequence[Item | Mapping[str, Any]]) -> list[str]:
+        items = _spilled(items, self._name("spill"))
         fresh = [it for it in items if self._body(it.ref) is None]
         refs = super().spill(items)
         if self._items is not None:

@@ -926,6 +926,19 @@ case("wr008_diff_quiet.jsonl", [
     why="§5 diff put replaces o1 by its stub in place; §4 WR008 is quiet "
         "because o1 is in the store.")
 
+rej_psycopg = commitment("r2", "rejection", "!psycopg2.source_build", rationale=["o1"],
+                         text="no source build of psycopg2: pg_config is missing")
+
+case("wr008_related_cf004_fires.jsonl", [
+    header(),
+    append(o_pg_fail, p_work),
+    append(rej_psycopg),
+    rewrite("relevance-topk", [rej_psycopg, p_work]),
+], fires=[("WR008", 4, ["o1"]), ("CF004", 4, ["r2", "o1"])], verdicts=["refuse"],
+    why="§4 WR008: failed observation o1 left with no store record; the kept "
+        "rejection r2 cites it as rationale (CF004 on r2, which follows from the "
+        "same eviction: text output names it on r2).")
+
 case("wr008_spilled_no_stub_quiet.jsonl", [
     header(),
     append(o_pg_fail, p_work),

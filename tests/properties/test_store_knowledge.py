@@ -131,9 +131,10 @@ def _run(events: list[tuple[str, list[Obj]]], background: list[str]) -> TraceRep
             auditor.spill(items, line)
         elif what == "keep":  # what the window holds goes to the store too
             auditor.spill([it for it in auditor.window if it.kind != "stub"], line)
-        elif what == "append":
+        elif what == "append":  # ids new to the window, each once (Auditor refuses others)
             fresh = {it.id for it in auditor.window}
-            auditor.append([it for it in items if it.id not in fresh], line)
+            once = {it.id: it for it in reversed(items) if it.id not in fresh}
+            auditor.append(list(reversed(once.values())), line)
         else:
             new = {it.id: it for it in items}
             kept = [new.pop(it.id, it) for it in auditor.window[::2]]

@@ -56,7 +56,7 @@ def test_window_from_dicts_validates_and_checks() -> None:
         window_from_dicts([DEC, DEC])
     with pytest.raises(InputError, match="unknown kind"):
         window_from_dicts([{"id": "x", "kind": "thought"}])
-    with pytest.raises(InputError, match="background"):
+    with pytest.raises(TypeError, match="background must be a list of formula strings"):
         window_from_dicts([DEC], "db.postgres")
 
 

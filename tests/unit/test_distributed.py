@@ -1,7 +1,9 @@
 """audit and fuzz on Ray (docs/distributed.md): the output of --jobs 1, whatever happens to
 the workers.
 
-One local Ray cluster (2 CPUs, a 200 MB object store) serves the whole module.
+One local Ray cluster (2 CPUs, a 200 MB object store) serves the whole module. The tests
+that need Ray are marked ``ray``: ``make test-ray`` runs them (with the extra installed,
+and a missing Ray a failure, not a skip); ``make test`` runs the others.
 """
 
 from __future__ import annotations
@@ -163,6 +165,7 @@ def ctxproof(*args: str, env: dict[str, str] | None = None) -> subprocess.Comple
     )
 
 
+@pytest.mark.ray
 def test_an_address_nothing_answers_at_is_exit_2_at_once() -> None:
     pytest.importorskip("ray", reason="Ray is not installed here")
     started = time.perf_counter()
@@ -186,6 +189,7 @@ def test_a_report_rebuilt_from_its_json_is_equal() -> None:
 # -- on a local cluster -----------------------------------------------------------------------
 
 
+@pytest.mark.ray
 @pytest.mark.parametrize("fmt", ["json", "text"])
 def test_the_corpus_gives_the_output_of_jobs_1(
     cluster: Any, fmt: str, monkeypatch: pytest.MonkeyPatch
@@ -200,6 +204,7 @@ def test_the_corpus_gives_the_output_of_jobs_1(
     assert on_ray[2] == local[2]  # no progress bar when stderr is no terminal
 
 
+@pytest.mark.ray
 def test_generated_traces_give_the_output_of_jobs_1(cluster: Any, tmp_path: Path) -> None:
     paths = []
     for k, text in enumerate(generated(120)):
@@ -214,6 +219,7 @@ def test_generated_traces_give_the_output_of_jobs_1(cluster: Any, tmp_path: Path
     assert f"{len(paths)}/{len(paths)} traces" in on_ray[2]  # the progress bar, on a terminal
 
 
+@pytest.mark.ray
 def test_the_command_joins_a_running_cluster_by_its_address(cluster: Any) -> None:
     names = [str(p.relative_to(ROOT)) for p in CORPUS[:12]]
     address = cluster.get_runtime_context().gcs_address
@@ -227,6 +233,7 @@ def test_the_command_joins_a_running_cluster_by_its_address(cluster: Any) -> Non
     assert len(proc.stdout.splitlines()) == len(names)
 
 
+@pytest.mark.ray
 def test_bad_input_is_exit_2_with_the_message_of_jobs_1(
     cluster: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -241,6 +248,7 @@ def test_bad_input_is_exit_2_with_the_message_of_jobs_1(
     assert on_ray[2].startswith(f"ctxproof: {names[4]}")  # the first bad one, in input order
 
 
+@pytest.mark.ray
 def test_report_repair_keep_going_and_summary_as_with_jobs_1(
     cluster: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -265,6 +273,7 @@ def test_report_repair_keep_going_and_summary_as_with_jobs_1(
     assert outs[1] == outs[0]
 
 
+@pytest.mark.ray
 def test_the_solver_budget_reaches_the_workers(cluster: Any) -> None:
     names = [str(p) for p in CORPUS[:30]]
     local = run("audit", *names, "--format", "json", "--rlimit", "1")
@@ -273,6 +282,7 @@ def test_the_solver_budget_reaches_the_workers(cluster: Any) -> None:
     assert '"undecided"' in local[1]  # a budget of 1 decides nothing: it did reach them
 
 
+@pytest.mark.ray
 def test_audit_dataset_returns_the_reports_of_audit_trace(cluster: Any) -> None:
     from verifier.distributed import TraceError, audit_dataset
 
@@ -299,6 +309,7 @@ def test_audit_dataset_returns_the_reports_of_audit_trace(cluster: Any) -> None:
     assert bad.message.startswith("bad:1:")
 
 
+@pytest.mark.ray
 def test_a_killed_worker_loses_nothing(cluster: Any, tmp_path: Path) -> None:
     from verifier.distributed import ray_work
 
@@ -315,6 +326,7 @@ def test_a_killed_worker_loses_nothing(cluster: Any, tmp_path: Path) -> None:
     assert got == [batch.audit_job(w) for w in work]
 
 
+@pytest.mark.ray
 def test_the_command_prints_only_results_when_a_worker_is_killed(
     cluster: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -331,6 +343,7 @@ def test_the_command_prints_only_results_when_a_worker_is_killed(
     assert on_ray[:2] == local[:2]
 
 
+@pytest.mark.ray
 def test_a_trace_that_keeps_killing_its_worker_is_the_only_one_lost(
     cluster: Any, tmp_path: Path
 ) -> None:
@@ -349,6 +362,7 @@ def test_a_trace_that_keeps_killing_its_worker_is_the_only_one_lost(
             assert res == batch.audit_job(w)
 
 
+@pytest.mark.ray
 def test_a_crash_is_an_internal_error_for_that_trace_only(
     cluster: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -376,6 +390,7 @@ def test_a_crash_is_an_internal_error_for_that_trace_only(
     assert f"internal error: {paths[4]}: ZeroDivisionError" in err
 
 
+@pytest.mark.ray
 def test_fuzz_on_ray_gives_the_output_of_jobs_1(cluster: Any, tmp_path: Path) -> None:
     outs = []
     for name, extra in (("local", ["--jobs", "1"]), ("ray", ["--ray"])):
@@ -394,6 +409,7 @@ def test_fuzz_on_ray_gives_the_output_of_jobs_1(cluster: Any, tmp_path: Path) ->
     assert outs[0][0]["sessions"] == 30 and outs[0][0]["counterexamples"]
 
 
+@pytest.mark.ray
 def test_fuzz_distributed_returns_what_fuzz_returns(cluster: Any, tmp_path: Path) -> None:
     from verifier.distributed import fuzz_distributed
 
@@ -429,6 +445,7 @@ def _example() -> str:
 
 
 # Ray Data warns about its own defaults; the warning is Ray's to fix, not the example's
+@pytest.mark.ray
 @pytest.mark.filterwarnings("ignore::DeprecationWarning:ray.data.context")
 def test_the_results_table_example_runs_as_written(
     cluster: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -462,6 +479,7 @@ def test_the_results_table_example_runs_as_written(
     assert any(r["rule"] for r in rows)  # the corpus traces have findings
 
 
+@pytest.mark.ray
 def test_a_task_that_raises_is_an_internal_error_per_trace(cluster: Any) -> None:
     from verifier.distributed import ray_work
 
@@ -504,6 +522,7 @@ def keep_recent_or_die(window: list[dict[str, Any]], budget: int) -> list[dict[s
 '''
 
 
+@pytest.mark.ray
 def test_a_fuzz_worker_killed_mid_run_loses_nothing(cluster: Any, tmp_path: Path) -> None:
     marker = tmp_path / "killed"
     source = KILLING_POLICY.format(marker=str(marker), driver=os.getpid())

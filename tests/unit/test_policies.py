@@ -386,13 +386,15 @@ def test_with_known_ids_a_reference_to_nowhere_is_pl001() -> None:
 
 
 def test_bad_arguments_to_run_policy_are_bad_input() -> None:
-    with pytest.raises(InputError, match="budget must be an integer"):
+    with pytest.raises(InputError, match=r"budget must be an int >= 0, not -1"):
         run_policy(lambda w, b: w, WINDOW, -1)
-    with pytest.raises(InputError, match="not a function"):
+    with pytest.raises(TypeError, match=r"budget must be an int >= 0, not str"):
+        run_policy(lambda w, b: w, WINDOW, "10")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="policy must be a function"):
         run_policy(3, WINDOW, 1)  # type: ignore[arg-type]
     with pytest.raises(InputError, match="cannot be called as policy"):
         run_policy(lambda w: w, WINDOW, 1)
-    with pytest.raises(InputError, match="holds an id twice"):
+    with pytest.raises(InputError, match="id appears twice"):
         run_policy(lambda w, b: w, [C1, C1], 1)
     with pytest.raises(InputError, match="unknown kind"):
         run_policy(lambda w, b: w, [{"id": "x", "kind": "note"}], 1)
@@ -451,7 +453,8 @@ def test_the_pl_rules_are_registered() -> None:
     assert RULES["PL001"] == "policy-error"
     assert RULES["PL002"] == "policy-nondeterministic"
     assert RULES["PL003"] == "policy-timeout"
-    assert frozenset({"PL001", "PL002", "PL003"}) == POLICY_RULES
+    assert RULES["PL004"] == "over-budget"
+    assert frozenset({"PL001", "PL002", "PL003", "PL004"}) == POLICY_RULES
 
 
 def test_tokens_and_pressure() -> None:

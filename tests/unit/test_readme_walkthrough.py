@@ -1,6 +1,9 @@
 """The README's "Validate your own policy in five minutes" runs as written.
 
-With ``CTXPROOF_UPDATE_GOLDEN=1`` the outputs shown in the README are replaced by
+The long tier runs it at the README's own sizes and compares every line it shows; the fast
+tier runs the same files and commands on a few sessions, and checks what they must say
+(the first policy caught with its counterexamples, the second safe, the pytest example
+green). With ``CTXPROOF_UPDATE_GOLDEN=1`` the outputs shown in the README are replaced by
 what the commands print now (review the diff).
 """
 
@@ -32,8 +35,8 @@ def _blocks(section: str) -> list[tuple[str, str]]:
     return [(m.group(1), m.group(2)) for m in re.finditer(r"```(\w+)\n(.*?)```", section, re.S)]
 
 
-def test_the_walkthrough_runs_as_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.chdir(tmp_path)
+def _written(tmp_path: Path) -> list[str]:
+    """The README's two Python files written to tmp_path; its console blocks."""
     blocks = _blocks(_section())
     files = [b for lang, b in blocks if lang == "python"]
     assert len(files) == 2
@@ -42,18 +45,52 @@ def test_the_walkthrough_runs_as_written(tmp_path: Path, monkeypatch: pytest.Mon
         (tmp_path / name).write_text(body, "utf-8")
     commands = [b for lang, b in blocks if lang == "console"]
     assert len(commands) == 4
+    return commands
+
+
+def _pytest(tmp_path: Path, args: list[str]) -> None:
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
+        capture_output=True, text=True, env=env, cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "1 passed" in done.stdout
+
+
+def test_the_walkthrough_runs_on_a_few_sessions(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    commands = _written(tmp_path)
+    said: list[tuple[int, str]] = []
+    for block in commands:
+        command = block.splitlines()[0].removeprefix("$ ").split()
+        if command[0] == "pytest":
+            test = tmp_path / command[-1]
+            test.write_text(re.sub(r"sessions=\d+", "sessions=3", test.read_text("utf-8")))
+            _pytest(tmp_path, command[1:])
+            continue
+        if "--sessions" in command:
+            command[command.index("--sessions") + 1] = "4"
+        out, err = io.StringIO(), io.StringIO()
+        said.append((main(command[1:], stdout=out, stderr=err), out.getvalue()))
+    (caught, first), (replayed, _), (safe, second) = said
+    assert caught == 1 and "CF001 commitment-dropped" in first and "shrunk: fuzz-out/cex-" in first
+    assert replayed == 1  # the counterexample the README audits replays with its finding
+    assert safe == 0 and "no findings" in second and "saved" in second
+
+
+@pytest.mark.slow
+def test_the_walkthrough_runs_as_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    commands = _written(tmp_path)
     updated: dict[str, str] = {}
     for block in commands:
         lines = block.rstrip("\n").splitlines()
         command, shown = lines[0].removeprefix("$ ").split(), lines[1:]
         if command[0] == "pytest":
-            env = {**os.environ, "PYTHONPATH": str(tmp_path)}
-            done = subprocess.run(
-                [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *command[1:]],
-                capture_output=True, text=True, env=env, cwd=tmp_path,
-            )  # fmt: skip
-            assert done.returncode == 0, done.stdout + done.stderr
-            assert "1 passed" in done.stdout
+            _pytest(tmp_path, command[1:])
             continue
         out, err = io.StringIO(), io.StringIO()
         code = main(command[1:], stdout=out, stderr=err)

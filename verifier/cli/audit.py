@@ -32,6 +32,7 @@ from verifier.cli.common import (
     EXIT_OK,
     EXIT_UNDECIDED,
     Out,
+    audit_speed_hint,
     budget_options,
     format_option,
     mode_option,
@@ -122,6 +123,12 @@ def audit(
             data = b""
         work.append((path, data, store_path, mode, report_dir is not None, repair_dir is not None))
     todo = [w for i, w in enumerate(work) if i not in unread]
+    if obj.stderr.isatty() and (ray_address is not None or jobs > 1):
+        hint = audit_speed_hint(
+            sum(len(w[1]) for w in todo), len(todo), jobs, _new_cluster(ray_address)
+        )
+        if hint is not None:
+            obj.progress(f"ctxproof: hint: {hint}")
     if ray_address is not None:
         from verifier.distributed import command_session, ray_work
 
@@ -251,3 +258,12 @@ def _bundled_scenarios() -> Path:
     if here.is_dir():
         return here
     return Path.cwd() / "models" / "scenarios"
+
+
+def _new_cluster(ray_address: str | None) -> bool | None:
+    """Whether --ray starts a local cluster for this command (None: no --ray)."""
+    if ray_address is None:
+        return None
+    from verifier.distributed import starts_local_cluster
+
+    return starts_local_cluster(ray_address)

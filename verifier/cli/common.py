@@ -13,6 +13,7 @@ from typing import IO, Any
 
 import click
 
+from verifier.errors import suggestion
 from verifier.findings import Finding, cause_item
 
 __all__ = [
@@ -23,11 +24,14 @@ __all__ = [
     "EXIT_OK",
     "EXIT_UNDECIDED",
     "SOLVER_ENV",
+    "Choice",
     "Out",
+    "audit_speed_hint",
     "budget_options",
     "format_finding",
     "format_json_finding",
     "format_option",
+    "fuzz_speed_hint",
     "mode_option",
     "ray_option",
     "show_progress",
@@ -80,8 +84,10 @@ def format_finding(name: str, f: Finding, related: Sequence[str] = ()) -> str:
 
 def text_lines(name: str, findings: Sequence[dict[str, Any]]) -> list[str]:
     """One line per primary finding; the findings related to it are listed by code on its
-    line (the JSON output keeps each of them, with ``related_to``). A related finding
-    whose primary is not among these (none should be) gets a line of its own."""
+    line, with the item each is on when that is not the line's first item
+    (``[related: CF004 on d102]``; the JSON output keeps each of them, with
+    ``related_to``). A related finding whose primary is not among these (none should
+    be) gets a line of its own."""
 
     def key(f: dict[str, Any]) -> tuple[Any, ...]:
         return (f["pass"], f["line"], cause_item(f["code"], f["items"]))
@@ -96,7 +102,9 @@ def text_lines(name: str, findings: Sequence[dict[str, Any]]) -> list[str]:
         if p is None:
             shown.append(i)
         else:
-            related.setdefault(p, []).append(f["code"])
+            on = f["items"][0] if f["items"] else None
+            same = on is None or on == (findings[p]["items"] or [None])[0]
+            related.setdefault(p, []).append(f["code"] if same else f"{f['code']} on {on}")
     return [
         format_json_finding(name, findings[i], sorted(related.get(i, ()))) for i in shown
     ]
@@ -127,11 +135,24 @@ def show_progress(obj: Out, done: int, total: int, what: str = "traces") -> None
     obj.stderr.flush()
 
 
+class Choice(click.Choice):  # type: ignore[type-arg]
+    """click's Choice, whose refusal names the choice a typo most likely meant."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        try:
+            return super().convert(value, param, ctx)
+        except click.BadParameter as exc:
+            hint = suggestion(value, [str(c) for c in self.choices])
+            if not hint:
+                raise
+            self.fail(f"{exc.message} {hint[0].upper()}{hint[1:]}", param, ctx)
+
+
 def format_option(f: Any) -> Any:
     return click.option(
         "--format",
         "fmt",
-        type=click.Choice(["text", "json"]),
+        type=Choice(["text", "json"]),
         default="text",
         show_default=True,
         help="Output format.",
@@ -156,7 +177,7 @@ def budget_options(f: Any) -> Any:
     f = click.option(
         "--cross-check",
         "cross_check",
-        type=click.Choice(["cvc5"]),
+        type=Choice(["cvc5"]),
         callback=_set_budget,
         expose_value=False,
         help="Ask every solver query of a second solver too (extra 'cvc5'); a disagreement"
@@ -200,6 +221,86 @@ def _exists(path: str) -> bool:
         return False
 
 
+# Where --ray and --jobs start to pay, measured with whole commands on this project's 2-core
+# machine (benchmarks/crossover.py; the numbers are in docs/distributed.md): below these, a
+# plain run is likely faster, and the command says so (a hint on stderr, on a terminal).
+RAY_START_SECONDS = 12
+"""What starting a local Ray cluster costs a command before any work (11.8 s and 13.9 s)."""
+AUDIT_RAY_MIN_BYTES = 13 * 1024 * 1024
+"""``audit --ray`` with a new local cluster against ``--jobs 1``: 11.75 s + 0.29 ms/KiB
+against 0.98 s + 1.07 ms/KiB, even at about 13.5 MiB of traces."""
+AUDIT_JOBS_MIN_BYTES = 3 * 1024 * 1024 // 2
+"""``audit --jobs 2`` against ``--jobs 1`` (from 256 KiB, below which --jobs runs in this
+process anyway): 1.62 s + 0.66 ms/KiB, even at about 1.5 MiB."""
+FUZZ_RAY_MIN_SESSIONS = 800
+"""``fuzz --ray`` with a new local cluster, a fast policy: 13.9 s + 15.1 ms/session
+against 1.2 s + 31.1 ms/session, even at about 790 sessions."""
+FUZZ_JOBS_MIN_SESSIONS = 250
+"""``fuzz --jobs 2``, a fast policy: 5.1 s + 16.9 ms/session, even at about 280 sessions
+(up to 25 sessions, one chunk, runs in this process anyway)."""
+
+
+def _mib(n: int) -> str:
+    return f"{n / 1024 / 1024:.1f} MiB"
+
+
+def audit_speed_hint(total: int, traces: int, jobs: int, new_cluster: bool | None) -> str | None:
+    """The hint for ``audit --ray`` (``new_cluster``: whether the command starts a local
+    cluster; None without --ray) or ``--jobs`` on a batch likely faster without them."""
+    cores = os.cpu_count() or 1
+    if new_cluster and total < AUDIT_RAY_MIN_BYTES:
+        return (
+            f"--ray starts a local Ray cluster, about {RAY_START_SECONDS} s here before any"
+            f" work; {traces} trace(s), {_mib(total)}, are likely audited faster without it"
+            f" (it pays from about {_mib(AUDIT_RAY_MIN_BYTES)}; docs/distributed.md)"
+        )
+    if new_cluster is None and jobs > 1:
+        if jobs > cores:
+            return _cores_hint(jobs, cores)
+        if PARALLEL_MIN_BYTES <= total < AUDIT_JOBS_MIN_BYTES:
+            return (
+                f"--jobs {jobs} starts {jobs} worker processes; {_mib(total)} of traces are"
+                f" likely audited faster with --jobs 1 (workers pay from about"
+                f" {_mib(AUDIT_JOBS_MIN_BYTES)}; docs/distributed.md)"
+            )
+    return None
+
+
+def fuzz_speed_hint(sessions: int, jobs: int, new_cluster: bool | None) -> str | None:
+    """The hint for ``fuzz --ray`` or ``--jobs`` on few sessions (as :func:`audit_speed_hint`)."""
+    cores = os.cpu_count() or 1
+    if new_cluster and sessions < FUZZ_RAY_MIN_SESSIONS:
+        return (
+            f"--ray starts a local Ray cluster, about {RAY_START_SECONDS} s here before any"
+            f" work; {sessions} session(s) are likely faster without it (it pays from about"
+            f" {FUZZ_RAY_MIN_SESSIONS} sessions of a fast policy; docs/distributed.md)"
+        )
+    if new_cluster is None and jobs > 1:
+        if jobs > cores:
+            return _cores_hint(jobs, cores)
+        if FUZZ_CHUNK < sessions < FUZZ_JOBS_MIN_SESSIONS:
+            return (
+                f"--jobs {jobs} starts {jobs} worker processes; {sessions} session(s) are likely"
+                f" faster with --jobs 1 (workers pay from about {FUZZ_JOBS_MIN_SESSIONS}"
+                " sessions of a fast policy; docs/distributed.md)"
+            )
+    return None
+
+
+def _cores_hint(jobs: int, cores: int) -> str:
+    return (
+        f"--jobs {jobs} is more than this machine's {cores} core(s): workers beyond them only"
+        f" wait their turn (use --jobs {cores})"
+    )
+
+
+PARALLEL_MIN_BYTES = 256 * 1024
+"""As ``verifier.batch.PARALLEL_MIN_BYTES`` (below it --jobs runs in this process): this
+module imports nothing heavy, so the value is repeated here and a test holds them equal."""
+FUZZ_CHUNK = 25
+"""As ``verifier.fuzz.CHUNK`` (one chunk runs in this process), held equal by a test."""
+
+
 def ray_option(f: Any) -> Any:
     return click.option(
         "--ray",
@@ -218,7 +319,7 @@ def mode_option(f: Any) -> Any:
     return click.option(
         "--witness-mode",
         "mode",
-        type=click.Choice(["support", "count"]),
+        type=Choice(["support", "count"]),
         default="support",
         show_default=True,
         help="support: surviving witnesses must still support; count: none may leave.",

@@ -20,6 +20,7 @@ from verifier.cli.common import (
     Out,
     budget_options,
     format_option,
+    fuzz_speed_hint,
     mode_option,
     ray_option,
     show_progress,
@@ -70,6 +71,12 @@ __all__ = ["fuzz"]
     help="Worker processes (the same output as --jobs 1).",
 )
 @click.option(
+    "--require-fit",
+    is_flag=True,
+    help="A rewrite that leaves the window over its budget is a finding (PL004"
+    " over-budget); without it, such rewrites are counted (over_budget).",
+)
+@click.option(
     "--policy-timeout",
     "policy_timeout",
     type=click.FloatRange(min=0, min_open=True),
@@ -98,6 +105,7 @@ def fuzz(
     out_dir: str,
     mode: str,
     jobs: int,
+    require_fit: bool,
     policy_timeout: float,
     replay: str | None,
     ray_address: str | None,
@@ -108,9 +116,11 @@ def fuzz(
     POLICY is path/to/file.py:function, package.module:function, or a spec
     (path/to/spec.toml). For each rule found, the shrunk session is written to
     OUT/cex-CODE.jsonl (ctxproof audit replays it); OUT/scorecard.json and
-    OUT/pressure.png summarize the run. With --replay FILE, the policy is
-    called again on FILE's last window and what it did is shown. Exit 0: no
-    finding; 1: findings; 2: bad POLICY or usage. See docs/fuzz.md.
+    OUT/pressure.png summarize the run. Rewrites that leave the window over
+    its budget are counted, and with --require-fit each is PL004 over-budget.
+    With --replay FILE, the policy is called again on FILE's last window and
+    what it did is shown. Exit 0: no finding; 1: findings; 2: bad POLICY or
+    usage. See docs/fuzz.md.
     """
     from verifier.fuzz import fuzz as run_fuzz
     from verifier.fuzz import scorecard_text, summarize_pressure
@@ -145,6 +155,15 @@ def fuzz(
     def progress(done: int, total: int) -> None:
         show_progress(obj, done, total, "chunks of sessions")
 
+    if obj.stderr.isatty() and (ray_address is not None or jobs > 1):
+        new_cluster: bool | None = None
+        if ray_address is not None:
+            from verifier.distributed import starts_local_cluster
+
+            new_cluster = starts_local_cluster(ray_address)
+        hint = fuzz_speed_hint(sessions, jobs, new_cluster)
+        if hint is not None:
+            obj.progress(f"ctxproof: hint: {hint}")
     runner = None
     if ray_address is not None:
         from verifier.distributed import command_session, ray_runner
@@ -163,6 +182,7 @@ def fuzz(
         progress=progress,
         runner=runner,
         policy_timeout=policy_timeout,
+        require_fit=require_fit,
     )
     if fmt == "json":
         obj.line(json.dumps(report.to_json(), ensure_ascii=False))

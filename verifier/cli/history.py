@@ -16,7 +16,7 @@ from typing import IO, NoReturn
 
 import click
 
-from verifier.cli.common import EXIT_OK, Out, format_option
+from verifier.cli.common import EXIT_OK, Choice, Out, format_option
 from verifier.errors import OutputError
 from verifier.fsutil import stage_text
 from verifier.importers import FORMATS as IMPORT_FORMATS
@@ -67,7 +67,7 @@ class _Held:
 
 @click.command(name="import")
 @click.argument(
-    "history_format", metavar="FORMAT", type=click.Choice((*IMPORT_FORMATS, "auto"))
+    "history_format", metavar="FORMAT", type=Choice((*IMPORT_FORMATS, "auto"))
 )
 @click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.option(

@@ -17,10 +17,10 @@ from verifier.audit import audit_trace
 from verifier.batch import close_store, read_trace
 from verifier.cli.common import EXIT_FINDINGS, EXIT_OK, Out, budget_options, format_option
 from verifier.cli.inputs import load_window, open_store, read_trace_file
-from verifier.errors import InputError
+from verifier.errors import InputError, suggestion
 from verifier.fsutil import atomic_write
 from verifier.io import read_input, sniff_kind, window_to_json
-from verifier.window import Item, Rewrite
+from verifier.window import Event, Item, Rewrite
 
 __all__ = ["graph_cmd", "ref_cmd", "why_cmd", "window_cmd"]
 
@@ -62,11 +62,12 @@ def why_cmd(
     try:
         answer = why(graph, item)
     except KeyError:
+        ids = {it.id for ev in loaded.events for it in _event_items(ev)}
         raise InputError(
             f"item {item!r} does not appear in the trace"
             + (f" by pass {pass_no}" if pass_no is not None else ""),
             file=trace,
-            fix="name an id the trace defines",
+            fix=suggestion(item, ids) or "name an id the trace defines",
         ) from None
     if fmt == "json":
         obj.line(json.dumps({"trace": trace, **answer.to_json(graph)}, ensure_ascii=False))
@@ -182,24 +183,24 @@ def ref_cmd(obj: Out, file: str, item: str, store_path: str | None, fmt: str) ->
     data = read_input(file)
     found: Item | None = None
     line: int | None = None
+    ids: set[str] = set()
     if sniff_kind(data) == "window":
         window = load_window(file, "ref")
         found = window.by_id().get(item)
+        ids = set(window.by_id())
     else:
         loaded, store = read_trace(file, data, open_store(store_path), "ref")
         close_store(store)
         for ev in loaded.events:
-            items = (
-                ev.items
-                if not isinstance(ev, Rewrite)
-                else (ev.window if ev.window is not None else ev.put)
-            )
-            for it in items:
+            for it in _event_items(ev):
+                ids.add(it.id)
                 if it.id == item and (it.kind != "stub" or found is None or found.kind == "stub"):
                     found, line = it, ev.line
     if found is None:
         raise InputError(
-            f"no item {item!r} in the file", file=file, fix="name an id the file defines"
+            f"no item {item!r} in the file",
+            file=file,
+            fix=suggestion(item, ids) or "name an id the file defines",
         )
     ref = found.stub_ref if found.kind == "stub" and found.stub_ref else found.ref
     if fmt == "json":
@@ -246,3 +247,10 @@ def graph_cmd(obj: Out, trace: str, out: str, store_path: str | None, fmt: str) 
     else:
         obj.line(f"{path}: {summary['nodes']} nodes, {summary['edges']} edges")
     return EXIT_OK
+
+
+def _event_items(ev: Event) -> tuple[Item, ...]:
+    """The items an event of a trace writes (a rewrite's window, or its diff's puts)."""
+    if isinstance(ev, Rewrite):
+        return ev.window if ev.window is not None else ev.put
+    return ev.items

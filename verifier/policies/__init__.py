@@ -29,9 +29,9 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from verifier.errors import InputError
+from verifier.errors import InputError, want_bool, want_callable, want_int, wrong_type
 from verifier.findings import Finding
-from verifier.io import item_from_json, item_from_plain
+from verifier.io import item_from_plain, items_argument
 from verifier.policies.loading import Policy, as_policy, load_policy, one_line, spec_policy
 from verifier.policies.spec import Spec, SpecPolicy, load_spec, parse_spec
 from verifier.store import Store
@@ -52,6 +52,7 @@ __all__ = [
     "outcome_of",
     "outcome_twice",
     "parse_spec",
+    "policy_argument",
     "pressure_of",
     "run_policy",
     "run_twice",
@@ -206,21 +207,10 @@ class _Bad(Exception):
         self.items = tuple(items)
 
 
-def _as_items(window: Window | Sequence[Item | Mapping[str, Any]]) -> tuple[Item, ...]:
-    entries = window.items if isinstance(window, Window) else window
-    out: list[Item] = []
-    seen: set[str] = set()
-    for it in entries:
-        item = it if isinstance(it, Item) else item_from_json(dict(it))
-        if item.id in seen:
-            raise InputError(
-                "the window given to the policy holds an id twice",
-                item=item.id,
-                fix="ids are unique within a window",
-            )
-        seen.add(item.id)
-        out.append(item)
-    return tuple(out)
+def _as_items(
+    window: Window | Sequence[Item | Mapping[str, Any]], func: str = "run_policy"
+) -> tuple[Item, ...]:
+    return items_argument(window, func=func, arg="window")
 
 
 def _id_list(value: Any, what: str) -> tuple[str, ...]:
@@ -388,7 +378,7 @@ def _call(
 
 
 def run_policy(
-    policy: Policy | Callable[..., Any],
+    policy: Policy | Callable[..., Any] | str,
     window: Window | Sequence[Item | Mapping[str, Any]],
     budget: int,
     *,
@@ -413,31 +403,70 @@ def run_policy(
     defined nowhere is PL001 too. With ``check_determinism``, see
     :func:`run_twice`.
 
-    The policy runs in this process; ``ctxproof fuzz`` runs it in a process of
-    its own (:mod:`verifier.policies.isolated`, docs/policies.md).
+    ``policy`` is a callable, a loaded :class:`Policy`, or a string as
+    :func:`load_policy` takes it. It runs in this process; ``ctxproof fuzz`` runs
+    it in a process of its own (:mod:`verifier.policies.isolated`, docs/policies.md).
 
-    Raises :class:`~verifier.errors.InputError` only for bad arguments: a
-    policy that is not callable, a budget that is not an int >= 0.
+    Raises ``TypeError`` or :class:`~verifier.errors.InputError` only for bad
+    arguments (docs/api.md, "Errors"): a policy that is not callable (or a name that
+    does not load), a window that is not a list of valid items with unique ids, a
+    budget that is not an int >= 0.
     """
+    want_bool(check_determinism, func="run_policy", arg="check_determinism")
     if check_determinism:
         return run_twice(
             policy, window, budget, pass_no=pass_no, ages=ages, store=store, known=known
         )
-    pol, before = _prepare(policy, window, budget)
+    pol, before = _prepare(policy, window, budget, "run_policy", pass_no, ages, known, store)
     given = Given.of(before)
     run = _raw_run(pol, given, budget, pass_no, ages, store)
     return outcome_of(pol, given, run, known).result(before, pass_no)
 
 
 def _prepare(
-    policy: Policy | Callable[..., Any],
+    policy: Policy | Callable[..., Any] | str,
     window: Window | Sequence[Item | Mapping[str, Any]],
     budget: int,
+    func: str,
+    pass_no: object,
+    ages: object,
+    known: object,
+    store: object = None,
 ) -> tuple[Policy, tuple[Item, ...]]:
-    pol = as_policy(policy) if not isinstance(policy, Policy) else policy
-    if isinstance(budget, bool) or not isinstance(budget, int) or budget < 0:
-        raise InputError(f"budget must be an integer >= 0, not {budget!r}")
-    return pol, _as_items(window)
+    """The arguments of :func:`run_policy` and :func:`run_twice`, checked at the door."""
+    pol = policy_argument(policy, func=func)
+    want_int(budget, func=func, arg="budget", minimum=0)
+    want_int(pass_no, func=func, arg="pass_no", minimum=1)
+    if ages is not None and not isinstance(ages, Mapping):
+        raise wrong_type(func, "ages", ages, "a dict of item id -> age (an int) or None")
+    want_callable(known, func=func, arg="known", what="a function of an id")
+    if store is not None and not isinstance(store, Store | Mapping):
+        expected = "a Store, a dict of ref -> item dict, or None"
+        raise wrong_type(func, "store", store, expected, "use MemoryStore()")
+    return pol, _as_items(window, func)
+
+
+def policy_argument(policy: object, *, func: str) -> Policy:
+    """A policy given to the API function ``func``: a :class:`Policy`, a callable, or a
+    name :func:`load_policy` loads.
+
+    Raises:
+        TypeError: neither.
+        InputError: a name that does not load, or a function that cannot be called as
+            ``policy(window, budget)``.
+    """
+    if isinstance(policy, Policy):
+        return policy
+    if isinstance(policy, str):
+        return load_policy(policy)
+    if not callable(policy):
+        raise wrong_type(
+            func,
+            "policy",
+            policy,
+            "a function policy(window, budget) or a name such as 'file.py:function'",
+        )
+    return as_policy(policy)
 
 
 def _raw_run(
@@ -494,7 +523,7 @@ def _same(a: tuple[bool, Any], b: tuple[bool, Any]) -> bool:
 
 
 def run_twice(
-    policy: Policy | Callable[..., Any],
+    policy: Policy | Callable[..., Any] | str,
     window: Window | Sequence[Item | Mapping[str, Any]],
     budget: int,
     *,
@@ -508,7 +537,7 @@ def run_twice(
     Returns the first run's result when both agree (a PL001 of the first run
     included); a PL002 policy-nondeterministic result when the outputs differ.
     """
-    pol, before = _prepare(policy, window, budget)
+    pol, before = _prepare(policy, window, budget, "run_twice", pass_no, ages, known, store)
     outcome = outcome_twice(pol, Given.of(before), budget, pass_no, ages, known, store=store)
     return outcome.result(before, pass_no)
 

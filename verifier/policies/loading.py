@@ -18,6 +18,7 @@ import importlib
 import importlib.util
 import inspect
 import itertools
+import os
 import re
 import sys
 import traceback
@@ -26,7 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from verifier.errors import InputError
+from verifier.errors import InputError, did_you_mean, wrong_type
+from verifier.io import SNIFF_BYTES, sniff_kind
 from verifier.policies.spec import Spec, SpecPolicy, load_spec
 
 __all__ = ["Policy", "as_policy", "load_policy", "one_line", "spec_policy"]
@@ -199,13 +201,17 @@ def load_policy(arg: str) -> Policy:
     missing or fails to import, when the function is missing or not callable,
     or when it cannot be called as ``policy(window, budget)``.
     """
-    if not isinstance(arg, str) or not arg:
+    if isinstance(arg, os.PathLike):
+        arg = os.fspath(arg)
+    if not isinstance(arg, str):
+        raise wrong_type("load_policy", "arg", arg, "a string", _USAGE)
+    if not arg:
         raise InputError("no policy given", fix=_USAGE)
     if arg.endswith(".toml") and ":" not in Path(arg).name:
         return spec_policy(load_spec(arg))
     target, sep, func_name = arg.rpartition(":")
     if not sep or not target or not func_name:
-        raise InputError(f"policy {arg!r} names no function", fix=_USAGE)
+        raise _no_function(arg)
     is_file = target.endswith(".py") or "/" in target or "\\" in target
     where = target if is_file else None
     module = _import_file(target) if is_file else _import_module(target, arg)
@@ -220,10 +226,13 @@ def load_policy(arg: str) -> Policy:
                 and getattr(v, "__module__", None) == module.__name__
             )
             hint = f"; it defines {', '.join(defined)}" if defined else ""
+            meant = did_you_mean(part, defined)
             raise InputError(
                 f"policy module has no {func_name!r}{hint}",
                 file=where or target,
-                fix="name a function the module defines, after the ':'",
+                fix=f"did you mean {meant!r}?"
+                if meant is not None
+                else "name a function the module defines, after the ':'",
             )
         obj = getattr(obj, part)
     if not callable(obj):
@@ -235,6 +244,31 @@ def load_policy(arg: str) -> Policy:
     pass_no, ages, store = _keywords(obj, func_name, where or target)
     _check_requirements(obj, func_name, where or target)
     return Policy(arg, obj, pass_no, ages, None, store, arg)
+
+
+_SHOWN_KIND = {
+    "trace": ("a trace", "did you mean `ctxproof audit`?"),
+    "window": ("a window file", "did you mean `ctxproof check BEFORE AFTER`?"),
+    "store": ("a SQLite store", "a store is given to audit or check with --store"),
+}
+
+
+def _no_function(arg: str) -> InputError:
+    """The error of a policy argument that names no function, pointing at what was meant."""
+    if arg.endswith(".py"):
+        return InputError(
+            f"policy {arg!r} names no function",
+            fix=f"name the function after a ':', as {arg}:FUNCTION",
+        )
+    try:
+        head = Path(arg).read_bytes()[:SNIFF_BYTES] if Path(arg).is_file() else None
+    except (OSError, ValueError):
+        head = None
+    kind = sniff_kind(head) if head is not None else None
+    if kind in _SHOWN_KIND:
+        what, hint = _SHOWN_KIND[kind]
+        return InputError(f"this is {what}, not a policy", file=arg, fix=hint)
+    return InputError(f"policy {arg!r} names no function", fix=_USAGE)
 
 
 def _check_requirements(function: Any, name: str, where: str) -> None:

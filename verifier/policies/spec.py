@@ -320,13 +320,44 @@ def parse_spec(text: str, file: str = "<spec>") -> Spec:
 
 
 def load_spec(path: str | Path) -> Spec:
-    """Read and validate a spec file."""
+    """Read and validate a spec file.
+
+    A Python policy (``file.py``, ``file.py:function``, ``module:function``) is no
+    spec: the error says to fuzz it instead.
+    """
+    python = _python_policy(str(path))
+    if python is not None:
+        raise InputError(
+            "this is a Python policy, not a spec: `prove` reads ctxproof-policy/1 specs"
+            " (TOML, docs/spec-language.md)",
+            file=str(path),
+            fix=f"play it against the simulated agent with `ctxproof fuzz {python}`",
+        )
     data = read_input(path)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise InputError(f"invalid UTF-8 at byte {exc.start}", file=str(path)) from None
     return parse_spec(text, str(path))
+
+
+def _python_policy(arg: str) -> str | None:
+    """How ``ctxproof fuzz`` names the Python policy ``arg`` names, or None when ``arg``
+    is not one (a spec, or a file of another kind)."""
+    target, sep, function = arg.rpartition(":")
+    if sep and target.endswith(".py") and function:
+        return arg  # file.py:function
+    if arg.endswith(".py"):
+        return f"{arg}:FUNCTION"
+    if (
+        sep
+        and function
+        and not Path(arg).exists()
+        and re.fullmatch(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*", target)
+        and re.fullmatch(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*", function)
+    ):
+        return arg  # package.module:function
+    return None
 
 
 # -- writing -----------------------------------------------------------------------------
