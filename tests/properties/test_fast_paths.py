@@ -143,11 +143,23 @@ def contradicting_traces(draw: st.DrawFn) -> str:
     return "".join(json.dumps(line) + "\n" for line in lines)
 
 
-SETTINGS = settings(
+LONG = settings(
     max_examples=250,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
+"""The long tier's run of each property (make test-slow)."""
+
+SETTINGS = settings(LONG, max_examples=60)
+"""The fast tier's: the same properties on 60 examples (the long tier runs 250)."""
+
+
+def _fast_is_slow(monkeypatch: pytest.MonkeyPatch, text: str) -> None:
+    note(text)
+    fast = _output(text)
+    with slow_paths(monkeypatch):
+        slow = _output(text)
+    assert fast == slow
 
 
 @SETTINGS
@@ -155,11 +167,16 @@ SETTINGS = settings(
 def test_fast_paths_print_what_the_slow_ones_print_on_contradicting_traces(
     monkeypatch: pytest.MonkeyPatch, text: str
 ) -> None:
-    note(text)
-    fast = _output(text)
-    with slow_paths(monkeypatch):
-        slow = _output(text)
-    assert fast == slow
+    _fast_is_slow(monkeypatch, text)
+
+
+@pytest.mark.slow
+@LONG
+@given(contradicting_traces())
+def test_fast_paths_print_what_the_slow_ones_print_on_contradicting_traces_long(
+    monkeypatch: pytest.MonkeyPatch, text: str
+) -> None:
+    _fast_is_slow(monkeypatch, text)
 
 
 @SETTINGS
@@ -167,11 +184,16 @@ def test_fast_paths_print_what_the_slow_ones_print_on_contradicting_traces(
 def test_fast_paths_print_what_the_slow_ones_print_on_generated_traces(
     monkeypatch: pytest.MonkeyPatch, text: str
 ) -> None:
-    note(text)
-    fast = _output(text)
-    with slow_paths(monkeypatch):
-        slow = _output(text)
-    assert fast == slow
+    _fast_is_slow(monkeypatch, text)
+
+
+@pytest.mark.slow
+@LONG
+@given(traces(max_events=10))
+def test_fast_paths_print_what_the_slow_ones_print_on_generated_traces_long(
+    monkeypatch: pytest.MonkeyPatch, text: str
+) -> None:
+    _fast_is_slow(monkeypatch, text)
 
 
 def test_the_fast_path_is_taken_and_finds_what_the_slow_one_finds(
@@ -239,6 +261,19 @@ def test_a_question_the_indexes_cannot_answer_hands_the_append_to_the_lists(
 ) -> None:
     """When the indexes cannot answer a question (the solver gives up on a slice), the
     rest of the append is read from the windows: the output is still the slow path's."""
+    _gives_up(monkeypatch, text, gives_up)
+
+
+@pytest.mark.slow
+@LONG
+@given(contradicting_traces(), st.sets(st.integers(0, 40), max_size=4))
+def test_a_question_the_indexes_cannot_answer_hands_the_append_to_the_lists_long(
+    monkeypatch: pytest.MonkeyPatch, text: str, gives_up: set[int]
+) -> None:
+    _gives_up(monkeypatch, text, gives_up)
+
+
+def _gives_up(monkeypatch: pytest.MonkeyPatch, text: str, gives_up: set[int]) -> None:
     from verifier.solver import PremiseIndex, Result, Verdict
 
     asked = [0]

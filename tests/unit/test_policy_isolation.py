@@ -200,7 +200,7 @@ def test_a_policy_that_loops_is_pl003_naming_the_limit(hostile: Path, tmp_path: 
 
 def test_after_a_timeout_the_next_sessions_go_on(hostile: Path, tmp_path: Path) -> None:
     code, out, err = fuzz_cli(
-        hostile, "slow_sometimes", tmp_path / "o", "--format", "json", sessions=8
+        hostile, "slow_sometimes", tmp_path / "o", "--format", "json", sessions=3
     )
     assert code == 1, err
     report = json.loads(out)
