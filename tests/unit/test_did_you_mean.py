@@ -14,7 +14,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from verifier.cli import main
-from verifier.errors import did_you_mean
+from verifier.errors import InputError, did_you_mean
+from verifier.policies import load_policy
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "tests" / "corpus"
@@ -76,6 +77,29 @@ def test_fuzz_names_what_its_argument_lacks(policy: Path) -> None:
     assert code == 2 and "did you mean 'raises'?" in err
     code, _, err = run("fuzz", str(CORPUS / "cf001_fires.jsonl"))
     assert code == 2 and "this is a trace, not a policy" in err and "`ctxproof audit`" in err
+
+
+def test_what_a_policy_argument_is_is_told_from_its_first_bytes(tmp_path: Path) -> None:
+    """Telling a trace from a store reads the head of the file named, not the whole file:
+    a 200 MB file (sparse here) is read a few kilobytes, and a FIFO is not waited on."""
+    import os
+    import tracemalloc
+
+    big = tmp_path / "big.jsonl"
+    big.write_bytes(json.dumps({"event": "header", "format": "ctxproof-trace/1"}).encode() + b"\n")
+    os.truncate(big, 200 << 20)
+    tracemalloc.start()
+    try:
+        with pytest.raises(InputError, match="this is a trace, not a policy"):
+            load_policy(str(big))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 20 << 20
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    code, _, err = run("fuzz", str(fifo))
+    assert code == 2 and "names no function" in err
 
 
 @pytest.mark.parametrize(

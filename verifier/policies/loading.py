@@ -20,6 +20,7 @@ import inspect
 import itertools
 import os
 import re
+import stat
 import sys
 import traceback
 from collections.abc import Callable
@@ -260,15 +261,26 @@ def _no_function(arg: str) -> InputError:
             f"policy {arg!r} names no function",
             fix=f"name the function after a ':', as {arg}:FUNCTION",
         )
-    try:
-        head = Path(arg).read_bytes()[:SNIFF_BYTES] if Path(arg).is_file() else None
-    except (OSError, ValueError):
-        head = None
+    head = _head(arg)
     kind = sniff_kind(head) if head is not None else None
     if kind in _SHOWN_KIND:
         what, hint = _SHOWN_KIND[kind]
         return InputError(f"this is {what}, not a policy", file=arg, fix=hint)
     return InputError(f"policy {arg!r} names no function", fix=_USAGE)
+
+
+def _head(path: str) -> bytes | None:
+    """The first bytes of a regular file (None for anything else, or what cannot be read):
+    only those are read, and a FIFO or a device is not waited on."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+    except (OSError, ValueError):
+        return None
+    with os.fdopen(fd, "rb") as fh:
+        try:
+            return fh.read(SNIFF_BYTES) if stat.S_ISREG(os.fstat(fd).st_mode) else None
+        except OSError:
+            return None
 
 
 def _check_requirements(function: Any, name: str, where: str) -> None:
