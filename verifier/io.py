@@ -1573,10 +1573,20 @@ def check_references(
     defined: Mapping[str, object] | set[str],
     known: Callable[[str], bool],
     file: str,
+    checked: Mapping[str, Item] | None = None,
 ) -> None:
-    """References from window files must name an item of either window or the store."""
+    """References from window files must name an item of either window or the store.
+
+    An item that is the very item ``checked`` holds under its id was checked already
+    (with the same ``defined`` and ``known``): it is skipped, as is an item that cites
+    nothing.
+    """
     lines: dict[str, int] | None = None
     for it in items:
+        if not (it.rationale or it.witnesses or it.derived_from or it.covers) and it.call is None:
+            continue  # cites nothing (most items): no tuple of citations made
+        if checked is not None and checked.get(it.id) is it:
+            continue
         for rel, ref in it.citations:
             if ref not in defined and not known(ref):
                 if lines is None:

@@ -76,9 +76,12 @@ def check(
     def known(item_id: str) -> bool:
         return store is not None and store.has_id(item_id)
 
-    defined = set(w_before.by_id()) | set(w_after.by_id())
+    before_by_id = w_before.by_id()
+    defined = set(before_by_id)
+    defined.update(it.id for it in w_after.items)
     check_references(w_before.items, defined, known, before)
-    check_references(w_after.items, defined, known, after)
+    # an item read as the very item of the window before was checked there, alike
+    check_references(w_after.items, defined, known, after, checked=before_by_id)
     for cid in claimed:
         if cid not in defined and not known(cid):
             raise InputError(
