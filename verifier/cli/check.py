@@ -24,7 +24,6 @@ from verifier.cli.common import EPILOG, Out, budget_options, format_option, mode
 from verifier.cli.inputs import load_window, open_store
 from verifier.errors import InputError
 from verifier.findings import Finding
-from verifier.fsutil import stage
 from verifier.io import check_background, check_references, forget_reads, window_to_json
 from verifier.store import SqliteStore
 from verifier.window import Item
@@ -197,6 +196,8 @@ def _write_repair(
     touched, so a missing folder or a full disk fails before any spill is
     committed; it is put in place once the spill is committed.
     """
+    from verifier.fsutil import stage  # only --repair writes a file
+
     repair = result.repair
     items = after_items if repair is None else repair.window
     payload = window_to_json(items, background)
