@@ -1,11 +1,13 @@
 """``ctxproof check``'s fast paths print what the slow ones print, byte for byte.
 
-A whole check of one rewrite takes three shortcuts: a read-only SQLite store
+A whole check of one rewrite takes these shortcuts: a read-only SQLite store
 verifies each entry once, the references of an item of the window after that
 is the very item of the window before are not checked twice (nor those of an
 item that cites nothing), and CF001-CF003 pass over an entry the window after
-kept as it is. The slow path reads every entry anew, checks every citation of
-both windows (every citation of every item is compared with a plain loop over
+kept as it is; the window after takes runs of items written as before at once, and
+an item's key is cut out of its canonical JSON. The slow path reads every entry anew,
+reads the window after item by item, parses every key and writes it anew, checks every
+citation of both windows (every citation of every item is compared with a plain loop over
 them in a property of its own), and gives the rules the window after as fresh copies of its
 items (no item of it is one of the window before). Both run the command on the
 same generated rewrites, with the spills of each in a SQLite store, and must
@@ -28,6 +30,8 @@ from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
 import verifier.cli.check as cli_check
+import verifier.io as reader
+import verifier.window as window_module
 from verifier.check import check_rewrite
 from verifier.cli import main
 from verifier.errors import InputError
@@ -83,7 +87,14 @@ def slow_paths(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
         m.setattr(SqliteStore, "lookup", Store.lookup)
         m.setattr(cli_check, "check_references", every_reference)
         m.setattr(cli_check, "check_rewrite", fresh_after)
-        yield
+        # the window after read item by item, and every key parsed and written anew
+        m.setattr(reader._SameText, "run", lambda self, text, i, spans: -1)
+        m.setattr(window_module, "_key_unparsed", lambda raw: None)
+        window_module._key_of_raw.cache_clear()
+        try:
+            yield
+        finally:
+            window_module._key_of_raw.cache_clear()
 
 
 def _run(folder: Path) -> tuple[int, str, str]:
