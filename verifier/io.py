@@ -1621,10 +1621,15 @@ def check_references(
     """
     lines: dict[str, int] | None = None
     for it in items:
-        if not (it.rationale or it.witnesses or it.derived_from or it.covers) and it.call is None:
+        lists = (it.rationale, it.witnesses, it.derived_from, it.covers)
+        if not any(lists) and it.call is None:
             continue  # cites nothing (most items): no tuple of citations made
         if checked is not None and checked.get(it.id) is it:
             continue
+        if (it.call is None or it.call in defined) and all(
+            ref in defined for refs in lists for ref in refs
+        ):
+            continue  # every citation names an item of the windows: none asked of the store
         for rel, ref in it.citations:
             if ref not in defined and not known(ref):
                 if lines is None:

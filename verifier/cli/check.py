@@ -153,6 +153,8 @@ def _first_lines(text: str, needles: set[str]) -> dict[str, int]:
         pos = text.find(needle)
         if pos >= 0:
             first[needle] = pos
+    if not first:
+        return {}  # nothing found: no line to count
     breaks = [m.start() for m in re.finditer("\n", text)]
     return {needle: bisect.bisect_left(breaks, pos) + 1 for needle, pos in first.items()}
 
