@@ -464,8 +464,9 @@ def test_the_console_script_and_python_m_verifier_run_the_same_command() -> None
 
 
 def test_a_check_that_writes_nothing_imports_no_file_writing_helpers(tmp_path: Path) -> None:
-    """tempfile (and what it pulls in) and traceback load where a file is written or an
-    internal error shown with CTXPROOF_DEBUG, not for every start."""
+    """tempfile (and what it pulls in), traceback and difflib load where a file is
+    written, an internal error shown with CTXPROOF_DEBUG or a typo named, not for every
+    start."""
     import subprocess
     import sys
 
@@ -473,7 +474,7 @@ def test_a_check_that_writes_nothing_imports_no_file_writing_helpers(tmp_path: P
         "import io, json, sys\n"
         "from verifier.cli import main\n"
         "code = main(sys.argv[1:], stdout=io.StringIO(), stderr=io.StringIO())\n"
-        "print(json.dumps([code, sorted({'tempfile', 'traceback', 'verifier.fsutil'}"
+        "print(json.dumps([code, sorted({'tempfile', 'traceback', 'difflib', 'verifier.fsutil'}"
         " & set(sys.modules))]))\n"
     )
     item = {"id": "c1", "kind": "commitment", "type": "decision", "formula": "a -> b"}
