@@ -133,12 +133,15 @@ def _reject_constant(name: str) -> Any:
 
 
 def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
+    out = dict(pairs)
+    if len(out) == len(pairs):
+        return out  # no key twice (the usual case, settled by dict itself)
+    seen: set[str] = set()
+    for key, _ in pairs:
+        if key in seen:
             raise ValueError(f"duplicate key {_shown(key)}")
-        out[key] = value
-    return out
+        seen.add(key)
+    raise AssertionError("unreachable: fewer keys than pairs means a key twice")
 
 
 def _too_deep(obj: Any, depth: int = 1) -> bool:
