@@ -18,7 +18,6 @@ from typing import Any
 
 from verifier.audit import TraceReport, audit_trace
 from verifier.errors import InputError, StoreError
-from verifier.fsutil import atomic_write_all, make_folder
 from verifier.io import parse_trace_text, sniff_kind, window_to_json
 from verifier.store import SqliteStore, Store
 from verifier.window import Trace
@@ -352,6 +351,8 @@ def write_repairs(
     """Write each refused rewrite's repaired window as DIR/STEM.pass-N.json, and the items
     its repair spills as DIR/STEM.pass-N.spill.jsonl (a spill event to put before the
     rewrite in the trace). All files are staged before any is put in place."""
+    from verifier.fsutil import atomic_write_all, make_folder  # only where files are written
+
     out = make_folder(folder, "repair folder")
     stems = [Path(t).stem for t in traces]
     twice = {s for s in stems if stems.count(s) > 1}

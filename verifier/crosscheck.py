@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -99,6 +98,8 @@ def disagreement(formulas: Sequence[Formula], z3_says: str, cvc5_says: str) -> I
     """The error for two solvers that disagree, with the query written to a file."""
     text = "\n".join(render(f) for f in formulas) + "\n"
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
+    import tempfile  # only here: a disagreement is rare, and tempfile costs every start
+
     path = Path(tempfile.gettempdir()) / f"ctxproof-disagreement-{digest}.txt"
     try:
         atomic_write(path, text)  # a link planted at that name is replaced, not followed

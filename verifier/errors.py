@@ -28,7 +28,6 @@ check_rewrite(): mode 'suport' is not one of 'support', 'count'; did you mean 's
 
 from __future__ import annotations
 
-import difflib
 import os
 from collections.abc import Iterable
 from typing import Any
@@ -120,6 +119,8 @@ def did_you_mean(word: object, choices: Iterable[str]) -> str | None:
     key = word.casefold()
     if key in folded:
         return folded[key]
+    import difflib  # only a mistyped word reaches here: not imported at every start
+
     cutoff = 0.5 if len(word) <= 3 else 0.6
     matcher = difflib.SequenceMatcher(b=key)
     scored = []

@@ -26,7 +26,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from verifier.fsutil import atomic_write
 from verifier.window import Item
 
 if TYPE_CHECKING:
@@ -405,6 +404,8 @@ def export(graph: JustificationGraph, path: str | Path) -> Path:
         text = to_dot(graph)
     else:
         raise ValueError(f"unknown graph format {suffix!r}: use .graphml, .json or .dot")
+    from verifier.fsutil import atomic_write  # only where a file is written
+
     return atomic_write(out, text)
 
 

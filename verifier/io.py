@@ -134,12 +134,15 @@ def _reject_constant(name: str) -> Any:
 
 
 def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
+    out = dict(pairs)
+    if len(out) == len(pairs):
+        return out  # no key twice (the usual case, settled by dict itself)
+    seen: set[str] = set()
+    for key, _ in pairs:
+        if key in seen:
             raise ValueError(f"duplicate key {_shown(key)}")
-        out[key] = value
-    return out
+        seen.add(key)
+    raise AssertionError("unreachable: fewer keys than pairs means a key twice")
 
 
 def _too_deep(obj: Any, depth: int = 1) -> bool:
@@ -1353,23 +1356,61 @@ class _SameText:
         self.next = 0
         self._position: dict[str, int] | None = None
 
-    def at(self, text: str, i: int) -> tuple[Item, int] | None:
-        """The last window's item whose object text starts at i, and where it ends."""
+    def run(self, text: str, i: int, spans: _Spans) -> int:
+        """The last window's items from the one expected next, as many in a row as the
+        text at i repeats with what stood between them, taken at once (their spans put in
+        spans); where the last of them ends, or -1 when none is found.
+
+        A run of the last window's text repeated at i holds its items at the same
+        places, and the separators between them were read there already: the items
+        are those an item-by-item match would find, in the same order.
+        """
         last, k = self.last, self.next
         if last is None or k >= len(last.items):
-            return None
-        start, end = last.starts[k], last.ends[k]
-        if not text.startswith(last.text[start:end], i):
-            return None
-        item = last.items[k]
+            return -1
+        lt, ls, le = last.text, last.starts, last.ends
+        start = ls[k]
+
+        def repeated(m: int) -> bool:  # items k .. k+m-1 and what is between them
+            return text.startswith(lt[start : le[k + m - 1]], i)
+
+        if not repeated(1):
+            return -1
+        # the longest run: doubling, then halving (a run repeated holds every shorter one)
+        good, step, most = 1, 1, len(last.items) - k
+        while good < most:
+            trial = min(good + step, most)
+            if not repeated(trial):
+                most = trial - 1
+                break
+            good, step = trial, step * 2
+        while good < most:
+            mid = (good + most + 1) // 2
+            if repeated(mid):
+                good = mid
+            else:
+                most = mid - 1
         reader = self.reader
-        entry = reader.last_read.get(item.id)
-        if entry is None or entry[1] is not item or item.id in reader.read:
-            return None  # read the usual way (which reports an id read twice)
-        self.next = k + 1
-        reader.read[item.id] = entry
-        reader.items.append(item)
-        return item, i + end - start
+        last_read, read = reader.last_read, reader.read
+        items = last.items[k : k + good]
+        taken = 0
+        for item in items:
+            entry = last_read.get(item.id)
+            if entry is None or entry[1] is not item or item.id in read:
+                break  # read the usual way (which reports an id read twice)
+            read[item.id] = entry
+            taken += 1
+        if not taken:
+            return -1
+        if taken < good:
+            items = items[:taken]
+        reader.items.extend(items)
+        spans.items.extend(items)
+        shift = i - start
+        spans.starts.extend([s + shift for s in ls[k : k + taken]])
+        spans.ends.extend([e + shift for e in le[k : k + taken]])
+        self.next = k + taken
+        return le[k + taken - 1] + shift
 
     def resync(self, item: Item) -> None:
         """After an item found otherwise: expect the one that followed it last time."""
@@ -1419,16 +1460,16 @@ def _streamed_window(text: str, ctx: _Ctx) -> Window | None:
                     starts, ends, placed = spans.starts.append, spans.ends.append, spans.items
                     same = _SameText(_TEXT[0], reader)
                     while True:
-                        starts(i)
-                        known = same.at(text, i)
-                        if known is not None:
-                            it, i = known
+                        end = same.run(text, i, spans)
+                        if end >= 0:
+                            i = end
                         else:
+                            starts(i)
                             raw, i = scan(text, i)
                             it = take(raw)
                             same.resync(it)
-                        ends(i)
-                        placed.append(it)
+                            ends(i)
+                            placed.append(it)
                         mark = after(text, i)
                         if mark is None:
                             return None
@@ -1620,10 +1661,25 @@ def check_references(
     defined: Mapping[str, object] | set[str],
     known: Callable[[str], bool],
     file: str,
+    checked: Mapping[str, Item] | None = None,
 ) -> None:
-    """References from window files must name an item of either window or the store."""
+    """References from window files must name an item of either window or the store.
+
+    An item that is the very item ``checked`` holds under its id was checked already
+    (with the same ``defined`` and ``known``): it is skipped, as is an item that cites
+    nothing.
+    """
     lines: dict[str, int] | None = None
     for it in items:
+        lists = (it.rationale, it.witnesses, it.derived_from, it.covers)
+        if not any(lists) and it.call is None:
+            continue  # cites nothing (most items): no tuple of citations made
+        if checked is not None and checked.get(it.id) is it:
+            continue
+        if (it.call is None or it.call in defined) and all(
+            ref in defined for refs in lists for ref in refs
+        ):
+            continue  # every citation names an item of the windows: none asked of the store
         for rel, ref in it.citations:
             if ref not in defined and not known(ref):
                 if lines is None:

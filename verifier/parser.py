@@ -48,6 +48,12 @@ _LEXES = re.compile(rf"(?:[{_WS}]*+(?:<->|->|[()!&|]|{_NAME}+))*+[{_WS}]*+")
 quantifier possessive: a name is read whole, so a failing match never backtracks)."""
 _BARE = re.compile(rf"(!?)({_NAME})")
 """A formula that is one name, or one name negated (no white space)."""
+_FLAT = re.compile(
+    rf"[{_WS}]*+!?{_NAME}+(?:[{_WS}]*+(?:&|\||<->|->)[{_WS}]*+!?{_NAME}+)++[{_WS}]*+"
+)
+"""Literals (names, or names negated with no space) joined by binary operators, no
+parentheses: most formulas items carry."""
+_FLAT_TOKEN = re.compile(rf"(!?)({_NAME})|(&|\||<->|->)")
 _KEYWORD_OPS = {"and": "&", "or": "|", "not": "!"}
 _CONSTANTS = {"true", "false"}
 _BINARY = {"&": (4, True), "|": (3, True), "->": (2, False), "<->": (1, True)}
@@ -102,6 +108,10 @@ def _fast_parse(text: str) -> Formula | None:
         negated, name = bare.groups()
         if name not in _KEYWORD_OPS and name not in _CONSTANTS:
             return Not(Atom(name), 2) if negated else Atom(name)
+    if _FLAT.fullmatch(text) is not None:
+        flat = _flat_parse(text)
+        if flat is not None:
+            return flat
     tokens = _tokens(text)
     if not tokens:
         return None
@@ -148,6 +158,33 @@ def _fast_parse(text: str) -> Formula | None:
         if op == "(" or not _apply(op, operands):
             return None
     return operands[0] if len(operands) == 1 else None
+
+
+def _flat_parse(text: str) -> Formula | None:
+    """The AST of literals joined by one operator (``a & !b & c``, ``a -> b``), built
+    as the operator-precedence parse builds it; None for anything else (a keyword or a
+    constant among the names, operators of two kinds, an implication chained)."""
+    operands: list[Formula] = []
+    op = None
+    for negated, name, binary in _FLAT_TOKEN.findall(text):
+        if binary:
+            if op is None:
+                op = binary
+            elif binary != op or op in ("->", "<->"):
+                return None  # precedence or associativity decide: the full parse
+            continue
+        if name in _KEYWORD_OPS or name in _CONSTANTS:
+            return None
+        operands.append(Not(Atom(name), 2) if negated else Atom(name))
+    if op is None or len(operands) < 2:
+        return None
+    depth = max(a.depth for a in operands) + 1
+    if op == "&":
+        return And(tuple(operands), depth)
+    if op == "|":
+        return Or(tuple(operands), depth)
+    left, right = operands
+    return Implies(left, right, depth) if op == "->" else Iff(left, right, depth)
 
 
 @lru_cache(maxsize=65_536)

@@ -333,6 +333,9 @@ class SqliteStore(Store):
                 raise self._error(exc, writing=not readonly) from exc
             raise
         self._db = db
+        self._verified: dict[str, Lookup] = {}
+        """Read-only: each entry verified once (nothing in this process writes the file,
+        and reading commands expect no other process to write it while they run)."""
 
     def _error(self, exc: BaseException, *, writing: bool = False) -> StoreError:
         return StoreError(f"{self.path}: {_what_is_wrong(exc, writing=writing)}")
@@ -418,6 +421,16 @@ class SqliteStore(Store):
         except _READ_ERRORS as exc:
             raise self._error(exc) from exc
 
+    def lookup(self, ref: str) -> Lookup:
+        if not self.readonly:
+            return super().lookup(ref)
+        hit = self._verified.get(ref)
+        if hit is None:
+            hit = super().lookup(ref)
+            if hit.problem != "missing":
+                self._verified[ref] = hit
+        return hit
+
     def _body(self, ref: str) -> bytes | None:
         rows = self._rows("SELECT body FROM entries WHERE ref = ?", (ref,))
         if not rows:
@@ -500,6 +513,8 @@ class LayeredStore(Store):
     def lookup(self, ref: str) -> Lookup:
         if ref in self.top._bodies:
             return self.top.lookup(ref)
+        if self.base is not None and isinstance(ref, str):
+            return self.base.lookup(ref)  # what the base verified once, it answers from there
         return super().lookup(ref)
 
     def _body(self, ref: str) -> bytes | None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import MISSING, dataclass, field, fields
 from functools import lru_cache
@@ -96,10 +97,58 @@ UNREAD_FIELDS = frozenset({"text", "score", "tokens"})
 def _key_of_raw(raw: str) -> str:
     """The key of the item whose canonical JSON is raw (computed when first asked: only
     items whose raw differs between two versions ever need it)."""
+    cut = _key_unparsed(raw)
+    return cut if cut is not None else _key_parsed(raw)
+
+
+def _key_parsed(raw: str) -> str:
+    """:func:`_key_of_raw` the long way: parse raw, drop the unread fields, write it anew."""
     obj = json.loads(raw)
     if not UNREAD_FIELDS.intersection(obj):
         return raw
     return canonical_json({k: v for k, v in obj.items() if k not in UNREAD_FIELDS})
+
+
+_UNREAD_MEMBERS = tuple(f'"{name}":' for name in sorted(UNREAD_FIELDS))
+_SCALAR_END = re.compile(
+    r"(?:null|true|false|-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?)(?=[,}])"
+).match
+"""A JSON scalar other than a string, followed by what ends an object's member."""
+_scan_string: Callable[[str, int], tuple[str, int]] = vars(json.decoder)["scanstring"]
+
+
+def _key_unparsed(raw: str) -> str | None:
+    """:func:`_key_parsed` without parsing, for an object with no object inside it (every
+    valid item's): its unread members cut out of the text. None where that is not plain.
+
+    In canonical JSON with no object nested, ``"text":`` right after a comma can only be
+    a member of the outer object (a quote inside a string is escaped, and a string's
+    closing quote is never followed by a letter); removing whole members from canonical
+    JSON leaves the canonical JSON of the rest, the order of the keys kept.
+    """
+    if raw.find("{", 1) >= 0:
+        return None  # an object inside (or a brace in a string): parse it
+    for member in _UNREAD_MEMBERS:
+        at = raw.find(member)
+        if at < 0:
+            continue
+        if raw[at - 1] != "," or raw.find(member, at + 1) >= 0:
+            return None
+        value = at + len(member)
+        if raw[value : value + 1] == '"':
+            try:
+                end = _scan_string(raw, value + 1)[1]
+            except ValueError:
+                return None
+            if raw[end : end + 1] not in (",", "}"):
+                return None
+        else:
+            scalar = _SCALAR_END(raw, value)
+            if scalar is None:
+                return None
+            end = scalar.end()
+        raw = raw[: at - 1] + raw[end:]
+    return raw
 
 
 @lru_cache(maxsize=1 << 16)

@@ -89,3 +89,37 @@ def test_deep_nesting_fails_the_same() -> None:
         parse_formula(deep)
     fine = "!" * (MAX_DEPTH - 1) + "a"
     assert parse_formula(fine) == parse_with_grammar(fine)
+
+
+@st.composite
+def flat_formulas(draw: st.DrawFn) -> str:
+    """Literals joined by binary operators, no parentheses: what the flat shortcut reads
+    (one operator throughout) and what it must leave to the full parse (mixed ones,
+    chained implications, keywords and constants among the names)."""
+    names = ["a", "b.c", "x_1:y@z/w", "and", "or", "not", "true", "false", "andy"]
+    sp = st.sampled_from(["", " ", "  ", "\t", "\n"])
+    ops = draw(st.lists(st.sampled_from(["&", "|", "->", "<->"]), min_size=1, max_size=4))
+    if draw(st.booleans()):
+        ops = [ops[0]] * len(ops)
+    out = [draw(sp)]
+    for i in range(len(ops) + 1):
+        out.append(draw(st.sampled_from(["", "!"])) + draw(st.sampled_from(names)))
+        if i < len(ops):
+            out += [draw(sp), ops[i], draw(sp)]
+    out.append(draw(sp))
+    return "".join(out)
+
+
+@settings(max_examples=600, deadline=None)
+@given(flat_formulas())
+def test_flat_formulas_parse_the_same(text: str) -> None:
+    _agree(text)
+
+
+def test_the_flat_shortcut_is_taken_where_it_reads_alike() -> None:
+    from verifier import parser
+
+    for text in ["a & !b & c", "a|b", "!a -> b", "a <-> !b"]:
+        assert parser._flat_parse(text) == parse_with_grammar(text)
+    for text in ["a -> b -> c", "a & b | c", "a & true", "a and b", "a"]:
+        assert parser._flat_parse(text) is None

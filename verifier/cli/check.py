@@ -24,7 +24,6 @@ from verifier.cli.common import EPILOG, Out, budget_options, format_option, mode
 from verifier.cli.inputs import load_window, open_store
 from verifier.errors import InputError
 from verifier.findings import Finding
-from verifier.fsutil import stage
 from verifier.io import check_background, check_references, forget_reads, window_to_json
 from verifier.store import SqliteStore
 from verifier.window import Item
@@ -76,9 +75,12 @@ def check(
     def known(item_id: str) -> bool:
         return store is not None and store.has_id(item_id)
 
-    defined = set(w_before.by_id()) | set(w_after.by_id())
+    before_by_id = w_before.by_id()
+    defined = set(before_by_id)
+    defined.update(it.id for it in w_after.items)
     check_references(w_before.items, defined, known, before)
-    check_references(w_after.items, defined, known, after)
+    # an item read as the very item of the window before was checked there, alike
+    check_references(w_after.items, defined, known, after, checked=before_by_id)
     for cid in claimed:
         if cid not in defined and not known(cid):
             raise InputError(
@@ -151,6 +153,8 @@ def _first_lines(text: str, needles: set[str]) -> dict[str, int]:
         pos = text.find(needle)
         if pos >= 0:
             first[needle] = pos
+    if not first:
+        return {}  # nothing found: no line to count
     breaks = [m.start() for m in re.finditer("\n", text)]
     return {needle: bisect.bisect_left(breaks, pos) + 1 for needle, pos in first.items()}
 
@@ -194,6 +198,8 @@ def _write_repair(
     touched, so a missing folder or a full disk fails before any spill is
     committed; it is put in place once the spill is committed.
     """
+    from verifier.fsutil import stage  # only --repair writes a file
+
     repair = result.repair
     items = after_items if repair is None else repair.window
     payload = window_to_json(items, background)

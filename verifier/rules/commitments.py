@@ -125,6 +125,8 @@ def _cf001_to_003(ctx: RewriteContext, merges: _Merges) -> None:
     after = ctx.after.by_id
     # a stub stands for the item the store holds: that is the version to compare
     for entry, old in ctx.before.resolved():
+        if after.get(entry.id) is entry:
+            continue  # the very entry kept: it resolves alike in both, nothing to compare
         if old is None or not bound(ctx, old, ctx.before):
             continue
         if entry.id not in after and entry.kind == "stub":

@@ -67,16 +67,17 @@ def _surviving_ids(ctx: RewriteContext, view: WindowView, item: Item) -> list[st
 
 def _wr001_002(ctx: RewriteContext, changed_ids: set[str]) -> None:
     touched = ctx.touched()
+    after = ctx.after
     for it, old in ctx.before.resolved():
         if old is None or old.kind not in ("commitment", "claim"):
             continue
-        new = ctx.after.resolve(it.id)
+        new = after.resolve(it.id)
         if new is None or new.kind not in ("commitment", "claim"):
             continue
         if (
             old.id not in touched
             and (new is old or old.same_version(new))
-            and not any(w in touched for w in old.witnesses)
+            and touched.isdisjoint(old.witnesses)
         ):
             continue  # nothing its support depends on changed in this rewrite
         heavy = (

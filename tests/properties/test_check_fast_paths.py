@@ -1,0 +1,233 @@
+"""``ctxproof check``'s fast paths print what the slow ones print, byte for byte.
+
+A whole check of one rewrite takes these shortcuts: a read-only SQLite store
+verifies each entry once, the references of an item of the window after that
+is the very item of the window before are not checked twice (nor those of an
+item that cites nothing), and CF001-CF003 pass over an entry the window after
+kept as it is; the window after takes runs of items written as before at once, and
+an item's key is cut out of its canonical JSON. The slow path reads every entry anew,
+reads the window after item by item, parses every key and writes it anew, checks every
+citation of both windows (every citation of every item is compared with a plain loop over
+them in a property of its own), and gives the rules the window after as fresh copies of its
+items (no item of it is one of the window before). Both run the command on the
+same generated rewrites, with the spills of each in a SQLite store, and must
+print the same output with the same exit code.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import json
+import tempfile
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, note, settings
+from hypothesis import strategies as st
+
+import verifier.cli.check as cli_check
+import verifier.io as reader
+import verifier.window as window_module
+from verifier.check import check_rewrite
+from verifier.cli import main
+from verifier.errors import InputError
+from verifier.io import check_references, item_from_json
+from verifier.store import SqliteStore, Store
+from verifier.strategies import item_dicts, rewrite_of, windows
+from verifier.window import Item, Window
+
+Obj = dict[str, Any]
+
+
+def _all_references(
+    items: Iterable[Item],
+    defined: Mapping[str, object] | set[str],
+    known: Callable[[str], bool],
+    file: str,
+    checked: Mapping[str, Item] | None = None,
+) -> None:
+    """The reference: every citation of every item, whatever was checked before."""
+    for it in items:
+        for rel, ref in it.citations:
+            if ref not in defined and not known(ref):
+                raise InputError(
+                    f"cites {rel} {ref!r}, which neither window defines"
+                    " and the store does not hold",
+                    file=file,
+                    line=1,
+                    item=it.id,
+                )
+
+
+@contextmanager
+def slow_paths(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Every store entry read anew, every citation checked, no item shared by the windows."""
+    fast_check = check_rewrite
+    fast_references = check_references
+
+    def every_reference(
+        items: Iterable[Item],
+        defined: Mapping[str, object] | set[str],
+        known: Callable[[str], bool],
+        file: str,
+        checked: Mapping[str, Item] | None = None,
+    ) -> None:
+        fast_references(items, defined, known, file)  # no item skipped as checked
+
+    def fresh_after(before: Window, after: Window, **kw: Any) -> Any:
+        copies = Window(tuple(dataclasses.replace(it) for it in after.items), after.background)
+        assert all(a is not b for a, b in zip(copies.items, after.items, strict=True))
+        return fast_check(before, copies, **kw)
+
+    with monkeypatch.context() as m:
+        m.setattr(SqliteStore, "lookup", Store.lookup)
+        m.setattr(cli_check, "check_references", every_reference)
+        m.setattr(cli_check, "check_rewrite", fresh_after)
+        # the window after read item by item, and every key parsed and written anew
+        m.setattr(reader._SameText, "run", lambda self, text, i, spans: -1)
+        m.setattr(window_module, "_key_unparsed", lambda raw: None)
+        window_module._key_of_raw.cache_clear()
+        try:
+            yield
+        finally:
+            window_module._key_of_raw.cache_clear()
+
+
+def _run(folder: Path) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    argv = [
+        "check", str(folder / "before.json"), str(folder / "after.json"),
+        "--store", str(folder / "store.sqlite"), "--format", "json",
+    ]  # fmt: skip
+    code = main(argv, stdout=out, stderr=err)
+    return code, out.getvalue(), err.getvalue()
+
+
+def _window_text(items: list[Obj]) -> str:
+    return json.dumps({"format": "ctxproof-window/1", "items": items}, indent=1)
+
+
+SETTINGS = settings(
+    max_examples=200,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+
+
+@SETTINGS
+@given(windows(max_size=10), st.data())
+def test_check_prints_what_the_slow_paths_print(
+    monkeypatch: pytest.MonkeyPatch, before: list[Obj], data: st.DataObject
+) -> None:
+    spill, after = data.draw(rewrite_of(before))
+    note(json.dumps({"before": before, "spill": spill, "after": after}))
+    with tempfile.TemporaryDirectory() as where:
+        folder = Path(where)
+        (folder / "before.json").write_text(_window_text(before), "utf-8")
+        (folder / "after.json").write_text(_window_text(after), "utf-8")
+        store = SqliteStore(folder / "store.sqlite")
+        store.spill(spill)
+        store.close()
+        fast = _run(folder)
+        with slow_paths(monkeypatch):
+            slow = _run(folder)
+    assert fast == slow
+
+
+def test_the_shortcuts_are_taken_and_a_shared_item_is_checked_once(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A case the property must not pass vacuously: the windows share their kept items,
+    the store answers a repeated read from what it verified, and the output is a
+    refusal with the same findings both ways."""
+    before: list[Obj] = [
+        {"id": "o1", "kind": "observation", "shows": "t.ok", "modality": "verified"},
+        {"id": "c1", "kind": "commitment", "type": "decision", "formula": "a"},
+        {"id": "k1", "kind": "claim", "formula": "t.ok", "witnesses": ["o1"],
+         "modality": "verified", "load_bearing": True},
+        {"id": "c2", "kind": "commitment", "type": "invariant", "formula": "b",
+         "rationale": ["k1"]},
+    ]  # fmt: skip
+    stub = {"id": "c1", "kind": "stub", "ref": _ref(before[1])}
+    after = [before[0], stub, before[2], dict(before[3], formula="b & z")]
+    (tmp_path / "before.json").write_text(_window_text(before), "utf-8")
+    (tmp_path / "after.json").write_text(_window_text(after), "utf-8")
+    store = SqliteStore(tmp_path / "store.sqlite")
+    store.spill([before[1]])
+    store.close()
+
+    seen: list[list[str]] = []
+
+    def spy(items: Iterable[Item], *args: Any, **kw: Any) -> None:
+        items = list(items)
+        seen.append([it.id for it in items if kw.get("checked", {}).get(it.id) is not it])
+        check_references(items, *args, **kw)
+
+    reads: list[str] = []
+    body = SqliteStore._body
+
+    def counted(self: SqliteStore, ref: str) -> bytes | None:
+        reads.append(ref)
+        return body(self, ref)
+
+    with monkeypatch.context() as m:
+        m.setattr(cli_check, "check_references", spy)
+        m.setattr(SqliteStore, "_body", counted)
+        fast = _run(tmp_path)
+    # the window after is checked for its new and changed items only
+    assert seen == [["o1", "c1", "k1", "c2"], ["c1", "c2"]]
+    assert len(reads) == len(set(reads)) >= 1  # each entry read once
+    with slow_paths(monkeypatch):
+        slow = _run(tmp_path)
+    assert fast == slow
+    assert fast[0] == 1
+    codes = [f["code"] for f in json.loads(fast[1])["findings"]]
+    assert "CF002" in codes
+
+
+def _ref(obj: Obj) -> str:
+    return item_from_json(obj).ref
+
+
+@settings(max_examples=200, deadline=None)
+@given(windows(max_size=8), st.data())
+def test_check_references_agrees_with_every_citation_checked(
+    window: list[Obj], data: st.DataObject
+) -> None:
+    """Skipping items that cite nothing, and items checked already, changes no answer."""
+    items = [item_from_json(obj) for obj in window]
+    extra = data.draw(item_dicts("late", window))
+    items.append(item_from_json(extra))
+    ids = [it.id for it in items]
+    defined = set(data.draw(st.lists(st.sampled_from(ids), unique=True))) if ids else set()
+    stored = set(data.draw(st.lists(st.sampled_from(ids), unique=True))) if ids else set()
+    checked_ids = data.draw(st.lists(st.sampled_from(ids), unique=True)) if ids else []
+    by_id = {it.id: it for it in items}
+    # an item checked already: the very item, under the same defined and known
+    checked = {i: by_id[i] for i in checked_ids}
+
+    def outcome(run: Callable[[], None]) -> str | None:
+        try:
+            run()
+        except InputError as exc:
+            assert exc.line is not None  # located in the file, as the command shows it
+            return exc.item
+        return None
+
+    def known(i: str) -> bool:
+        return i in stored
+
+    with tempfile.TemporaryDirectory() as where:
+        path = str(Path(where) / "w.json")
+        Path(path).write_text(_window_text([*window, extra]), "utf-8")
+        ref = outcome(lambda: _all_references(items, defined, known, path))
+        fast = outcome(lambda: check_references(items, defined, known, path))
+        assert fast == ref
+        rest = [it for it in items if it.id not in checked]
+        ref_rest = outcome(lambda: _all_references(rest, defined, known, path))
+        skipped = outcome(lambda: check_references(items, defined, known, path, checked=checked))
+        assert skipped == ref_rest
