@@ -19,7 +19,6 @@ from typing import Any
 
 from verifier.errors import InputError, InternalError, OutputError
 from verifier.formula import And, Atom, Const, Formula, Iff, Implies, Not, Or, render
-from verifier.fsutil import atomic_write
 
 __all__ = ["ENV", "answer", "disagreement", "enabled"]
 
@@ -99,6 +98,8 @@ def disagreement(formulas: Sequence[Formula], z3_says: str, cvc5_says: str) -> I
     text = "\n".join(render(f) for f in formulas) + "\n"
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
     import tempfile  # only here: a disagreement is rare, and tempfile costs every start
+
+    from verifier.fsutil import atomic_write  # (it imports tempfile too)
 
     path = Path(tempfile.gettempdir()) / f"ctxproof-disagreement-{digest}.txt"
     try:
