@@ -100,6 +100,9 @@ def test_what_a_policy_argument_is_is_told_from_its_first_bytes(tmp_path: Path) 
     os.mkfifo(fifo)
     code, _, err = run("fuzz", str(fifo))
     assert code == 2 and "names no function" in err
+    for folder in (tmp_path, Path("/")):  # a folder is no policy either, and no crash
+        with pytest.raises(InputError, match="names no function"):
+            load_policy(str(folder))
 
 
 @pytest.mark.parametrize(

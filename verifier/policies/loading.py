@@ -276,11 +276,14 @@ def _head(path: str) -> bytes | None:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
     except (OSError, ValueError):
         return None
-    with os.fdopen(fd, "rb") as fh:
-        try:
-            return fh.read(SNIFF_BYTES) if stat.S_ISREG(os.fstat(fd).st_mode) else None
-        except OSError:
-            return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None  # a folder, a FIFO, a device: fdopen itself refuses a folder
+        return os.read(fd, SNIFF_BYTES)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 def _check_requirements(function: Any, name: str, where: str) -> None:
