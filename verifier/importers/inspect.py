@@ -104,15 +104,25 @@ def _samples(src: Source) -> list[Any]:
 def _zip_samples(src: Source) -> list[Any]:
     try:
         archive = zipfile.ZipFile(io.BytesIO(src.data))
-    except zipfile.BadZipFile as exc:
+    except (zipfile.BadZipFile, NotImplementedError, ValueError, OSError, EOFError) as exc:
         raise InputError(f"not a readable .eval archive: {exc}", file=src.name) from None
     names = sorted(
         n for n in archive.namelist() if n.startswith("samples/") and n.endswith(".json")
     )
     out = []
     for name in names:
-        text = _member(archive, archive.getinfo(name), src.name).decode("utf-8", "replace")
-        out.append(_loads(text, _Ctx(f"{src.name}:{name}", 1)))
+        info = archive.getinfo(name)
+        try:
+            data = _member(archive, info, src.name)
+        except InputError:
+            raise
+        except Exception as exc:  # a damaged member: zlib, zstd and zipfile raise their own
+            raise InputError(
+                f"{name} cannot be unpacked: {type(exc).__name__}: {exc}",
+                file=src.name,
+                fix="give an undamaged .eval archive",
+            ) from None
+        out.append(_loads(data.decode("utf-8", "replace"), _Ctx(f"{src.name}:{name}", 1)))
     return out
 
 
