@@ -42,19 +42,24 @@ demo: $(PKG_STAMP)
 # The tiers, their times on a 2-core machine, and who runs them (CI runs every one).
 define TIERS
 The test tiers (times on 2 cores; CI runs all four):
-  make test             ruff, mypy --strict, the fast tier: about 4 min
+  make test             ruff, mypy --strict, the fast tier: about 3.5 min
   make test-ray         the Ray extra's tests on a local cluster (installs Ray): about 1.5 min
   make test-slow        the long tier (fuzzers and safe policies at length): about 30 min
   make test-frameworks  the framework extras' policies, in .venv-frameworks: about 2.5 min
 endef
 export TIERS
 
+# make test runs the tests in this many processes (pytest-xdist): the time above is with 2 on
+# 2 cores; TEST_JOBS=0 runs them in this process, one by one. The long tier runs in one: a
+# few long fuzzers bound its time, and two at once only made their time limits tight.
+TEST_JOBS ?= 2
+
 test: $(DEV_STAMP)
 	@echo "$$TIERS"
 	@echo "now: make test"
 	$(BIN)/ruff check verifier tests benchmarks models
 	$(BIN)/mypy
-	$(BIN)/pytest -q -rs -m "not slow and not ray"
+	$(BIN)/pytest -q -rs -n $(TEST_JOBS) -m "not slow and not ray"
 
 # The Ray tests: CTXPROOF_REQUIRE_RAY turns "Ray is not installed" from a skip into a failure,
 # so they never pass by skipping where they are meant to run.
