@@ -684,3 +684,74 @@ def test_an_append_too_long_for_one_line_goes_on_as_the_next(
     assert items(many) == items(one)
     report_one, report_many = audit_trace(one), audit_trace(many)
     assert [f.code for f in report_many.findings] == [f.code for f in report_one.findings]
+
+
+@pytest.mark.parametrize("fmt", ["claude-code", "auto"])
+def test_json_nested_past_the_parsers_stack_is_bad_input(tmp_path: Path, fmt: str) -> None:
+    """A record nested thousands deep is refused as too deep (exit 2), never an internal
+    error from telling the format (the bad-input fuzzer's long tier found it)."""
+    deep = "[" * 3000 + "]" * 3000
+    record = (
+        '{"type": "user", "uuid": "u1", "sessionId": "s", "message": {"role": "user",'
+        f' "content": [{{"type": "tool_result", "tool_use_id": "t1", "content": {deep}}}]}}}}'
+    )
+    path = tmp_path / "deep.jsonl"
+    path.write_text(record + "\n", "utf-8")
+    out, err = io.StringIO(), io.StringIO()
+    code = main(["import", fmt, str(path)], stdout=out, stderr=err)
+    assert code == 2 and out.getvalue() == ""
+    assert "internal error" not in err.getvalue() and str(path) in err.getvalue()
+
+
+def test_call_arguments_nested_past_the_parsers_stack_stay_text(tmp_path: Path) -> None:
+    deep = "[" * 3000 + "]" * 3000
+    messages = [
+        {"role": "user", "content": "go"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "f", "arguments": deep}}
+            ],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": "{" + deep},
+    ]
+    path = tmp_path / "deep.json"
+    path.write_text(json.dumps(messages), "utf-8")
+    out, err = io.StringIO(), io.StringIO()
+    code = main(["import", "openai", str(path)], stdout=out, stderr=err)
+    assert code == 0, err.getvalue()
+    assert deep in out.getvalue()  # the arguments kept as the text they were
+
+
+def _eval_archive(compression: int) -> bytearray:
+    import zipfile
+
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", compression=compression) as z:
+        sample = {"id": 1, "epoch": 1, "messages": [{"role": "user", "content": "x" * 400}]}
+        z.writestr("samples/1_epoch_1.json", json.dumps(sample))
+    return bytearray(buf.getvalue())
+
+
+def test_an_archive_zipfile_cannot_read_is_bad_input(tmp_path: Path) -> None:
+    """A version zipfile does not read, and a member whose compressed bytes are damaged:
+    exit 2 naming the file, never an internal error."""
+    import zipfile
+
+    newer = _eval_archive(zipfile.ZIP_STORED)
+    for sig in (b"PK\x01\x02", b"PK\x03\x04"):  # "version needed to extract": 6.4
+        newer[newer.find(sig) + (6 if sig == b"PK\x01\x02" else 4)] = 64
+    damaged = _eval_archive(zipfile.ZIP_DEFLATED)
+    start = damaged.find(b"PK\x03\x04") + 60
+    damaged[start : start + 20] = bytes(b ^ 0xFF for b in damaged[start : start + 20])
+    for name, data, said in (
+        ("newer.eval", newer, "not a readable .eval archive"),
+        ("damaged.eval", damaged, "cannot be unpacked"),
+    ):
+        path = tmp_path / name
+        path.write_bytes(bytes(data))
+        out, err = io.StringIO(), io.StringIO()
+        code = main(["import", "inspect", str(path)], stdout=out, stderr=err)
+        assert code == 2 and out.getvalue() == "", err.getvalue()
+        assert said in err.getvalue() and str(path) in err.getvalue()

@@ -142,7 +142,7 @@ def describe(src: Source) -> Shape:
     text = src.text
     try:
         value = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested past the parser's stack
         values = _jsonl_values(text)
         if values is None:
             return Shape(None, "neither JSON nor JSONL", "other")
@@ -177,7 +177,7 @@ def _jsonl_head(src: Source) -> str | None:
             continue
         try:
             json.loads(first)
-        except ValueError:
+        except (ValueError, RecursionError):
             return None
         jsonl = True
     if first is None:
@@ -193,7 +193,7 @@ def _jsonl_values(text: str) -> list[Any] | None:
             continue
         try:
             out.append(json.loads(line))
-        except ValueError:
+        except (ValueError, RecursionError):
             return out or None
     return out or None
 

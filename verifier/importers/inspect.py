@@ -107,7 +107,7 @@ def _samples(src: Source) -> list[Any]:
 def _zip_samples(src: Source) -> list[Any]:
     try:
         archive = zipfile.ZipFile(io.BytesIO(src.data))
-    except zipfile.BadZipFile as exc:
+    except (zipfile.BadZipFile, NotImplementedError, ValueError, OSError, EOFError) as exc:
         raise InputError(f"not a readable .eval archive: {exc}", file=src.name) from None
     names = sorted(
         n for n in archive.namelist() if n.startswith("samples/") and n.endswith(".json")

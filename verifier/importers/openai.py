@@ -199,7 +199,7 @@ def _arguments(raw: Any) -> Any:
     if isinstance(raw, str):
         try:
             return json.loads(raw)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested past the parser's stack
             return raw
     return raw
 
@@ -258,7 +258,7 @@ def _metadata_exit_code(content: str) -> int | None:
         return None
     try:
         value = json.loads(content)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     meta = value.get("metadata") if isinstance(value, dict) else None
     code = meta.get("exit_code") if isinstance(meta, dict) else None
