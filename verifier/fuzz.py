@@ -30,9 +30,11 @@ import itertools
 import json
 import math
 import os
+import pickle
 import sys
 import time
 import types
+import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -1258,9 +1260,29 @@ def explore_sessions(
 
 
 class _Found(Exception):
-    def __init__(self, result: SessionResult) -> None:
+    """A candidate showed the code (hypothesis keeps every failing example's exception,
+    and the frames of its traceback, until the search ends: it names the plan only)."""
+
+    def __init__(self, plan: Plan) -> None:
         super().__init__("found")
-        self.result = result
+        self.plan = plan
+
+
+class _Spent(BaseException):
+    """The candidates may end the policy's process no more: the search stops here (a
+    BaseException, which hypothesis does not take for a failure of the candidate)."""
+
+
+def _pack(result: SessionResult) -> bytes:
+    """A session that showed the code, as the shrinking keeps it until the search ends:
+    compressed, so that the candidates' windows (a policy may return thousands of items)
+    do not pile up in memory."""
+    return zlib.compress(pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL), 1)
+
+
+def _unpack(packed: bytes) -> SessionResult:
+    result: SessionResult = pickle.loads(zlib.decompress(packed))
+    return result
 
 
 def shrink_code(
@@ -1285,13 +1307,15 @@ def shrink_code(
     showing the code, so hypothesis settles on the smallest one it has. A policy
     in a process of its own stops the shrinking sooner: once ``SHRINK_FAULTS``
     candidates ran past the time limit or ended the process (each costs the
-    limit, or a new process).
+    limit, or a new process), the search ends at the next candidate it would
+    play, with the last one that showed the code.
     """
     started = time.perf_counter()
     calls = [0]
     played = [0]
     limit = shrink_calls or SHRINK_CALLS
-    failing: dict[Plan, SessionResult] = {}
+    failing: dict[Plan, bytes] = {}  # the sessions that showed the code, packed
+    last: list[Plan | None] = [None]
     strategy = session_plans(passes)
     faults_at_start = policy.faults if isinstance(policy, PolicyProcess) else 0
 
@@ -1300,6 +1324,14 @@ def shrink_code(
             return True
         return policy.faults - faults_at_start <= SHRINK_FAULTS
 
+    def play(plan: Plan) -> None:
+        played[0] += 1
+        res = run_session(
+            policy, plan, passes=passes, mode=mode, stop_on=code, require_fit=require_fit
+        )
+        if code in res.codes():
+            failing[plan] = _pack(res)
+
     @_settings(size)
     @seed(chunk_seed(seed_value, chunk))
     @given(strategy)
@@ -1307,18 +1339,15 @@ def shrink_code(
         calls[0] += 1
         if calls[0] <= at:
             return  # sessions before the first that showed it: known not to
-        hit = failing.get(plan)
         first = calls[0] == at + 1  # the session that showed it: always played again
-        budget = calls[0] <= at + 1 + limit and affordable()
-        if hit is None and (first or budget):
-            played[0] += 1
-            res = run_session(
-                policy, plan, passes=passes, mode=mode, stop_on=code, require_fit=require_fit
-            )
-            if code in res.codes():
-                hit = failing[plan] = res
-        if hit is not None:
-            raise _Found(hit)
+        if plan not in failing:
+            if not (first or affordable()):
+                raise _Spent
+            if first or calls[0] <= at + 1 + limit:
+                play(plan)
+        if plan in failing:
+            last[0] = plan
+            raise _Found(plan)
 
     def took() -> dict[str, Any]:
         return {
@@ -1330,12 +1359,18 @@ def shrink_code(
     try:
         with _own_draws_only():
             hunt()
+        settled = None
     except _Found as found:
-        found.result.shrink = took()
-        return found.result
-    # the session that showed it did not show it again: the policy's output depends on more
-    # than its input (the clock, the environment); there is nothing to shrink
-    return SessionResult([], [], shrink=took())
+        settled = found.plan
+    except _Spent:
+        settled = last[0]
+    if settled is None:
+        # the session that showed it did not show it again: the policy's output depends on
+        # more than its input (the clock, the environment); there is nothing to shrink
+        return SessionResult([], [], shrink=took())
+    result = _unpack(failing[settled])
+    result.shrink = took()
+    return result
 
 
 def _first_finding(result: SessionResult, code: str) -> Finding:

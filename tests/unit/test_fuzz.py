@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import tracemalloc
 from pathlib import Path
 from typing import Any
 
@@ -439,6 +440,36 @@ def test_the_scorecard_says_what_shrinking_took(tmp_path: Path) -> None:
         replay = audit_trace(parse_trace_text(Path(cex.path).read_bytes(), cex.path))
         found = {(f.code, f.pass_, f.items) for f in replay.findings}
         assert (cex.code, cex.pass_, cex.items) in found
+
+
+def _swells(window: list[dict[str, Any]], budget: int) -> list[dict[str, Any]]:
+    return [{"id": f"x{i}", "kind": "prose", "tokens": 1} for i in range(1000)]
+
+
+def test_shrinking_holds_no_more_memory_the_more_candidates_it_plays(tmp_path: Path) -> None:
+    """Found by the long tier: every candidate that showed the rule stayed in memory until
+    the search ended (hypothesis keeps each failing example's exception, which held the
+    session), so a policy returning thousands of items took the harness past 256 MB."""
+
+    def peak(calls: int) -> float:
+        tracemalloc.start()
+        try:
+            report = fuzz(
+                _swells,
+                sessions=2,
+                passes=1,
+                out_dir=tmp_path / str(calls),
+                policy_timeout=None,
+                shrink_calls=calls,
+            )
+            assert report.shrinking["plays"] >= calls - 1
+            return tracemalloc.get_traced_memory()[1] / 2**20
+        finally:
+            tracemalloc.stop()
+
+    peak(2)  # what a run loads once
+    few, many = peak(5), peak(30)
+    assert many < few + 2.5, (few, many)
 
 
 def test_the_agent_sees_through_a_stub_only_to_the_item_of_its_own_id() -> None:

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from verifier.cli import main
-from verifier.fuzz import fuzz
+from verifier.fuzz import SHRINK_FAULTS, Plan, fuzz
 from verifier.io import item_from_json
 from verifier.policies import load_policy, run_policy
 from verifier.policies.isolated import PolicyProcess, ended_how
@@ -59,6 +59,12 @@ HOSTILE = textwrap.dedent(
 
     def exits_three(window, budget):
         os._exit(3)
+
+
+    def exits_on_big(window, budget):
+        if len(window) > 6:
+            os._exit(0)
+        return window
 
 
     def killed(window, budget):
@@ -538,3 +544,36 @@ def test_a_store_reading_policy_fuzzes_alike_isolated_and_in_process(tmp_path: P
         assert getattr(apart, field) == getattr(here, field), field
     # the store made a difference: without it the same policy saves other tokens
     assert reports["blind", None].tokens_after != here.tokens_after
+
+
+# ------------------------------------------------------------ shrinking past the faults
+
+
+def test_shrinking_ends_once_its_candidates_have_ended_the_process_enough(
+    hostile: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found by the long tier: once SHRINK_FAULTS candidates had ended the policy's process,
+    hypothesis went on through about a thousand more it could no longer play (18 s of a
+    case's time under tracemalloc). The search ends at the next candidate it would play,
+    with the last session that showed the rule."""
+    import verifier.fuzz as fuzz_module
+
+    drawn = [0]
+    plans = fuzz_module.session_plans
+
+    def counted(plan: Plan) -> Plan:
+        drawn[0] += 1
+        return plan
+
+    monkeypatch.setattr(
+        fuzz_module, "session_plans", lambda *a, **k: plans(*a, **k).map(counted)
+    )
+    report = fuzz(
+        f"{hostile}:exits_on_big", sessions=6, passes=3, out_dir=tmp_path / "o", policy_timeout=5
+    )
+    shrunk = report.shrinking["by_rule"]["PL001"]
+    assert shrunk["bounded"] and shrunk["plays"] == SHRINK_FAULTS + 1
+    assert drawn[0] < 40, drawn[0]  # the sessions explored, replayed and shrunk
+    (cex,) = report.counterexamples
+    assert cex.code == "PL001" and cex.message.endswith("ended its process: exit code 0")
+    assert Path(cex.path).is_file()
