@@ -12,12 +12,17 @@ window.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
+import re
+import signal
 import sys
 import textwrap
 import time
+import tracemalloc
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -26,8 +31,9 @@ from verifier.cli import main
 from verifier.fuzz import SHRINK_FAULTS, Plan, fuzz
 from verifier.io import item_from_json
 from verifier.policies import load_policy, run_policy
-from verifier.policies.isolated import PolicyProcess, ended_how
+from verifier.policies.isolated import REPLY_SLACK, PolicyProcess, ended_how, reply_bound
 from verifier.policies.replay import replay_policy, window_at_end
+from verifier.window import Item
 
 pytest_plugins = ["pytester"]
 
@@ -544,6 +550,179 @@ def test_a_store_reading_policy_fuzzes_alike_isolated_and_in_process(tmp_path: P
         assert getattr(apart, field) == getattr(here, field), field
     # the store made a difference: without it the same policy saves other tokens
     assert reports["blind", None].tokens_after != here.tokens_after
+
+
+# ------------------------------------------------------------ what the harness reads of a reply
+
+BULKY = textwrap.dedent(
+    """
+    import os
+    import sys
+    import time
+
+
+    def swells(window, budget):
+        return [{"id": f"x{i}", "kind": "prose", "tokens": 1} for i in range(20000)]
+
+
+    def floods(window, budget):
+        return [{"id": "big", "kind": "prose", "text": "z" * 40_000_000}]
+
+
+    def restores(window, budget, *, store):
+        return [*window, *store.values()]
+
+
+    def closes_and_sleeps(window, budget):
+        os.closerange(3, 256)
+        time.sleep(30)
+        return window
+
+
+    def closes_and_returns(window, budget):
+        os.closerange(3, 256)
+        return window
+
+
+    def stalls(window, budget):
+        # the start of a message on the harness's pipe, and never the rest of it
+        os.write(int(sys.argv[2]), (100).to_bytes(8, "big") + (100).to_bytes(4, "big") + b"x" * 6)
+        time.sleep(30)
+        return window
+    """
+)
+
+
+@pytest.fixture
+def bulky(tmp_path: Path) -> Path:
+    path = tmp_path / "bulky.py"
+    path.write_text(BULKY, "utf-8")
+    return path
+
+
+@contextlib.contextmanager
+def within(seconds: float) -> Iterator[None]:
+    """Fail the test, rather than hang it, past ``seconds``."""
+
+    def expire(signum: int, frame: object) -> None:
+        raise AssertionError(f"still waiting after {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def small_window(n: int = 4) -> list[Item]:
+    return [item_from_json({"id": f"p{i}", "kind": "prose", "tokens": 3}) for i in range(n)]
+
+
+def test_a_reply_over_its_bound_is_pl001_naming_the_bound(bulky: Path) -> None:
+    """Found by the long tier's hostile policies: 20,000 items returned for a window of a
+    few made every candidate of the shrinking audit them, past the case's time limit."""
+    items = small_window()
+    given = len("\n".join(it.raw for it in items).encode())
+    with PolicyProcess(f"{bulky}:swells", timeout=10) as proc:
+        res = proc.run_twice(items, 5)
+        assert res.code == "PL001" and proc.faults == 1
+        assert f"over the bound of {reply_bound(given)}" in (res.message or "")
+        assert "its process was stopped" in (res.message or "")
+        assert proc._proc is None  # stopped: its pipe holds the rest of the reply
+
+
+def test_a_reply_over_its_bound_is_not_read(bulky: Path) -> None:
+    """Only the reply's length is read: a policy that returns 40 MB costs the harness
+    nothing like 40 MB."""
+    with PolicyProcess(f"{bulky}:floods", timeout=30) as proc:
+        proc.start()
+        tracemalloc.start()
+        try:
+            res = proc.run_twice(small_window(), 5)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+    assert res.code == "PL001" and re.search(r"reply of 400\d{5} bytes", res.message or "")
+    assert peak < 4_000_000, peak
+
+
+def test_the_bound_counts_the_store_the_worker_holds(bulky: Path) -> None:
+    """A policy may return what it was given in the store (restore it): the bound grows
+    with the store, so restoring a store larger than the slack is no finding."""
+    from verifier.io import ref_of
+
+    entries = [{"id": f"s{i}", "kind": "prose", "text": "y" * 300} for i in range(1000)]
+    store = {ref_of(e): e for e in entries}
+    assert len(json.dumps(entries)) > REPLY_SLACK
+    with PolicyProcess(f"{bulky}:restores", timeout=10) as proc:
+        res = proc.run_twice(small_window(), 5, store=store)
+    assert res.ok, res.message
+    assert len(res.window) == 1004
+
+
+def test_a_pipe_closed_under_a_running_worker_is_pl001_at_once(bulky: Path) -> None:
+    """A policy that closes the worker's pipes and carries on: PL001 saying so, within a
+    moment of the pipe closing (the worker is stopped), not the limit or a guess at how
+    the process ended."""
+    started = time.perf_counter()
+    with PolicyProcess(f"{bulky}:closes_and_sleeps", timeout=10) as proc, within(8):
+        res = proc.run_twice(small_window(), 5)
+    assert res.code == "PL001"
+    assert res.message == (
+        f"policy '{bulky}:closes_and_sleeps' closed its process's pipe to the harness;"
+        " its process was stopped"
+    )
+    assert time.perf_counter() - started < 5
+
+
+def test_a_worker_whose_pipe_is_closed_ends_without_a_traceback(
+    bulky: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    with PolicyProcess(f"{bulky}:closes_and_returns", timeout=10) as proc:
+        res = proc.run_twice(small_window(), 5)
+    assert res.code == "PL001"
+    assert (res.message or "").endswith("ended its process: exit code 1")
+    assert "Traceback" not in capfd.readouterr().err
+
+
+def test_a_reply_must_arrive_whole_within_the_limit(bulky: Path) -> None:
+    """A worker that sends the start of a message and stops is PL003 at the limit: the
+    harness never waits on the rest of a message."""
+    with PolicyProcess(f"{bulky}:stalls", timeout=1) as proc, within(15):
+        res = proc.run_twice(small_window(), 5)
+    assert res.code == "PL003", res.message
+
+
+@pytest.mark.parametrize(
+    ("at_import", "said"),
+    [
+        (
+            "os.closerange(3, 256)\ntime.sleep(30)",
+            "closed its process's pipe to the harness while loading",
+        ),
+        (
+            "os.write(int(sys.argv[2]), (5).to_bytes(8, 'big') + b'hello')",
+            "its process sent, while loading, what the harness cannot read (JSONDecodeError",
+        ),
+        (
+            "os.write(int(sys.argv[2]), (10**9).to_bytes(8, 'big'))",
+            "cannot read (a message of 1000000000 bytes)",
+        ),
+    ],
+)
+def test_a_module_that_meddles_with_the_pipe_at_import_is_bad_input(
+    tmp_path: Path, at_import: str, said: str
+) -> None:
+    policy = tmp_path / "meddles.py"
+    policy.write_text(
+        f"import os, sys, time\n{at_import}\n\ndef f(window, budget):\n    return window\n"
+    )
+    with within(20):
+        code, out, err = run("fuzz", f"{policy}:f", "--out", str(tmp_path / "o"))
+    assert code == 2 and out == "", err
+    assert said in err and "Traceback" not in err
 
 
 # ------------------------------------------------------------ shrinking past the faults

@@ -15,9 +15,17 @@ the harness's output.
 A callable with no name to load it by (the Python API, the pytest plugin) is
 run in a child forked from the calling process where the system can fork.
 
-The two processes speak over two pipes, one message a request: the window
-goes as the items' JSON texts, and the result comes back as the new window's
-texts (an item the policy kept as it was travels as its position). A policy
+The two processes speak over two pipes, one message a request (a message is
+its length in eight bytes, then its bytes): the window goes as the items' JSON
+texts, and the result comes back as the new window's texts (an item the policy
+kept as it was travels as its position). A reply must arrive whole within the
+call's limit, and may be :data:`REPLY_SLACK` bytes plus :data:`REPLY_FACTOR`
+times what the worker was given (the window, and the store it holds) at most:
+past that it is PL001, told from its length alone, and the worker is stopped
+(a policy that returns a window of thousands of items it was never given
+would make the harness's work, and its memory, grow without bound). A pipe
+that closes while the worker's process runs on (a policy that closes
+descriptors it did not open) is PL001 too, and the worker is stopped. A policy
 that takes the keyword ``store`` reads a copy of the store the worker keeps:
 each request carries the entries it has not been sent yet (a store's refs name
 their content, so an entry sent once stays as it was), and the whole store
@@ -37,13 +45,15 @@ import hashlib
 import json
 import os
 import random
+import select
 import signal
+import struct
 import subprocess
 import sys
 import threading
+import time
 import weakref
 from collections.abc import Callable, Mapping, Sequence
-from multiprocessing.connection import Connection
 from typing import Any
 
 from verifier.errors import InputError
@@ -52,7 +62,15 @@ from verifier.policies import Given, Outcome, PolicyResult, StoreLike, StoreView
 from verifier.policies.loading import Policy, as_policy, load_policy, one_line
 from verifier.window import Item
 
-__all__ = ["DEFAULT_TIMEOUT", "LOAD_TIMEOUT", "PolicyProcess", "ended_how"]
+__all__ = [
+    "DEFAULT_TIMEOUT",
+    "LOAD_TIMEOUT",
+    "REPLY_FACTOR",
+    "REPLY_SLACK",
+    "PolicyProcess",
+    "ended_how",
+    "reply_bound",
+]
 
 DEFAULT_TIMEOUT = 10.0
 """Seconds one call of a policy may take (``fuzz --policy-timeout``)."""
@@ -62,6 +80,29 @@ LOAD_TIMEOUT = 60.0
 
 _POLL = 1.0
 """How often a worker waiting for work checks that the harness is still there."""
+
+REPLY_SLACK = 256 * 1024
+REPLY_FACTOR = 4
+"""A reply may hold ``REPLY_SLACK`` bytes plus ``REPLY_FACTOR`` times the bytes of the
+window and the store the worker was given, at most (:func:`reply_bound`)."""
+
+_GRACE = 1.0
+"""Seconds a worker whose pipe closed has to be seen ended, before it is stopped."""
+
+_HEADER = struct.Struct("!Q")
+"""A message's length, before its bytes."""
+
+_CHUNK = 1 << 20
+
+
+def reply_bound(given: int) -> int:
+    """The bytes a worker's reply may hold when it was given ``given`` bytes (the window's
+    items and the store it holds).
+
+    >>> reply_bound(0), reply_bound(10_000)
+    (262144, 302144)
+    """
+    return REPLY_SLACK + REPLY_FACTOR * given
 
 
 def ended_how(returncode: int | None) -> str:
@@ -92,23 +133,82 @@ def _decode(data: bytes) -> str:
     return data.decode("utf-8", "surrogatepass")
 
 
-def _reply(conn: Connection, obj: Any) -> None:
-    conn.send_bytes(_encode(json.dumps(obj, ensure_ascii=False)))
+class _TimedOut(Exception):
+    """The other end did not send a whole message within the limit."""
 
 
-def _serve(policy: Policy, reader: Connection, writer: Connection) -> None:
+class _TooLong(Exception):
+    """A message longer than its bound: only its length was read."""
+
+    def __init__(self, size: int) -> None:
+        super().__init__(size)
+        self.size = size
+
+
+def _send(fd: int, data: bytes) -> None:
+    """One message: its length, then its bytes."""
+    view = memoryview(_HEADER.pack(len(data)) + data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _readable(fd: int, seconds: float | None) -> bool:
+    """Whether ``fd`` has bytes to read, or its other end closed, within ``seconds`` (None:
+    as long as it takes)."""
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    return bool(poller.poll(None if seconds is None else max(0.0, seconds) * 1000))
+
+
+def _read(fd: int, size: int, deadline: float | None) -> bytes:
+    """``size`` bytes, all of them by ``deadline`` (:func:`time.monotonic`; None: no
+    limit); EOFError when the other end closes first."""
+    out = bytearray()
+    while len(out) < size:
+        if deadline is not None and not _readable(fd, deadline - time.monotonic()):
+            raise _TimedOut
+        chunk = os.read(fd, min(size - len(out), _CHUNK))
+        if not chunk:
+            raise EOFError
+        out += chunk
+    return bytes(out)
+
+
+def _receive(fd: int, deadline: float | None = None, most: int | None = None) -> bytes:
+    """One message, whole by ``deadline``; :class:`_TooLong` (the rest left unread) when
+    it is longer than ``most`` bytes."""
+    (size,) = _HEADER.unpack(_read(fd, _HEADER.size, deadline))
+    if most is not None and size > most:
+        raise _TooLong(size)
+    return _read(fd, size, deadline)
+
+
+def _reply(fd: int, obj: Any) -> None:
+    _send(fd, _encode(json.dumps(obj, ensure_ascii=False)))
+
+
+def _serve(policy: Policy, reader: int, writer: int) -> int:
     """Answer requests until the harness goes: each one the window, a budget, a pass
-    (and what changed in the store, for a policy that takes it)."""
+    (and what changed in the store, for a policy that takes it). The worker's exit code:
+    0 when the harness went, 1 when the policy closed the worker's pipes."""
+    try:
+        _answer(policy, reader, writer)
+    except OSError:  # a descriptor the policy closed (or reused): the harness sees the end
+        return 1
+    return 0
+
+
+def _answer(policy: Policy, reader: int, writer: int) -> None:
     parent = os.getppid()
     store: dict[str, Any] = {}
     while True:
         try:
-            if not reader.poll(_POLL):
+            if not _readable(reader, _POLL):
                 if os.getppid() != parent:
                     return  # the harness is gone: so is the reason to be here
                 continue
-            request = reader.recv_bytes()
-        except (EOFError, OSError):
+            request = _receive(reader)
+        except EOFError:
             return
         head, _, rest = _decode(request).partition("\n")
         changes, _, body = rest.partition("\n")
@@ -127,7 +227,7 @@ def _serve(policy: Policy, reader: Connection, writer: Connection) -> None:
             args["budget"],
             args["pass_no"],
             args["ages"],
-            between=lambda: writer.send_bytes(b"1"),
+            between=lambda: _send(writer, b"1"),
             contained=True,
             store=store if policy.takes_store else None,
         )
@@ -170,10 +270,9 @@ def _worker_main(argv: Sequence[str]) -> int:
     names, say whether that worked, and serve."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the harness's to handle
     _quiet_stdout()
-    reader = Connection(int(argv[0]), writable=False)
-    writer = Connection(int(argv[1]), readable=False)
+    reader, writer = int(argv[0]), int(argv[1])
     try:
-        first = json.loads(_decode(reader.recv_bytes()))
+        first = json.loads(_decode(_receive(reader)))
     except (EOFError, OSError):
         return 0
     sys.path[:] = first["sys_path"]
@@ -193,9 +292,11 @@ def _worker_main(argv: Sequence[str]) -> int:
             },
         )
         return 0
-    _reply(writer, _ready(policy))
-    _serve(policy, reader, writer)
-    return 0
+    try:
+        _reply(writer, _ready(policy))
+    except OSError:  # its module's import closed the pipe: the harness sees the end
+        return 1
+    return _serve(policy, reader, writer)
 
 
 def _ready(policy: Policy) -> dict[str, Any]:
@@ -210,10 +311,8 @@ def _forked(policy: Policy, reader_fd: int, writer_fd: int, close: Sequence[int]
             os.close(fd)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _quiet_stdout()
-    reader = Connection(reader_fd, writable=False)
-    writer = Connection(writer_fd, readable=False)
-    _reply(writer, _ready(policy))
-    _serve(policy, reader, writer)
+    _reply(writer_fd, _ready(policy))
+    sys.exit(_serve(policy, reader_fd, writer_fd))
 
 
 # -- the harness's side ------------------------------------------------------------------------
@@ -229,11 +328,12 @@ def _stop_all() -> None:
 
 
 class _Ended(Exception):
-    """The worker's process ended (or its pipe broke) while a call was under way."""
+    """The worker's pipe closed while a call was under way: its process ended (``how``,
+    in words), or it runs on with the pipe closed (``how`` None; it was stopped)."""
 
-
-class _TimedOut(Exception):
-    """The worker did not answer within the limit."""
+    def __init__(self, how: str | None) -> None:
+        super().__init__(how)
+        self.how = how
 
 
 class PolicyProcess:
@@ -269,9 +369,11 @@ class PolicyProcess:
         self._takes_store = True
         self._sent: list[str] = []
         """The refs of the store entries the worker holds, in the order it holds them."""
+        self._held = 0
+        """The bytes of those entries, as they were sent."""
         self._proc: subprocess.Popen[bytes] | Any = None
-        self._reader: Connection | None = None
-        self._writer: Connection | None = None
+        self._reader: int | None = None  # the pipes' ends, as descriptors
+        self._writer: int | None = None
         with _LIVE_LOCK:
             _LIVE.add(self)
 
@@ -293,7 +395,10 @@ class PolicyProcess:
         assert self._reader is not None
         limit = max(LOAD_TIMEOUT, self.timeout)
         try:
-            reply = self._receive(limit)
+            reply = self._message(limit, REPLY_SLACK)
+            obj = json.loads(_decode(reply))
+            if not isinstance(obj, dict):
+                raise ValueError(f"{type(obj).__name__}, not an object")
         except _TimedOut:
             self._stop()
             raise InputError(
@@ -301,11 +406,23 @@ class PolicyProcess:
                 fix="make importing its module quick (no work at import time)",
             ) from None
         except _Ended as ended:
+            if ended.how is None:
+                raise InputError(
+                    f"policy {self.name!r} closed its process's pipe to the harness while"
+                    " loading; its process was stopped",
+                    fix="do not close file descriptors the module did not open",
+                ) from None
             raise InputError(
-                f"policy {self.name!r} ended its process while loading: {ended}",
+                f"policy {self.name!r} ended its process while loading: {ended.how}",
                 fix="do not exit the process when the module is imported",
             ) from None
-        obj = json.loads(_decode(reply))
+        except (_TooLong, ValueError) as exc:  # its import wrote into the harness's pipe
+            self._stop()
+            raise InputError(
+                f"policy {self.name!r}: its process sent, while loading, what the harness"
+                f" cannot read ({_unreadable(exc)})",
+                fix="do not write to file descriptors the module did not open",
+            ) from None
         if "error" in obj:
             self._stop()
             raise InputError(**obj["error"])
@@ -346,10 +463,10 @@ class PolicyProcess:
             ) from None
         os.close(to_child[0])
         os.close(from_child[1])
-        self._writer = Connection(to_child[1], readable=False)
-        self._reader = Connection(from_child[0], writable=False)
+        self._writer, self._reader = to_child[1], from_child[0]
         first = {"policy": source, "sys_path": list(sys.path)}
-        self._writer.send_bytes(_encode(json.dumps(first, ensure_ascii=False)))
+        with contextlib.suppress(OSError):  # a worker gone already: start() reads its end
+            _send(self._writer, _encode(json.dumps(first, ensure_ascii=False)))
 
     def _fork(self) -> None:
         import multiprocessing
@@ -367,8 +484,7 @@ class PolicyProcess:
         os.close(to_child[0])
         os.close(from_child[1])
         self._proc = proc
-        self._writer = Connection(to_child[1], readable=False)
-        self._reader = Connection(from_child[0], writable=False)
+        self._writer, self._reader = to_child[1], from_child[0]
 
     def _returncode(self, wait: float) -> int | None:
         proc = self._proc
@@ -385,12 +501,12 @@ class PolicyProcess:
 
     def _stop(self) -> int | None:
         """Stop the worker (killed if it does not go at once); its return code."""
-        for conn in (self._writer, self._reader):
-            if conn is not None:
+        for fd in (self._writer, self._reader):
+            if fd is not None:
                 with contextlib.suppress(OSError):
-                    conn.close()
+                    os.close(fd)
         self._writer = self._reader = None
-        self._sent = []  # a new worker starts with an empty store
+        self._sent, self._held = [], 0  # a new worker starts with an empty store
         proc, code = self._proc, None
         if proc is not None:
             code = self._returncode(0)
@@ -410,7 +526,7 @@ class PolicyProcess:
             return
         if self._writer is not None:
             with contextlib.suppress(OSError):
-                self._writer.close()  # the worker sees the end of its requests and goes
+                os.close(self._writer)  # the worker sees the end of its requests and goes
             self._writer = None
         self._returncode(1.0)
         self._stop()
@@ -422,18 +538,23 @@ class PolicyProcess:
         self.close()
 
     # -- one message -----------------------------------------------------------------------
-    def _receive(self, limit: float) -> bytes:
+    def _message(self, limit: float, most: int) -> bytes:
+        """The worker's next message, whole within ``limit`` seconds and no longer than
+        ``most`` bytes (:class:`_TimedOut`, :class:`_TooLong`); :class:`_Ended` when its
+        pipe closes first."""
         reader = self._reader
         assert reader is not None
         try:
-            if not reader.poll(limit):
-                raise _TimedOut
-            return reader.recv_bytes()
+            return _receive(reader, time.monotonic() + limit, most)
         except (EOFError, OSError):
-            # give the process a moment to be reaped: its end is the message
-            code = self._returncode(5)
-            self._stop()
-            raise _Ended(ended_how(code)) from None
+            raise self._ended() from None
+
+    def _ended(self) -> _Ended:
+        """The worker's pipe closed: how its process ended, after it is stopped (an ended
+        process is reaped at once; one that runs on closed its pipe)."""
+        code = self._returncode(_GRACE)
+        self._stop()
+        return _Ended(None if code is None else ended_how(code))
 
     # -- a rewrite's calls -----------------------------------------------------------------
     def run_twice(
@@ -466,11 +587,15 @@ class PolicyProcess:
             },
             ensure_ascii=False,
         )
-        body = "\n".join(it.raw for it in before)
+        body = _encode("\n".join(it.raw for it in before))
+        most = reply_bound(len(body) + self._held)
         try:
-            self._writer.send_bytes(_encode(head + "\n" + changes + "\n" + body))
-            self._receive(self.timeout)  # the first call returned
-            reply = self._receive(self.timeout)
+            try:
+                _send(self._writer, _encode(head + "\n" + changes + "\n") + body)
+            except OSError:  # the pipe broke while the request was written
+                raise self._ended() from None
+            self._message(self.timeout, most)  # the first call returned
+            reply = self._message(self.timeout, most)
         except _TimedOut:
             self.faults += 1
             self._stop()
@@ -483,18 +608,27 @@ class PolicyProcess:
             )
         except _Ended as ended:
             self.faults += 1
+            if ended.how is None:
+                return self._fault(
+                    before,
+                    pass_no,
+                    "PL001",
+                    f"policy {self.name!r} closed its process's pipe to the harness;"
+                    " its process was stopped",
+                )
             return self._fault(
-                before, pass_no, "PL001", f"policy {self.name!r} ended its process: {ended}"
+                before, pass_no, "PL001", f"policy {self.name!r} ended its process: {ended.how}"
             )
-        except OSError as exc:  # the pipe broke while the request was written
+        except _TooLong as long:
             self.faults += 1
-            code = self._stop()
+            self._stop()
             return self._fault(
                 before,
                 pass_no,
                 "PL001",
-                f"policy {self.name!r} ended its process: {ended_how(code)}"
-                f" ({one_line(exc)})",
+                f"policy {self.name!r}: its process sent a reply of {long.size} bytes, over"
+                f" the bound of {most} ({REPLY_SLACK} bytes and {REPLY_FACTOR} times the"
+                " window and store it was given); its process was stopped",
             )
         return self._outcome(reply, before).result(before, pass_no)
 
@@ -512,7 +646,9 @@ class PolicyProcess:
             return ""
         self._sent = refs
         add = {ref: view[ref] for ref in new}
-        return json.dumps({"reset": reset, "add": add}, ensure_ascii=False)
+        line = json.dumps({"reset": reset, "add": add}, ensure_ascii=False)
+        self._held = (0 if reset else self._held) + len(_encode(line))
+        return line
 
     def _fault(self, before: Sequence[Item], pass_no: int, code: str, message: str) -> PolicyResult:
         return PolicyResult(tuple(before), pass_no=pass_no, code=code, message=message)
@@ -539,8 +675,14 @@ class PolicyProcess:
             return Outcome(
                 code="PL001",
                 message=f"policy {self.name!r}: its process sent a reply that cannot be read"
-                f" ({one_line(exc)})",
+                f" ({_unreadable(exc)})",
             )
+
+
+def _unreadable(exc: BaseException) -> str:
+    if isinstance(exc, _TooLong):
+        return f"a message of {exc.size} bytes"
+    return one_line(exc)
 
 
 if __name__ == "__main__":
