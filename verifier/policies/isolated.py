@@ -465,8 +465,16 @@ class PolicyProcess:
         os.close(from_child[1])
         self._writer, self._reader = to_child[1], from_child[0]
         first = {"policy": source, "sys_path": list(sys.path)}
-        with contextlib.suppress(OSError):  # a worker gone already: start() reads its end
+        try:
             _send(self._writer, _encode(json.dumps(first, ensure_ascii=False)))
+        except BrokenPipeError:
+            pass  # a worker gone already: start() reads how it ended
+        except OSError as exc:
+            self._stop()
+            raise InputError(
+                f"cannot start a process for policy {self.name!r}: {exc.strerror or exc}",
+                fix="check that the system allows ctxproof to start processes",
+            ) from None
 
     def _fork(self) -> None:
         import multiprocessing
