@@ -1356,6 +1356,12 @@ class _SameText:
         self.next = 0
         self._position: dict[str, int] | None = None
 
+    @property
+    def idle(self) -> bool:
+        """No window was read item by item before: :meth:`run` finds nothing, and
+        :meth:`resync` does nothing (the reader's loop leaves them out)."""
+        return self.last is None
+
     def run(self, text: str, i: int, spans: _Spans) -> int:
         """The last window's items from the one expected next, as many in a row as the
         text at i repeats with what stood between them, taken at once (their spans put in
@@ -1459,23 +1465,37 @@ def _streamed_window(text: str, ctx: _Ctx) -> Window | None:
                     spans = _Spans(text)
                     starts, ends, placed = spans.starts.append, spans.ends.append, spans.items
                     same = _SameText(_TEXT[0], reader)
-                    while True:
-                        end = same.run(text, i, spans)
-                        if end >= 0:
-                            i = end
-                        else:
+                    if same.idle:
+                        # no window read before this one: no item of it to find here
+                        while True:
                             starts(i)
                             raw, i = scan(text, i)
-                            it = take(raw)
-                            same.resync(it)
+                            placed.append(take(raw))
                             ends(i)
-                            placed.append(it)
-                        mark = after(text, i)
-                        if mark is None:
-                            return None
-                        i = mark.end()
-                        if mark.group(1) == "]":
-                            break
+                            mark = after(text, i)
+                            if mark is None:
+                                return None
+                            i = mark.end()
+                            if mark.group(1) == "]":
+                                break
+                    else:
+                        while True:
+                            end = same.run(text, i, spans)
+                            if end >= 0:
+                                i = end
+                            else:
+                                starts(i)
+                                raw, i = scan(text, i)
+                                it = take(raw)
+                                same.resync(it)
+                                ends(i)
+                                placed.append(it)
+                            mark = after(text, i)
+                            if mark is None:
+                                return None
+                            i = mark.end()
+                            if mark.group(1) == "]":
+                                break
             else:
                 members[key], i = scan(text, i)
             i = space(text, i).end()
