@@ -45,6 +45,7 @@ from verifier.window import (
     Rewrite,
     Spill,
     Trace,
+    Unwritten,
     Window,
     built_item,
     canonical_json,
@@ -307,10 +308,21 @@ def _not_plain(obj: Any) -> str | None:
     return None
 
 
-def _item_from_object(obj: Any, ctx: _Ctx, keys: frozenset[str] | None) -> Item:
-    """:func:`item_from_json`, given the object's keys where the caller has them."""
+def _item_from_object(
+    obj: Any, ctx: _Ctx, keys: frozenset[str] | None, at: Unwritten | None = None
+) -> Item:
+    """:func:`item_from_json`, given the object's keys where the caller has them.
+
+    ``at``: where the object stands in the JSON text the reader scanned it from
+    (then it holds nothing JSON cannot: no NaN, no infinity); a valid object's
+    item gets its canonical JSON from there when it is first asked for.
+    """
     if not isinstance(obj, dict):
         raise ctx.error("an item must be a JSON object", fix='write {"id": ..., "kind": ...}')
+    if at is not None:
+        early = _shaped(obj, at, keys)
+        if early is not None:
+            return early
     try:
         raw = canonical_json(obj)
     except (TypeError, ValueError, RecursionError):
@@ -333,14 +345,16 @@ def _item_from_object(obj: Any, ctx: _Ctx, keys: frozenset[str] | None) -> Item:
     return item
 
 
-_Builder = Callable[[dict[str, Any], str], "Item | None"]
+_Builder = Callable[[dict[str, Any], "str | Unwritten"], "Item | None"]
 _BUILDERS: dict[tuple[str, frozenset[str]], _Builder | None] = {}
 """A builder for each shape of item object met (its kind and its keys); None for a
 shape that is bad input (the full check words why)."""
 _BUILDERS_MAX = 1 << 12
 
 
-def _shaped(obj: dict[str, Any], raw: str, keys: frozenset[str] | None) -> Item | None:
+def _shaped(
+    obj: dict[str, Any], raw: str | Unwritten, keys: frozenset[str] | None
+) -> Item | None:
     """The item of a valid object, built by the builder of its shape; None for an
     object that is not valid, or not plainly so (then :func:`_item_from_json` decides)."""
     kind = obj.get("kind")
@@ -1280,7 +1294,8 @@ class _ItemReader:
         """The items taken so far, by id, each with the keys of its object."""
         self.items: list[Item] = []
 
-    def take(self, raw: Any) -> Item:
+    def take(self, raw: Any, at: Unwritten | None = None) -> Item:
+        """The item of one object of the window (``at``: where it stands in the text)."""
         try:
             iid = raw.get("id") if isinstance(raw, dict) else None
             last = self.last_read.get(iid) if isinstance(iid, str) else None
@@ -1288,7 +1303,8 @@ class _ItemReader:
                 entry = last
             else:
                 keys = frozenset(raw) if isinstance(raw, dict) else frozenset()
-                entry = (_SHAPES.setdefault(keys, keys), _item_from_object(raw, self.ctx, keys))
+                item = _item_from_object(raw, self.ctx, keys, at)
+                entry = (_SHAPES.setdefault(keys, keys), item)
         except InputError as exc:
             iid = raw.get("id") if isinstance(raw, dict) else None
             raise self._located(exc, iid) from None
@@ -1430,6 +1446,11 @@ class _SameText:
             self.next = k + 1
 
 
+def _unwritten(text: str, start: int) -> Unwritten | None:
+    """What a streamed read gives an item for its canonical JSON (None: write it now)."""
+    return Unwritten(text, start)
+
+
 def _streamed_window(text: str, ctx: _Ctx) -> Window | None:
     """The window of a valid window file, read one item object at a time; None for
     anything else (:func:`parse_window_text` then reads it whole, and words the error).
@@ -1437,7 +1458,7 @@ def _streamed_window(text: str, ctx: _Ctx) -> Window | None:
     Reading the items one at a time never holds the parsed objects of the whole
     file at once: at 100k items they are about 70 MB.
     """
-    space, scan = _SPACE, _SCAN_VALUE
+    space, scan, unwritten = _SPACE, _SCAN_VALUE, _unwritten
     reader = _ItemReader(ctx.file, text)
     members: dict[str, Any] = {}
     try:
@@ -1469,8 +1490,9 @@ def _streamed_window(text: str, ctx: _Ctx) -> Window | None:
                         # no window read before this one: no item of it to find here
                         while True:
                             starts(i)
-                            raw, i = scan(text, i)
-                            placed.append(take(raw))
+                            raw, at = scan(text, i)
+                            placed.append(take(raw, unwritten(text, i)))
+                            i = at
                             ends(i)
                             mark = after(text, i)
                             if mark is None:
@@ -1485,8 +1507,9 @@ def _streamed_window(text: str, ctx: _Ctx) -> Window | None:
                                 i = end
                             else:
                                 starts(i)
-                                raw, i = scan(text, i)
-                                it = take(raw)
+                                raw, at = scan(text, i)
+                                it = take(raw, unwritten(text, i))
+                                i = at
                                 same.resync(it)
                                 ends(i)
                                 placed.append(it)

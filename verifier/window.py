@@ -288,6 +288,60 @@ class Item:
         return max(1, len(self.raw) // 4)
 
 
+_SLOTS: dict[str, Any] = {f.name: Item.__dict__[f.name] for f in fields(Item)}
+"""Each field's slot (its member descriptor), as the class made it."""
+
+_SCAN_OBJECT: Callable[[str, int], tuple[Any, int]] = vars(json.JSONDecoder())["scan_once"]
+
+
+class Unwritten:
+    """The canonical JSON of an item, not written yet: the item's object stands at
+    ``start`` of ``text``, a JSON text the reader has read and validated whole.
+
+    A window reader puts one in an item's ``raw`` slot; the first read of
+    :attr:`Item.raw` writes the canonical JSON and keeps it. A check reads the
+    ``raw`` of the items a rewrite changed, rarely of the others.
+    """
+
+    __slots__ = ("start", "text")
+
+    def __init__(self, text: str, start: int) -> None:
+        self.text = text
+        self.start = start
+
+    def written(self) -> str:
+        obj = _SCAN_OBJECT(self.text, self.start)[0]
+        return canonical_json(obj)
+
+
+class _Raw:
+    """:attr:`Item.raw`: the slot's text, written first where it is :class:`Unwritten`."""
+
+    __slots__ = ("slot",)
+
+    def __init__(self, slot: Any) -> None:
+        self.slot = slot
+
+    def __get__(self, item: Item | None, owner: type | None = None) -> Any:
+        if item is None:
+            return self
+        value = self.slot.__get__(item, owner)
+        if type(value) is not Unwritten:
+            return value
+        text = value.written()
+        self.slot.__set__(item, text)
+        return text
+
+    def __set__(self, item: Item, value: Any) -> None:
+        self.slot.__set__(item, value)
+
+    def __delete__(self, item: Item) -> None:
+        self.slot.__delete__(item)
+
+
+setattr(Item, "raw", _Raw(_SLOTS["raw"]))  # noqa: B010 - a field's slot, wrapped after the class is made
+
+
 def item_slots(exprs: Mapping[str, str]) -> tuple[list[str], dict[str, Any]]:
     """Python statements that make a new Item named ``item`` and set each of its fields
     through its slot (as dataclasses writes ``__init__``, without the check of ``raw``):
@@ -296,7 +350,7 @@ def item_slots(exprs: Mapping[str, str]) -> tuple[list[str], dict[str, Any]]:
     scope: dict[str, Any] = {"new": object.__new__, "Item": Item}
     lines = ["item = new(Item)"]
     for f in fields(Item):
-        scope[f"set_{f.name}"] = Item.__dict__[f.name].__set__
+        scope[f"set_{f.name}"] = _SLOTS[f.name].__set__
         expr = exprs.get(f.name)
         if expr is None:
             if f.default is MISSING:

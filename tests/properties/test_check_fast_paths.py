@@ -3,11 +3,14 @@
 A whole check of one rewrite takes these shortcuts: a read-only SQLite store
 verifies each entry once, the references of an item of the window after that
 is the very item of the window before are not checked twice (nor those of an
-item that cites nothing), and CF001-CF003 pass over an entry the window after
-kept as it is; the window after takes runs of items written as before at once (the
-window before, with no window read ahead of it, skips that search), and an item's key
+item that cites nothing), CF001-CF003 pass over an entry the window after
+kept as it is, and CF004 over a commitment kept as it is whose rationales are all
+still in the window; the window after takes runs of items written as before at once (the
+window before, with no window read ahead of it, skips that search), an item read from
+a window file writes its canonical JSON only when it is first asked for, and an item's key
 is cut out of its canonical JSON. The slow path reads every entry anew, reads both
-windows item by item in one loop, parses every key and writes it anew, checks every
+windows item by item in one loop writing each item's canonical JSON as it reads it,
+parses every key and writes it anew, checks every
 citation of both windows (every citation of every item is compared with a plain loop over
 them in a property of its own), and gives the rules the window after as fresh copies of its
 items (no item of it is one of the window before). Both run the command on the
@@ -32,6 +35,7 @@ from hypothesis import strategies as st
 
 import verifier.cli.check as cli_check
 import verifier.io as reader
+import verifier.rules.commitments as commitments
 import verifier.window as window_module
 from verifier.check import check_rewrite
 from verifier.cli import main
@@ -91,6 +95,8 @@ def slow_paths(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
         # the window after read item by item, and every key parsed and written anew
         m.setattr(reader._SameText, "run", lambda self, text, i, spans: -1)
         m.setattr(reader._SameText, "idle", property(lambda self: False))  # one loop for all
+        m.setattr(reader, "_unwritten", lambda text, start: None)  # canonical JSON at once
+        m.setattr(commitments, "_cites_kept", lambda item, window: False)  # CF004 reads all
         m.setattr(window_module, "_key_unparsed", lambda raw: None)
         window_module._key_of_raw.cache_clear()
         try:

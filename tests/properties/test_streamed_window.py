@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import verifier.io as reader
+import verifier.window as window_module
 from verifier.errors import InputError
 from verifier.strategies import background_texts, windows
 from verifier.window import canonical_json
@@ -181,3 +182,21 @@ def test_runs_of_kept_items_are_taken_whole_and_their_places_kept() -> None:
     for it, start, end in zip(spans.items, spans.starts, spans.ends, strict=True):
         assert json.loads(after[start:end])["id"] == it.id
     reader.forget_reads()
+
+
+@settings(max_examples=200, deadline=None)
+@given(window_files())
+def test_an_item_writes_its_canonical_json_when_first_asked(text: str) -> None:
+    """A streamed read leaves each valid item's canonical JSON to be written from the
+    file's text; what is written is that of the item's object, kept once written."""
+    reader.forget_reads()
+    streamed = reader._streamed_window(text, reader._Ctx("w.json", 1))
+    assert streamed is not None
+    objects = json.loads(text)["items"]
+    slot = window_module._SLOTS["raw"]
+    for item, obj in zip(streamed.items, objects, strict=True):
+        assert type(slot.__get__(item)) is window_module.Unwritten
+        raw = item.raw
+        assert raw == canonical_json(obj)
+        assert slot.__get__(item) is raw  # written once, then kept
+        assert item.raw is raw

@@ -188,14 +188,23 @@ def _orphaned(ctx: RewriteContext, view: WindowView, rid: str) -> bool:
     return rid not in view and not ctx.store.has_id(rid)
 
 
+def _cites_kept(item: Item, window: dict[str, Item]) -> bool:
+    """Every rationale the item cites is in the window (by id): for an item kept as the
+    very item it was, CF004 has nothing to look at."""
+    return all(rid in window for rid in item.rationale)
+
+
 def _cf004(ctx: RewriteContext, merges: _Merges) -> None:
     """CF004 for every commitment of after, a new one included: a rationale it cites (or
     its before version cited) is in neither the window nor the store. A citation that was
     orphaned already before this rewrite was reported where that happened."""
+    in_after = ctx.after.by_id
     for _, it in ctx.after.resolved():
         if it is None or it.kind != "commitment":
             continue
         old = ctx.before.resolve(it.id)
+        if old is it and _cites_kept(it, in_after):
+            continue
         cited = list(it.rationale)
         if old is not None and old.kind == "commitment":
             # a rationale the before version cited counts too: dropping the citation
@@ -244,14 +253,9 @@ def _cf005(ctx: RewriteContext) -> None:
     # the premises: the window before, the store and the background (excluded items and
     # superseded observations are no part of them)
     window = ctx.content(ctx.before)
-    seed: set[str] = set()
-    for _, f in window:
-        if type(f) is Atom:
-            seed.add(f.name)
-        else:
-            seed |= atoms(f)
-    for it in goals:
-        seed |= atoms(it.formula)
+    seed = {f.name for _, f in window if type(f) is Atom}
+    seed.update(*[atoms(f) for _, f in window if type(f) is not Atom])
+    seed.update(*[atoms(it.formula) for it in goals])
     # of the store, only what the window or a goal reaches through shared atoms: the rest
     # shares no atom with any question asked here (it is consistent on its own)
     stored = ctx.store_knowledge()

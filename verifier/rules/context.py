@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from verifier.findings import Finding, Refutes, group_by_cause
-from verifier.formula import Formula, is_true, render
+from verifier.formula import Const, Formula, is_true, render
 from verifier.graph import JustificationGraph
 from verifier.io import item_from_json
 from verifier.solver import PremiseIndex, Result, Session, falsifies, relevant_background
@@ -446,7 +446,7 @@ class WindowView:
             ):
                 continue
             f = real.formula
-            if not is_true(f):
+            if type(f) is not Const or f.value is not True:  # not is_true(f), inline
                 out.append((real, f))
         return out
 

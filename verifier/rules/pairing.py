@@ -30,8 +30,10 @@ def _call_of(ctx: RewriteContext, view: WindowView, item_id: str) -> str | None:
 def results_by_call(ctx: RewriteContext, view: WindowView) -> dict[str, list[str]]:
     """call id -> ids of the results in the window (item or stub), in window order."""
     out: dict[str, list[str]] = {}
+    stands_for = ctx.stands_for
     for it, real in view.resolved():
-        real = ctx.stands_for(it, real)
+        if real is None:  # a stub the store cannot resolve (stands_for keeps any other)
+            real = stands_for(it, real)
         call = real.call if real is not None else None
         if call is not None:
             out.setdefault(call, []).append(it.id)
