@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import operator
 import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import MISSING, dataclass, field, fields
@@ -231,7 +232,11 @@ class Item:
         """Same id and the same fields the rules read (text, score, tokens aside)."""
         if other is None:
             return False
-        return other is self or other.raw == self.raw or other.key == self.key
+        if other is self:
+            return True
+        if _unwritten_and_differ(other, self):
+            return False  # their keys differ: no need to write either
+        return other.raw == self.raw or other.key == self.key
 
     @property
     def formula(self) -> Formula:
@@ -288,7 +293,28 @@ class Item:
         return max(1, len(self.raw) // 4)
 
 
+_READ_FIELDS = operator.attrgetter(
+    *(f.name for f in fields(Item) if f.compare and f.name not in UNREAD_FIELDS | {"raw"})
+)
+"""The fields of an item the rules read, as a tuple."""
+
+
+def _unwritten_and_differ(a: Item, b: Item) -> bool:
+    """Two items a reader built (their canonical JSON still :class:`Unwritten`) that
+    differ in a field the rules read. Their keys differ: each such field of an item a
+    reader built is a function of its object without the unread members, and values
+    that differ in Python (finite JSON values) are written differently in JSON. (Equal
+    fields do not make equal keys: a default may be written out or left out.)"""
+    raw_of = _RAW_SLOT.__get__
+    return (
+        type(raw_of(a)) is Unwritten
+        and type(raw_of(b)) is Unwritten
+        and bool(_READ_FIELDS(a) != _READ_FIELDS(b))
+    )
+
+
 _SLOTS: dict[str, Any] = {f.name: Item.__dict__[f.name] for f in fields(Item)}
+_RAW_SLOT = _SLOTS["raw"]
 """Each field's slot (its member descriptor), as the class made it."""
 
 _SCAN_OBJECT: Callable[[str, int], tuple[Any, int]] = vars(json.JSONDecoder())["scan_once"]

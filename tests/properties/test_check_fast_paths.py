@@ -1,21 +1,23 @@
 """``ctxproof check``'s fast paths print what the slow ones print, byte for byte.
 
-A whole check of one rewrite takes these shortcuts: a read-only SQLite store
-verifies each entry once, the references of an item of the window after that
-is the very item of the window before are not checked twice (nor those of an
-item that cites nothing), CF001-CF003 pass over an entry the window after
-kept as it is, and CF004 over a commitment kept as it is whose rationales are all
-still in the window; the window after takes runs of items written as before at once (the
-window before, with no window read ahead of it, skips that search), an item read from
-a window file writes its canonical JSON only when it is first asked for, and an item's key
-is cut out of its canonical JSON. The slow path reads every entry anew, reads both
-windows item by item in one loop writing each item's canonical JSON as it reads it,
-parses every key and writes it anew, checks every
-citation of both windows (every citation of every item is compared with a plain loop over
-them in a property of its own), and gives the rules the window after as fresh copies of its
-items (no item of it is one of the window before). Both run the command on the
-same generated rewrites, with the spills of each in a SQLite store, and must
-print the same output with the same exit code.
+A whole check of one rewrite takes these shortcuts: a read-only SQLite store verifies
+each entry once, the references of an item of the window after that is the very item of
+the window before are not checked twice (nor those of an item that cites nothing),
+CF001-CF003 pass over an entry the window after kept as it is, CF004 over a commitment
+kept as it is whose rationales are all still in the window, and WR007 compares a changed
+observation with the version of its id the window before holds (not with the key of
+every observation there); the window after takes runs of items written as before at once
+(the window before, with no window read ahead of it, skips that search), an item read
+from a window file writes its canonical JSON only when it is first asked for (and two
+such items that differ in a field the rules read are told apart without it), and an
+item's key is cut out of its canonical JSON. The slow path reads every entry anew, reads
+both windows item by item in one loop writing each item's canonical JSON as it reads it,
+parses every key and writes it anew, checks every citation of both windows (every
+citation of every item is compared with a plain loop over them in a property of its
+own), and gives the rules the window after as fresh copies of its items (no item of it
+is one of the window before). Both run the command on the same generated rewrites, with
+the spills of each in a SQLite store, and must print the same output with the same exit
+code.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from hypothesis import strategies as st
 import verifier.cli.check as cli_check
 import verifier.io as reader
 import verifier.rules.commitments as commitments
+import verifier.rules.witnesses as witnesses
 import verifier.window as window_module
 from verifier.check import check_rewrite
 from verifier.cli import main
@@ -68,6 +71,12 @@ def _all_references(
                 )
 
 
+def _appended_in_full(ctx: Any, observation: Item) -> bool:
+    """WR007's question the long way: the key among those of every observation the
+    window before holds, and those appended earlier."""
+    return observation.key in witnesses._legit_observations(ctx)
+
+
 @contextmanager
 def slow_paths(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Every store entry read anew, every citation checked, no item shared by the windows."""
@@ -97,6 +106,8 @@ def slow_paths(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
         m.setattr(reader._SameText, "idle", property(lambda self: False))  # one loop for all
         m.setattr(reader, "_unwritten", lambda text, start: None)  # canonical JSON at once
         m.setattr(commitments, "_cites_kept", lambda item, window: False)  # CF004 reads all
+        m.setattr(window_module, "_unwritten_and_differ", lambda a, b: False)  # keys compared
+        m.setattr(witnesses, "_appended_version", _appended_in_full)
         m.setattr(window_module, "_key_unparsed", lambda raw: None)
         window_module._key_of_raw.cache_clear()
         try:

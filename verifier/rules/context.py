@@ -681,7 +681,8 @@ class RewriteContext:
 
     def restored(self, item: Item) -> bool:
         """A version some window held earlier, put back: not new (no CF005, no WR007)."""
-        return item.kind != "stub" and item.key in self.history.held
+        held = self.history.held
+        return bool(held) and item.kind != "stub" and item.key in held
 
     @property
     def excluded(self) -> set[str]:

@@ -273,15 +273,22 @@ def _legit_observations(ctx: RewriteContext) -> set[str]:
     return legit
 
 
+def _appended_version(ctx: RewriteContext, observation: Item) -> bool:
+    """Is this version of an observation one an append made: appended earlier, or the one
+    the window before holds (:func:`_legit_observations` holds its key)? A key names its
+    id, so of the window before only the entry with that id can hold it."""
+    if observation.key in ctx.history.appended_obs:
+        return True
+    old = ctx.before.resolve(observation.id)
+    return old is not None and old.kind == "observation" and old.same_version(observation)
+
+
 def _wr007(ctx: RewriteContext, changed: list[Item]) -> None:
-    legit: set[str] | None = None
     for it in changed:
         real = ctx.after.resolve(it.id)
         if real is None or real.kind != "observation" or ctx.restored(real):
             continue
-        if legit is None:
-            legit = _legit_observations(ctx)
-        if real.key in legit:
+        if _appended_version(ctx, real):
             continue
         old = ctx.before.resolve(it.id)
         if old is not None and old.kind == "observation":
