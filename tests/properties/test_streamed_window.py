@@ -200,3 +200,17 @@ def test_an_item_writes_its_canonical_json_when_first_asked(text: str) -> None:
         assert raw == canonical_json(obj)
         assert slot.__get__(item) is raw  # written once, then kept
         assert item.raw is raw
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet="\\u\"xé", max_size=40), st.integers(min_value=0, max_value=5))
+def test_the_escape_search_finds_what_a_plain_search_finds(text: str, limit: int) -> None:
+    """Whether a file has a ``\\u`` escape, found backslash by backslash (a small limit on
+    how many are looked at sends the rest to the plain search)."""
+    saved = reader._BACKSLASHES_LOOKED_AT
+    reader._BACKSLASHES_LOOKED_AT = limit
+    try:
+        assert reader._has_u_escape(text) == ("\\u" in text)
+    finally:
+        reader._BACKSLASHES_LOOKED_AT = saved
+    assert reader._has_u_escape(text) == ("\\u" in text)
