@@ -1457,11 +1457,28 @@ class _SameText:
         last = self.last
         if last is None:
             return
-        if self._position is None:
-            self._position = {it.id: k for k, it in enumerate(last.items)}
-        k = self._position.get(item.id)
+        k = self._place(last.items, item.id)
         if k is not None:
             self.next = k + 1
+
+    def _place(self, items: list[Item], item_id: str) -> int | None:
+        """Where the last window held this id (None: nowhere). Ids are unique there, so
+        the place first found is the only one: the item expected next (one changed where
+        it stood), one of the few after it (an item before it was dropped), else the id
+        looked up in a table of them all, made on first use."""
+        if item_id not in self.reader.last_read:  # the last window's ids, read with it
+            return None
+        start = self.next
+        for k in range(start, min(start + _LOOKAHEAD, len(items))):
+            if items[k].id == item_id:
+                return k
+        if self._position is None:
+            self._position = {it.id: k for k, it in enumerate(items)}
+        return self._position.get(item_id)
+
+
+_LOOKAHEAD = 8
+"""How many places after the one expected :meth:`_SameText.resync` looks at first."""
 
 
 def _unwritten(text: str, start: int) -> Unwritten | None:
