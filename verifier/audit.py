@@ -8,6 +8,7 @@ from typing import Any
 
 from verifier.check import Repair, RewriteResult, check_rewrite
 from verifier.errors import (
+    FormulaError,
     InputError,
     bad_argument,
     want_bool,
@@ -138,7 +139,7 @@ class Auditor:
         repair: bool = False,
         session: Session | None = None,
     ) -> None:
-        background = background_argument(background, func="Auditor")
+        self.session = _session_for(background, session)
         want_text(name, func="Auditor", arg="name")
         _common_arguments("Auditor", store, mode, graph)
         want_bool(repair, func="Auditor", arg="repair")
@@ -147,7 +148,6 @@ class Auditor:
         self.repair = repair
         self.store = LayeredStore(store)
         self.graph = graph if graph is not None else JustificationGraph()
-        self.session = _session_for(background, session)
         self.history = History()
         if store is not None:
             entries = list(store.items())
@@ -400,15 +400,21 @@ def audit_trace(
     return auditor.report()
 
 
-def _session_for(background: Sequence[str], session: object) -> Session:
+def _session_for(background: object, session: object) -> Session:
     """The solver session an audit asks: its own, or one made for the same background and
     shared by several audits (the fuzzer's sessions: its answers do not depend on what it
-    was asked before)."""
-    formulas = tuple(parse_formula(b) for b in background)
+    was asked before; it refused an unsatisfiable background when it was made)."""
     if session is None:
-        return Session(formulas)
+        texts = background_argument(background, func="Auditor")
+        return Session([parse_formula(b) for b in texts])
     if not isinstance(session, Session):
         raise wrong_type("Auditor", "session", session, "a verifier.solver.Session, or None")
+    texts = want_strings(background, func="Auditor", arg="background", what="formula strings")
+    try:
+        formulas = tuple(parse_formula(b) for b in texts)
+    except FormulaError:
+        background_argument(texts, func="Auditor")  # says which formula, and how to fix it
+        raise
     if session.background != formulas:
         raise bad_argument(
             "Auditor",

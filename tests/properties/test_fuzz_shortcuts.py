@@ -21,8 +21,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from verifier import stub_for
-from verifier.audit import audit_trace
-from verifier.fuzz import _Plays, fuzz, run_session, session_plans, solver_session
+from verifier.audit import Auditor, audit_trace
+from verifier.errors import InputError
+from verifier.fuzz import BACKGROUND, _Plays, fuzz, run_session, session_plans, solver_session
 from verifier.io import parse_trace_text
 from verifier.policies import Policy
 from verifier.policies.loading import as_policy
@@ -198,3 +199,14 @@ def test_a_policy_seen_to_vary_is_called_again(tmp_path: Path) -> None:
     )
     assert "PL002" in report.findings_by_rule
     assert "PL002" not in report.unshrunk
+
+
+def test_a_session_is_shared_only_with_audits_of_its_background() -> None:
+    shared = solver_session()
+    assert Auditor(BACKGROUND, session=shared).session is shared
+    with pytest.raises(InputError, match="another background"):
+        Auditor(["a -> b"], session=shared)
+    with pytest.raises(InputError, match="background"):
+        Auditor(["a &"], session=shared)  # the formula that does not parse is named
+    with pytest.raises(TypeError):
+        Auditor(BACKGROUND, session="shared")  # type: ignore[arg-type]
