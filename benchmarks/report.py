@@ -34,6 +34,8 @@ RUNS = {
     "import.json": "`make bench-import`: Claude Code sessions of 10, 50 and 100 MB with 5"
     " compactions, and with a compaction every 8 MB",
     "scale.json": "`make bench-scale`: cost against items and findings, start-up",
+    "fuzz-e2e.json": "`make bench-fuzz-e2e`: fuzz end to end, the README's unsafe policy"
+    " against its safe one",
 }
 
 
@@ -103,10 +105,11 @@ def _note_fuzz(b: Obj) -> str:
         )
     rate = e["rewrites"] / b["stats"]["median"]
     if e.get("end_to_end"):
+        played = f" ({e['shrink_played']} played)" if "shrink_played" in e else ""
         return (
             f"**{rate:,.0f} rewrites/s** ({e['rewrites']} rewrites of {e['sessions']} sessions);"
             f" {e['findings']:,} findings of {e['rules']} rules; shrinking {e['shrink_plays']}"
-            f" sessions in {fmt_s(e['shrink_seconds'])}"
+            f" sessions{played} in {fmt_s(e['shrink_seconds'])}"
         )
     found = "" if e["role"] == "floor" else f"; {e.get('findings', '?')} findings a round"
     return (

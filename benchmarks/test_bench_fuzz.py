@@ -25,7 +25,9 @@ what does not fit: eight rules found; ``newest_first_spilling`` spills it: none)
 are fuzzed as ``ctxproof fuzz --sessions 50`` fuzzes them (each in a process of
 its own): the same sessions, explored, each rule found shrunk (at most 300
 sessions played per rule) and its counterexample written and replayed; the
-unsafe policy's run is measured against the safe one's, its floor.
+unsafe policy's run is measured against the safe one's, its floor. Of the sessions
+shrinking tries, ``shrink_played`` were played; the others were answered from an earlier
+play (docs/fuzz.md, "Shrinking").
 """
 
 from __future__ import annotations
@@ -227,6 +229,10 @@ def _bench_end_to_end(benchmark: Any, name: str, role: str, tmp_path: Path) -> N
         findings=sum(last.findings_by_rule.values()),
         rules=len(last.findings_by_rule),
         shrink_plays=last.shrinking.get("plays", 0),
+        shrink_played=sum(
+            int(r.get("played", r.get("plays", 0)))
+            for r in last.shrinking.get("by_rule", {}).values()
+        ),
         shrink_seconds=last.shrinking.get("seconds", 0.0),
     )
 

@@ -8,7 +8,9 @@ from typing import Any
 
 from verifier.check import Repair, RewriteResult, check_rewrite
 from verifier.errors import (
+    FormulaError,
     InputError,
+    bad_argument,
     want_bool,
     want_choice,
     want_int,
@@ -121,7 +123,9 @@ class Auditor:
     The store given is only read; spills go to a memory layer over it. The
     justification graph is built along the way. With ``repair``, a refused
     rewrite's result carries its repair, computed with the session's history (as
-    ``check --repair`` computes it for one rewrite).
+    ``check --repair`` computes it for one rewrite). A ``session`` made for the same
+    background may be shared by several audits (its answers do not depend on what it
+    was asked before); by default each audit makes its own.
     """
 
     def __init__(
@@ -133,8 +137,9 @@ class Auditor:
         mode: str = MODE_SUPPORT,
         graph: JustificationGraph | None = None,
         repair: bool = False,
+        session: Session | None = None,
     ) -> None:
-        background = background_argument(background, func="Auditor")
+        self.session = _session_for(background, session)
         want_text(name, func="Auditor", arg="name")
         _common_arguments("Auditor", store, mode, graph)
         want_bool(repair, func="Auditor", arg="repair")
@@ -143,7 +148,6 @@ class Auditor:
         self.repair = repair
         self.store = LayeredStore(store)
         self.graph = graph if graph is not None else JustificationGraph()
-        self.session = Session([parse_formula(b) for b in background])
         self.history = History()
         if store is not None:
             entries = list(store.items())
@@ -394,6 +398,30 @@ def audit_trace(
             break
         auditor.feed(ev)
     return auditor.report()
+
+
+def _session_for(background: object, session: object) -> Session:
+    """The solver session an audit asks: its own, or one made for the same background and
+    shared by several audits (the fuzzer's sessions: its answers do not depend on what it
+    was asked before; it refused an unsatisfiable background when it was made)."""
+    if session is None:
+        texts = background_argument(background, func="Auditor")
+        return Session([parse_formula(b) for b in texts])
+    if not isinstance(session, Session):
+        raise wrong_type("Auditor", "session", session, "a verifier.solver.Session, or None")
+    texts = want_strings(background, func="Auditor", arg="background", what="formula strings")
+    try:
+        formulas = tuple(parse_formula(b) for b in texts)
+    except FormulaError:
+        background_argument(texts, func="Auditor")  # says which formula, and how to fix it
+        raise
+    if session.background != formulas:
+        raise bad_argument(
+            "Auditor",
+            "session was made for another background than the one given",
+            fix="give a Session made with the same background formulas, or None",
+        )
+    return session
 
 
 def _common_arguments(func: str, store: object, mode: object, graph: object) -> None:

@@ -35,7 +35,7 @@ import sys
 import time
 import types
 import zlib
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -59,6 +59,7 @@ from verifier.errors import (
 from verifier.findings import RULES, WITNESS_MODES, Finding
 from verifier.fsutil import make_folder, write_set
 from verifier.io import item_from_json, parse_trace_text, ref_of
+from verifier.parser import parse_formula
 from verifier.policies import (
     Policy,
     PolicyResult,
@@ -68,6 +69,7 @@ from verifier.policies import (
     run_policy,
 )
 from verifier.policies.isolated import DEFAULT_TIMEOUT, PolicyProcess
+from verifier.solver import Session
 from verifier.window import Item
 
 __all__ = [
@@ -293,7 +295,13 @@ class _Agent:
     """The simulated agent: turns a plan into appends, and lets the policy rewrite."""
 
     def __init__(
-        self, plan: Plan, policy: Runnable, passes: int, mode: str, require_fit: bool = False
+        self,
+        plan: Plan,
+        policy: Runnable,
+        passes: int,
+        mode: str,
+        require_fit: bool = False,
+        session: Session | None = None,
     ) -> None:
         self.plan = plan
         self.require_fit = require_fit
@@ -319,8 +327,11 @@ class _Agent:
             "budget": plan.budget,
         }
         self.trace: list[Obj] = [header]
-        self.auditor = Auditor(BACKGROUND, name="session", mode=mode)
+        self.auditor = Auditor(BACKGROUND, name="session", mode=mode, session=session)
         self.result = SessionResult(self.trace, self.auditor.findings)
+        self.answers: _Plays | None = None
+        """The policy's results on inputs it was called on before (:class:`_Plays`), given
+        again instead of calling it; None: every rewrite calls it."""
 
     # -- what the agent sees --------------------------------------------------------------
     def visible(self) -> list[Obj]:
@@ -349,11 +360,21 @@ class _Agent:
     # -- the turns -------------------------------------------------------------------------
     def run(self, stop_on: str | None = None) -> SessionResult:
         findings = self.result.findings
+        for _ in self.turns():
+            if stop_on is not None and any(f.code == stop_on for f in findings):
+                break  # what is sought is found: the rest of the session cannot matter
+        return self.result
+
+    def turns(self) -> Iterator[None]:
+        """Play the session, pausing after each turn that was appended (and rewritten, when
+        the window overflowed): where a play that seeks one rule stops once it is found.
+        Nothing after a pause takes back what came before it (the trace and the findings
+        only grow), so a session paused there can be resumed to seek another rule."""
         turns = self.plan.turns
         # every session opens as real ones do: the system prompt and the user's task
         self.append(self.opening())
         if self.tokens() > self.budget and not self.rewrite():
-            return self.result
+            return
         # the plan's turns come round again (each time on a different window) until the
         # session has its passes: a short plan makes a long session, and shrinking a
         # session is deleting turns from a short list
@@ -369,9 +390,7 @@ class _Agent:
             self.append(items)
             if self.tokens() > self.budget and not self.rewrite():
                 break
-            if stop_on is not None and any(f.code == stop_on for f in findings):
-                break  # what is sought is found: the rest of the session cannot matter
-        return self.result
+            yield
 
     def opening(self) -> list[Obj]:
         """The system prompt and the user's opening task."""
@@ -764,9 +783,7 @@ class _Agent:
         before = self.tokens()
         pressure = _ratio(before, self.budget)
         ages = {i: self.result.rewrites - at for i, at in self.first_seen.items()}
-        res = run_twice(
-            self.policy, self.items, self.budget, pass_no=pass_no, ages=ages, store=self.stored
-        )
+        res = self.rewritten(pass_no, ages)
         if not res.ok:
             finding = res.finding(self.line())
             assert finding is not None
@@ -802,6 +819,34 @@ class _Agent:
         self.result.tokens_after += self.tokens()
         self.result.pressures.append((pressure, len(self.auditor.findings) - count))
         return self.fits(pass_no)
+
+    def rewritten(self, pass_no: int, ages: dict[str, int]) -> PolicyResult:
+        """The policy's rewrite of the window (its two calls); from :attr:`answers` when it
+        was called on this very input before and gave one result twice, without error
+        (a policy seen to vary, or to fail, is called again: PL002 and PL001 stay its own).
+        """
+        answers = self.answers
+        if answers is None:
+            return run_twice(
+                self.policy, self.items, self.budget, pass_no=pass_no, ages=ages, store=self.stored
+            )
+        # the whole input: the window's items, the budget, the pass, the ages, the store
+        # (whose refs name their content)
+        key = (
+            tuple(it.raw for it in self.items),
+            self.budget,
+            pass_no,
+            tuple(ages.items()),
+            tuple(self.stored),
+        )
+        known = answers.get(key)
+        if known is not None:
+            return known
+        res = run_twice(
+            self.policy, self.items, self.budget, pass_no=pass_no, ages=ages, store=self.stored
+        )
+        answers.put(key, len(self.items), res)
+        return res
 
     def fits(self, pass_no: int) -> bool:
         """Count a rewrite that left the window over its budget; with ``require_fit`` it is
@@ -877,6 +922,14 @@ def _ok(o: Obj) -> bool:
     return o["kind"] == "observation" and o.get("modality") == "verified" and "shows" in o
 
 
+def solver_session() -> Session:
+    """A solver session for the simulated agent's background, to share between the sessions
+    of a run: its answers do not depend on what it was asked before, and what it learnt
+    once (the background's model, the consistency of a set of formulas, its z3 contexts)
+    is not learnt again for every session."""
+    return Session([parse_formula(b) for b in BACKGROUND])
+
+
 def run_session(
     policy: Runnable,
     plan: Plan,
@@ -885,16 +938,25 @@ def run_session(
     mode: str = "support",
     stop_on: str | None = None,
     require_fit: bool = False,
+    session: Session | None = None,
 ) -> SessionResult:
     """Play one session of the simulated agent against a policy, auditing as it goes.
 
     ``policy`` runs in this process, or in its own with a :class:`PolicyProcess`.
+    ``session`` (:func:`solver_session`) is the solver the audit asks, shared by the
+    sessions of a run (by default the session makes its own: the findings are the same).
 
     With ``stop_on`` (a rule code) the session ends at the turn that shows it. With
     ``require_fit`` a rewrite that leaves the window over its budget is PL004, and the
     session ends with it (without, it is counted in ``over_budget``).
     """
-    result = _Agent(plan, policy, passes, mode, require_fit).run(stop_on)
+    result = _Agent(plan, policy, passes, mode, require_fit, session).run(stop_on)
+    return _finished(result)
+
+
+def _finished(result: SessionResult) -> SessionResult:
+    """A session's result as :func:`run_session` returns it: its shapes, and the findings
+    of each rewrite."""
     result.shapes = session_shapes(result.trace)
     # findings made at an append count towards the rewrite before them
     if result.pressures:
@@ -1210,12 +1272,15 @@ def explore_chunk(
     """Run one chunk of sessions; record what each found (no shrinking)."""
     out = _Chunk(index)
     strategy = plans if plans is not None else session_plans(passes)
+    shared = solver_session()
 
     @_settings(size)
     @seed(chunk_seed(seed_value, index))
     @given(strategy)
     def explore(plan: Plan) -> None:
-        res = run_session(policy, plan, passes=passes, mode=mode, require_fit=require_fit)
+        res = run_session(
+            policy, plan, passes=passes, mode=mode, require_fit=require_fit, session=shared
+        )
         for code in sorted(res.codes()):
             out.first.setdefault(code, out.sessions)
         for f in res.findings:
@@ -1244,6 +1309,7 @@ def explore_sessions(
 ) -> None:
     """Play the sessions :func:`fuzz` explores with these arguments, in its order, and give
     each one, audited, to ``visit`` (to look at more than the counts fuzz keeps)."""
+    shared = solver_session()
     for j in range(max(1, math.ceil(sessions / CHUNK))):
         size = min(CHUNK, sessions - j * CHUNK)
         if size <= 0:
@@ -1253,7 +1319,7 @@ def explore_sessions(
         @seed(chunk_seed(seed_value, j))
         @given(session_plans(passes))
         def play(plan: Plan) -> None:
-            visit(run_session(policy, plan, passes=passes, mode=mode))
+            visit(run_session(policy, plan, passes=passes, mode=mode, session=shared))
 
         with _own_draws_only():
             play()
@@ -1296,6 +1362,7 @@ def shrink_code(
     mode: str,
     shrink_calls: int = 0,
     require_fit: bool = False,
+    plays: _Plays | None = None,
 ) -> SessionResult:
     """The smallest session hypothesis finds that still shows ``code``; a session with no
     finding when the session that first showed it does not show it again.
@@ -1317,6 +1384,14 @@ def shrink_code(
     failing: dict[Plan, bytes] = {}  # the sessions that showed the code, packed
     last: list[Plan | None] = [None]
     strategy = session_plans(passes)
+    if not SHORTCUTS or code.startswith("PL"):
+        # a PL rule is the policy's failure to give one result: every candidate calls it
+        plays = None
+    elif plays is None or not plays.fits(policy, passes, mode, require_fit):
+        plays = _Plays(policy, passes, mode, require_fit)
+        plays.expect(code, (chunk, at))
+    fresh_at_start = plays.fresh if plays is not None else 0
+    shared = solver_session() if SHORTCUTS else None
     faults_at_start = policy.faults if isinstance(policy, PolicyProcess) else 0
 
     def affordable() -> bool:
@@ -1326,8 +1401,19 @@ def shrink_code(
 
     def play(plan: Plan) -> None:
         played[0] += 1
+        if plays is not None:
+            shown = plays.shows(plan, code, (chunk, at))
+            if shown is not None:
+                failing[plan] = _pack(shown)
+            return
         res = run_session(
-            policy, plan, passes=passes, mode=mode, stop_on=code, require_fit=require_fit
+            policy,
+            plan,
+            passes=passes,
+            mode=mode,
+            stop_on=code,
+            require_fit=require_fit,
+            session=shared,
         )
         if code in res.codes():
             failing[plan] = _pack(res)
@@ -1352,6 +1438,7 @@ def shrink_code(
     def took() -> dict[str, Any]:
         return {
             "plays": played[0],
+            "played": played[0] if plays is None else plays.fresh - fresh_at_start,
             "bounded": calls[0] > at + 1 + limit or not affordable(),
             "seconds": round(time.perf_counter() - started, 3),
         }
@@ -1364,6 +1451,9 @@ def shrink_code(
         settled = found.plan
     except _Spent:
         settled = last[0]
+    finally:
+        if plays is not None:
+            plays.done(code, (chunk, at))
     if settled is None:
         # the session that showed it did not show it again: the policy's output depends on
         # more than its input (the clock, the environment); there is nothing to shrink
@@ -1371,6 +1461,184 @@ def shrink_code(
     result = _unpack(failing[settled])
     result.shrink = took()
     return result
+
+
+SHORTCUTS = True
+"""Shrinking takes shortcuts (docs/fuzz.md, "Shrinking"): the sessions of a run share one
+solver session; a candidate session played before while shrinking a rule first shown by
+the same session is answered from that play where it went far enough; and the policy is
+not called again on an input it was called on before, where it gave one result twice
+without error and did not grow the window. The counterexamples are those playing every
+candidate afresh gives (False plays them afresh: the tests compare the two)."""
+
+ANSWER_ITEMS = 30_000
+"""The policy's results kept to answer again (:data:`SHORTCUTS`), at most: the latest,
+up to this many items in their inputs and outputs together."""
+
+
+class _Played:
+    """One candidate session played until the rule it sought was found at a pause, or to its
+    end: what :func:`run_session` returns for it seeking that rule, or another one it
+    showed by then."""
+
+    __slots__ = ("ended", "first", "marks", "result")
+
+    def __init__(self, agent: _Agent, code: str) -> None:
+        self.result = agent.result
+        self.marks: list[tuple[int, int, int, int, int, int, int]] = []
+        """At each pause: the lengths of the trace, the findings and the pressures, the
+        rewrites, the tokens before and after them, the rewrites over budget."""
+        self.first: dict[str, int] = {}
+        """rule code -> the first pause at which it was among the findings (-1: after the
+        last one, in a session that ended)."""
+        self.ended = False
+        r, seen = agent.result, 0
+        for _ in agent.turns():
+            for f in r.findings[seen:]:
+                self.first.setdefault(f.code, len(self.marks))
+            seen = len(r.findings)
+            self.marks.append(
+                (
+                    len(r.trace),
+                    len(r.findings),
+                    len(r.pressures),
+                    r.rewrites,
+                    r.tokens_before,
+                    r.tokens_after,
+                    r.over_budget,
+                )
+            )
+            if code in self.first:
+                return  # what is sought is found: the rest of the session cannot matter
+        self.ended = True
+        for f in r.findings[seen:]:
+            self.first.setdefault(f.code, -1)
+
+    def shows(self, code: str) -> bool | None:
+        """Whether a play seeking the code shows it; None when this one stopped short."""
+        if code in self.first:
+            return True
+        return False if self.ended else None
+
+    def seeking(self, code: str) -> SessionResult:
+        """What :func:`run_session` returns for this plan seeking ``code``, which it shows:
+        the session up to the first pause with the code, or whole when the code came after
+        the last pause."""
+        r = self.result
+        at = self.first[code]
+        if at < 0:
+            out = SessionResult(
+                list(r.trace),
+                list(r.findings),
+                r.rewrites,
+                r.tokens_before,
+                r.tokens_after,
+                list(r.pressures),
+                over_budget=r.over_budget,
+            )
+        else:
+            n_trace, n_found, n_pressures, rewrites, before, after, over = self.marks[at]
+            out = SessionResult(
+                r.trace[:n_trace],
+                r.findings[:n_found],
+                rewrites,
+                before,
+                after,
+                r.pressures[:n_pressures],
+                over_budget=over,
+            )
+        return _finished(out)
+
+
+class _Plays:
+    """The candidate sessions of the shrinks of one run (:data:`SHORTCUTS`), and the
+    policy's answers.
+
+    Rules first shown by one session are shrunk from it one after the other, and their
+    searches try the same candidates for as long as the candidates show both or neither.
+    Of each play only which rules it showed, and when, is kept; a play that showed a rule
+    still to be shrunk (``pending``) is kept whole, compressed, as the shrinking keeps the
+    candidates that showed its rule. A candidate asked for again is answered from there
+    when that play went far enough, and played afresh otherwise.
+    """
+
+    def __init__(self, policy: Runnable, passes: int, mode: str, require_fit: bool) -> None:
+        self.policy = policy
+        self.passes = passes
+        self.mode = mode
+        self.require_fit = require_fit
+        self.session = solver_session()
+        self.answers: dict[Hashable, tuple[PolicyResult, int]] = {}
+        """input -> the policy's result, and the items of both"""
+        self.answer_items = 0
+        self.known: dict[Plan, tuple[dict[str, int], bool]] = {}
+        """plan -> the rules its play showed (at which pause), and whether it ended."""
+        self.kept: dict[tuple[int, int], dict[Plan, bytes]] = {}
+        """By the session the rules came from: plan -> its play, packed, when it showed a
+        rule still to be shrunk from there."""
+        self.pending: dict[tuple[int, int], set[str]] = {}
+        """The rules still to be shrunk, by the session that first showed them."""
+        self.fresh = 0
+        """Sessions played rather than answered from an earlier play."""
+
+    def fits(self, policy: Runnable, passes: int, mode: str, require_fit: bool) -> bool:
+        return (policy, passes, mode, require_fit) == (
+            self.policy,
+            self.passes,
+            self.mode,
+            self.require_fit,
+        )
+
+    def expect(self, code: str, start: tuple[int, int]) -> None:
+        """A rule to be shrunk from the session ``start`` (chunk, index) that first showed it."""
+        self.pending.setdefault(start, set()).add(code)
+
+    def done(self, code: str, start: tuple[int, int]) -> None:
+        """The rule is shrunk: plays are no longer kept for it."""
+        left = self.pending.get(start, set())
+        left.discard(code)
+        if not left:
+            self.pending.pop(start, None)
+            self.kept.pop(start, None)
+
+    def shows(self, plan: Plan, code: str, start: tuple[int, int]) -> SessionResult | None:
+        """``run_session(policy, plan, stop_on=code, ...)`` when it shows the code, else None."""
+        known = self.known.get(plan)
+        if known is not None:
+            first, ended = known
+            if code not in first and ended:
+                return None
+            packed = self.kept.get(start, {}).get(plan)
+            if code in first and packed is not None:
+                played: _Played = pickle.loads(zlib.decompress(packed))
+                return played.seeking(code)
+        self.fresh += 1
+        agent = _Agent(plan, self.policy, self.passes, self.mode, self.require_fit, self.session)
+        agent.answers = self
+        played = _Played(agent, code)
+        self.known[plan] = (played.first, played.ended)
+        others = self.pending.get(start, set()) - {code}
+        if others & played.first.keys():
+            packed = zlib.compress(pickle.dumps(played, pickle.HIGHEST_PROTOCOL), 1)
+            self.kept.setdefault(start, {})[plan] = packed
+        return played.seeking(code) if played.shows(code) else None
+
+    # -- the policy's answers, as the agent asks them (_Agent.rewritten) -------------------
+    def get(self, key: Hashable) -> PolicyResult | None:
+        known = self.answers.get(key)
+        return None if known is None else known[0]
+
+    def put(self, key: Hashable, given: int, res: PolicyResult) -> None:
+        """Keep the policy's result on an input of ``given`` items: one it gave twice
+        without error, that does not grow the window (the latest, within
+        :data:`ANSWER_ITEMS`)."""
+        if not res.ok or len(res.window) > given:
+            return
+        weight = given + len(res.window)
+        self.answers[key] = (res, weight)
+        self.answer_items += weight
+        while self.answer_items > ANSWER_ITEMS:
+            self.answer_items -= self.answers.pop(next(iter(self.answers)))[1]  # the oldest
 
 
 def _first_finding(result: SessionResult, code: str) -> Finding:
@@ -1482,6 +1750,12 @@ def fuzz(
                 first.setdefault(code, (ch.index, at))
         codes = sorted(first)
         shrink_started = time.perf_counter()
+        # rules first shown by one session are shrunk from it along the same candidates:
+        # in this process, they share their plays
+        plays = _Plays(local, passes, mode, require_fit) if SHORTCUTS and codes else None
+        if plays is not None:
+            for code in codes:
+                plays.expect(code, first[code])
         shrunk = run(
             _shrink_task,
             [
@@ -1498,6 +1772,7 @@ def fuzz(
                     shrink_calls,
                     require_fit,
                     policy_timeout,
+                    plays,
                 )
                 for code in codes
             ],
@@ -1555,8 +1830,8 @@ def _is_spec(arg: str) -> bool:
 
 def _portable(task: tuple[Any, ...]) -> tuple[Any, ...]:
     """A task as it travels to another process: the policy left out (it is loaded there
-    from ``policy_arg``, the first element)."""
-    return (task[0], None, *task[2:])
+    from ``policy_arg``, the first element), and the plays a shrink shares in this one."""
+    return (task[0], None, *(None if isinstance(x, _Plays) else x for x in task[2:]))
 
 
 def _explore_task(args: tuple[Any, ...]) -> _Chunk:
@@ -1566,11 +1841,12 @@ def _explore_task(args: tuple[Any, ...]) -> _Chunk:
 
 
 def _shrink_task(args: tuple[Any, ...]) -> SessionResult:
-    policy_arg, policy, code, chunk, at, size, seed_value, passes, mode, calls, fit, timeout = (
-        args
+    (policy_arg, policy, code, chunk, at, size, seed_value, passes, mode, calls, fit, timeout) = (
+        args[:12]
     )
+    plays = args[12] if len(args) > 12 else None
     pol = _policy_in_worker(policy_arg, policy, timeout)
-    return shrink_code(pol, code, chunk, at, size, seed_value, passes, mode, calls, fit)
+    return shrink_code(pol, code, chunk, at, size, seed_value, passes, mode, calls, fit, plays)
 
 
 TASKS: dict[str, Callable[[tuple[Any, ...]], Any]] = {

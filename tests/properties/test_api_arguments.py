@@ -120,7 +120,7 @@ TARGETS: tuple[Target, ...] = (
     }),
     Target("Auditor", Auditor, {
         "background": ["db.postgres -> !db.mysql"], "name": "t", "store": None,
-        "mode": "support", "graph": None, "repair": False,
+        "mode": "support", "graph": None, "repair": False, "session": None,
     }),
     Target("Auditor.append", _auditor_with("append"), {"items": [OBS], "line": 3}),
     Target("Auditor.spill", _auditor_with("spill"), {"items": [REJ], "line": None}),
