@@ -52,6 +52,7 @@ RULE_TESTS = (
     "tests/golden/test_expected.py",
     "tests/unit/test_second_reading.py",
     "tests/unit/test_third_reading.py",
+    "tests/unit/test_merge_rules.py",
 )
 WIDER_TESTS = (
     "tests/golden/test_golden.py",
