@@ -566,6 +566,12 @@ class RewriteContext:
     demoted: list[str] = field(default_factory=list)
     newly_excluded: list[str] = field(default_factory=list)
     """Ids this event's CP003/CP004 findings exclude (from the next event on)."""
+    kept_content: PremiseIndex | None = None
+    """The window before's content and the store's as one premise index kept across
+    events (an audit's kept window): CF005 reads it instead of the whole window."""
+    gave_up: bool = False
+    """A check on what a rewrite touched could not settle a question: the whole window
+    is to be read (see :mod:`verifier.rules.kept`)."""
     _valid_cache: dict[Formula, Result] = field(default_factory=dict)
     _changed: list[Item] | None = None
     _touched: set[str] | None = None
