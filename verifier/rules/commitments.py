@@ -8,7 +8,14 @@ findings there.
 from __future__ import annotations
 
 from verifier.formula import Atom, atoms
-from verifier.rules.context import RewriteContext, WindowView, cite, preserved, show
+from verifier.rules.context import (
+    ReadWhole,
+    RewriteContext,
+    WindowView,
+    cite,
+    preserved,
+    show,
+)
 from verifier.solver import PremiseIndex, Result
 from verifier.window import Item
 
@@ -291,18 +298,16 @@ def _cf005_kept(ctx: RewriteContext, content: PremiseIndex, goals: list[Item]) -
     """CF005 read from the kept premises (the window before and the store as one index):
     when they are consistent, a goal follows from all of them iff it follows from those
     linked to it through shared atoms. Anything but "it follows" is left to the whole
-    reading (``gave_up``), which words the finding."""
+    reading (:class:`ReadWhole`), which words the finding."""
     if not content.consistent().holds:
-        ctx.gave_up = True
-        return
+        raise ReadWhole("CF005")
     for it in goals:
         keys: dict[str, None] = {}
         content.reach(atoms(it.formula), keys)
         near = content.formulas_of(keys)
         res = ctx.session.entails([f for _, f in near], it.formula, [label for label, _ in near])
         if not res.holds:
-            ctx.gave_up = True
-            return
+            raise ReadWhole("CF005")
 
 
 def _cf006(ctx: RewriteContext) -> None:

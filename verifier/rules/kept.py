@@ -7,11 +7,11 @@ store's as one premise index. Appends and rewrites update it by what they
 change. A rewrite is first checked on what it touched (:meth:`KeptWindow.check`):
 the rules read the touched entries and the untouched ones that cite them (a
 rule reads an entry's own citations, so no other entry can read differently),
-the rest of the window through lookups by id. Whenever that reading could
-differ from reading the whole window (a tool result among those entries, a
-stub the store does not resolve, any finding or undecided question) the audit
-checks the rewrite the whole way instead, which also words every finding: the
-output is the same either way.
+and for a tool result among those, its call and all the call's results; the
+rest of the window through lookups by id. Whenever that reading could differ
+from reading the whole window (a stub the store does not resolve, any finding
+or undecided question) the audit checks the rewrite the whole way instead,
+which also words every finding: the output is the same either way.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from verifier.formula import is_true
 from verifier.rules.commitments import check_commitments
 from verifier.rules.composition import check_cycles
-from verifier.rules.context import History, RewriteContext, WindowView
+from verifier.rules.context import History, ReadWhole, RewriteContext, WindowView
 from verifier.rules.pairing import check_pairing
 from verifier.rules.witnesses import check_witnesses
 from verifier.solver import PremiseIndex, Session
@@ -345,17 +345,31 @@ class KeptWindow:
             return None
         touched = set(change.gone)
         touched.update(it.id for it in change.came)
-        # the untouched entries that cite a touched one are read too: every rule reads an
-        # entry's own citations, so these are all the untouched entries a rule could see
-        # change
-        citers: set[str] = set()
-        for t in touched:
-            citers.update(c for c in self.cited_by.get(t, ()) if c not in touched)
         over: dict[str, Item | None] = dict.fromkeys(change.removed)
         over.update((it.id, it) for it in change.came)
+        before = _Side(self, (), {})
+        after = _Side(self, (), over)
+        # the untouched entries that cite a touched one are read too: every rule reads an
+        # entry's own citations, so these are all the untouched entries a rule could see
+        # change; with a tool result among them, its call and all the call's results
+        read = set(touched)
+        for t in touched:
+            read.update(self.cited_by.get(t, ()))
+        calls: set[str] = set()
+        for t in read:
+            for side in (before, after):
+                real = side.resolve(t)
+                if real is None and side.get(t) is not None:
+                    return None  # a stub the store does not resolve
+                if real is not None and real.call is not None:
+                    calls.add(real.call)
+        for c in calls:
+            read.add(c)
+            read.update(self.cited_by.get(c, ()))
+            for side in (before, after):
+                if side.resolve(c) is None and side.get(c) is not None:
+                    return None
         rank = self.rank
-        read = sorted([*change.gone, *citers], key=rank.__getitem__)
-        before = _Side(self, tuple(self.by_id[i] for i in read), {})
         came_at = {it.id: n for n, it in enumerate(change.came)}
 
         def where(it: Item) -> tuple[int, int]:
@@ -364,15 +378,10 @@ class KeptWindow:
                 return (1, came_at[it.id])
             return (0, rank[it.id])
 
-        after_items = sorted([*change.came, *(self.by_id[c] for c in citers)], key=where)
-        after = _Side(self, tuple(after_items), over)
-        for t in (*touched, *citers):
-            for side in (before, after):
-                real = side.resolve(t)
-                if real is None and side.get(t) is not None:
-                    return None  # a stub the store does not resolve
-                if real is not None and real.call is not None:
-                    return None  # a result: pairing reads the whole window
+        in_before = sorted((i for i in read if i in self.by_id), key=rank.__getitem__)
+        before.items = tuple(self.by_id[i] for i in in_before)
+        in_after = [it for i in read if (it := after.get(i)) is not None]
+        after.items = tuple(sorted(in_after, key=where))
         ctx = RewriteContext(
             session=self.session,
             store=self.store,
@@ -392,14 +401,16 @@ class KeptWindow:
                 ctx._changed.append(it)
         ctx._touched = {it.id for it in ctx._changed} | set(change.removed)
         cycles = set(history.cycles)
-        check_commitments(ctx)
-        check_witnesses(ctx)
-        check_pairing(ctx)
-        check_cycles(ctx, ctx.changed())
-        if ctx.findings or ctx.undecided or ctx.gave_up:
-            history.cycles.clear()
+        try:
+            check_commitments(ctx)
+            check_witnesses(ctx)
+            check_pairing(ctx)
+            check_cycles(ctx, ctx.changed())
+        except ReadWhole:
+            history.cycles.clear()  # a cycle reported is the whole reading's to record
             history.cycles.update(cycles)
             return None
+        assert not ctx.findings and not ctx.undecided
         ctx.finish()
         return ctx
 
