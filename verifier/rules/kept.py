@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass
+from itertools import compress
+from operator import attrgetter, ne
 
 from verifier.formula import is_true
 from verifier.rules.commitments import check_commitments
@@ -30,6 +32,8 @@ from verifier.store import Store
 from verifier.window import Item
 
 __all__ = ["Change", "KeptWindow"]
+
+_RAW = attrgetter("raw")
 
 
 @dataclass(frozen=True, slots=True)
@@ -267,6 +271,10 @@ class KeptWindow:
         entry or puts a new one among the old (the kept window is then made anew)."""
         if after is None:
             return self._diff(remove, put)
+        after = tuple(after)
+        quick = self._in_place(after)
+        if quick is not None:
+            return quick
         by_id, rank = self.by_id, self.rank
         seen: set[str] = set()
         came: list[Item] = []
@@ -295,6 +303,28 @@ class KeptWindow:
         gone = sorted([*replaced, *removed], key=rank.__getitem__)
         left = frozenset(removed)
         return Change(tuple(after), tuple(gone), tuple(came), left, left)
+
+    def _in_place(self, after: tuple[Item, ...]) -> Change | None:
+        """The change to a whole window that keeps every entry where it stands (replaced or
+        not) and adds new ones at the end, found by comparing bytes position by position
+        (None: another change, left to the match by id)."""
+        items = self.items
+        n = len(items)
+        if len(after) < n:
+            return None
+        head = after[:n] if len(after) > n else after
+        differ = list(compress(range(n), map(ne, map(_RAW, head), map(_RAW, items))))
+        for k in differ:
+            if after[k].id != items[k].id:
+                return None
+        tail = after[n:]
+        if tail:
+            ids = {it.id for it in tail}
+            if len(ids) != len(tail) or any(i in self.by_id for i in ids):
+                return None
+        came = (*(after[k] for k in differ), *tail)
+        gone = tuple(items[k].id for k in differ)
+        return Change(after, gone, came, frozenset(), frozenset())
 
     def _diff(self, remove: Sequence[str], put: Sequence[Item]) -> Change | None:
         """A ``diff``: removed ids leave; a put replaces the entry with its id where it
