@@ -160,11 +160,16 @@ bench-import: $(DEV_STAMP)
 
 # audit cost against items and findings (findings on most of an append's items, 50k-item
 # traces with and without findings, appends of 10k and 20k commitments), an append into a
-# window of 1k and 10k stubs, and start-up, saved beside the other runs (a few minutes)
+# window of 1k and 10k stubs and a rewrite of one item there, and start-up, saved beside the
+# other runs (a few minutes)
 bench-scale: $(DEV_STAMP)
 	$(BENCH_PYTEST) benchmarks/test_bench_scale.py benchmarks/test_bench_startup.py \
 	  "benchmarks/test_bench_append.py::test_append_stub_window_small" \
 	  "benchmarks/test_bench_append.py::test_append_stub_window_large" \
+	  "benchmarks/test_bench_append.py::test_rewrite_diff_stub_window_small" \
+	  "benchmarks/test_bench_append.py::test_rewrite_diff_stub_window_large" \
+	  "benchmarks/test_bench_append.py::test_rewrite_whole_stub_window_small" \
+	  "benchmarks/test_bench_append.py::test_rewrite_whole_stub_window_large" \
 	  --benchmark-json=benchmarks/results/scale.json $(BENCH_ARGS)
 	$(BIN)/python -m benchmarks.report > benchmarks/RESULTS.md
 

@@ -15,6 +15,13 @@ A second group keeps the window's size in view: a session that appended N
 commitments (``a.I -> b.I``), spilled them and left stubs (the window holds N
 stubs), then appends one claim over fresh atoms a round: N = 10k against the
 floor N = 1k.
+
+A third and a fourth group keep a rewrite's cost in view: the same window of N
+stubs and one claim, each round a rewrite that gives the claim a new,
+equivalent formula (a ``diff`` that puts it; then the whole window, built anew
+as a parsed trace gives it, differing in that one item). Goal: a rewrite's cost
+is what it changed, not what the window holds: N = 10k within 2x of the floor
+N = 1k (docs/rules.md, "Composition over a trace").
 """
 
 from __future__ import annotations
@@ -36,7 +43,7 @@ from benchmarks.workloads import (
 from verifier.audit import Auditor
 from verifier.io import item_from_json, parse_trace_text
 from verifier.store import MemoryStore
-from verifier.window import Item
+from verifier.window import Item, Rewrite
 
 SMALL, LARGE = 1_000, 50_000
 WINDOW = 100
@@ -161,3 +168,74 @@ def test_append_stub_window_small(benchmark: Any) -> None:
 
 def test_append_stub_window_large(benchmark: Any) -> None:
     _bench_stubs(benchmark, STUBS_LARGE, "large window")
+
+
+# -- a rewrite of one item in a window of stubs: its cost is the change's, not the window's --
+
+REWRITE_ROUNDS = 40
+
+
+def _rewrite_auditor(n: int) -> Auditor:
+    """A window of n stubs (as :func:`_bench_stubs`) and the claim ``q`` the rounds change."""
+    background, events = _stub_events(n)
+    auditor = Auditor(background)
+    for ev in events:
+        auditor.feed(ev)
+    _take(auditor.append([item_from_json(_claim(-1))]))
+    return auditor
+
+
+def _claim(j: int) -> Obj:
+    """The claim ``q`` in its j-th rendering (j = -1: the first): each one new, all
+    equivalent."""
+    if j < 0:
+        return {"id": "q", "kind": "claim", "formula": "f | g"}
+    return {"id": "q", "kind": "claim", "formula": f"(f | g) & (h.{j} | !h.{j})"}
+
+
+def _bench_rewrite(benchmark: Any, n: int, role: str, *, whole: bool) -> None:
+    """Each round feeds one rewrite event that changes the claim (a diff that puts it, or
+    the whole window, every item a new object as a parsed trace gives it; built before
+    the clock starts)."""
+    auditor = _rewrite_auditor(n)
+    form = "whole window" if whole else "diff"
+    benchmark.group = (
+        f"rewrite of 1 item ({form}), window of {STUBS_SMALL:,} vs {STUBS_LARGE:,} stubs"
+    )
+    benchmark.extra_info.update(role=role, store_entries=n, window=len(auditor.window))
+    serial = iter(range(10**9))
+    verdicts: list[str] = []
+
+    def setup() -> tuple[tuple[Rewrite], dict[str, Any]]:
+        claim = item_from_json(_claim(next(serial)))
+        if whole:
+            window = tuple(
+                claim if it.id == "q" else item_from_json(it.as_json()) for it in auditor.window
+            )
+            return (Rewrite(1, "restate", window),), {}
+        return (Rewrite(1, "restate", None, put=(claim,)),), {}
+
+    def rewrite(ev: Rewrite) -> None:
+        auditor.feed(ev)
+        verdicts.append(auditor.rewrites[-1].verdict)
+
+    benchmark.pedantic(rewrite, setup=setup, rounds=REWRITE_ROUNDS, iterations=1)
+    benchmark.extra_info["findings"] = len(auditor.findings)
+    assert set(verdicts) == {"accept"}, verdicts
+    _take(auditor.findings)
+
+
+def test_rewrite_diff_stub_window_small(benchmark: Any) -> None:
+    _bench_rewrite(benchmark, STUBS_SMALL, "floor", whole=False)
+
+
+def test_rewrite_diff_stub_window_large(benchmark: Any) -> None:
+    _bench_rewrite(benchmark, STUBS_LARGE, "large window", whole=False)
+
+
+def test_rewrite_whole_stub_window_small(benchmark: Any) -> None:
+    _bench_rewrite(benchmark, STUBS_SMALL, "floor", whole=True)
+
+
+def test_rewrite_whole_stub_window_large(benchmark: Any) -> None:
+    _bench_rewrite(benchmark, STUBS_LARGE, "large window", whole=True)

@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from verifier.check import Repair, RewriteResult, check_rewrite
+from verifier.check import Repair, RewriteResult, check_rewrite, verdict_of
 from verifier.errors import (
     FormulaError,
     InputError,
@@ -24,11 +24,17 @@ from verifier.io import background_argument, items_argument, trace_from_dicts
 from verifier.parser import parse_formula
 from verifier.rules.composition import check_append
 from verifier.rules.context import MODE_SUPPORT, History, RewriteContext, WindowView
+from verifier.rules.kept import Change, KeptWindow
 from verifier.solver import Session
 from verifier.store import LayeredStore, Store, store_argument
 from verifier.window import Append, Event, Item, Rewrite, Spill, Trace
 
 __all__ = ["Auditor", "TraceReport", "audit_trace", "exit_code_for", "repair_json"]
+
+KEPT_VIEW = True
+"""Keep the window across events and check a rewrite on what it changed (docs/rules.md,
+"Composition over a trace"); False reads every rewrite's windows whole. Either way the
+output is the same: an auditor reads this when it is made."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,6 +162,9 @@ class Auditor:
         self.window: tuple[Item, ...] = ()
         self._view: WindowView | None = None
         """A view of the window, kept from one append to the next."""
+        self.kept_view = KEPT_VIEW
+        self._kept: KeptWindow | None = None
+        """The window with what a rewrite's check reads, kept across events."""
         self.pass_no = 0
         self.rewrites: list[RewriteResult] = []
         self.findings: list[Finding] = []
@@ -192,7 +201,8 @@ class Auditor:
         if view is None or view.items is not self.window:
             view = WindowView(self.window, self.store)
         self._view = None
-        if any(it.id in view for it in items):
+        again = any(it.id in view for it in items)
+        if again:
             # an id already in the window (bad input a trace never holds): views of its own
             before = WindowView(self.window, self.store)
             after_view = WindowView((*self.window, *items), self.store)
@@ -226,6 +236,12 @@ class Auditor:
                         code_of.setdefault(item_id, f.code)
             for item_id in dict.fromkeys(ctx.newly_excluded):
                 graph.exclude(item_id, f"{code_of[item_id]} at line {line}")
+        kept = self._kept
+        if kept is not None:
+            if kept.items is self.window and not again:
+                kept.appended(items, after)
+            else:
+                self._kept = None
         self.window = after
         self._view = after_view
         return ctx.findings
@@ -275,33 +291,94 @@ class Auditor:
 
     def _rewrite(
         self,
-        after: tuple[Item, ...],
+        after: tuple[Item, ...] | None,
         *,
         policy: str | None,
         claimed_preserved: Sequence[str] | None,
         line: int | None,
+        diff: Rewrite | None = None,
     ) -> RewriteResult:
+        """Check a rewrite into ``after``, or by the ``diff`` of a rewrite event."""
         self.pass_no += 1
-        result = check_rewrite(
-            self.window,
-            after,
-            store=self.store,
-            session=self.session,
-            history=self.history,
-            mode=self.mode,
-            claimed_preserved=claimed_preserved,
-            pass_no=self.pass_no,
-            line=line,
-            policy=policy,
-            with_repair=self.repair,
-        )
+        kept = self._kept_window()
+        change = None
+        if kept is not None:
+            if diff is None:
+                change = kept.change_of(after)
+            else:
+                change = kept.change_of(None, diff.remove, diff.put)
+        if change is None:
+            if after is None:
+                assert diff is not None
+                after = tuple(diff.apply(self.window))
+            self._kept = None  # made anew at the next rewrite
+        else:
+            after = change.after
+        result = None
+        if change is not None and kept is not None:
+            result = self._kept_check(kept, change, policy, claimed_preserved, line)
+        if result is None:
+            result = check_rewrite(
+                self.window,
+                after,
+                store=self.store,
+                session=self.session,
+                history=self.history,
+                mode=self.mode,
+                claimed_preserved=claimed_preserved,
+                pass_no=self.pass_no,
+                line=line,
+                policy=policy,
+                with_repair=self.repair,
+            )
         self.rewrites.append(result)
         self.findings.extend(result.findings)
-        _remember(self.history, self.window, after, self.pass_no, self.store)
-        self.graph.rewrite(self.window, after, self.pass_no, policy=policy, line=line)
+        if change is not None and kept is not None:
+            kept.remember(change, self.history, self.pass_no)
+            self.graph.rewrite_change(
+                kept.by_id.get, change.came, change.removed, self.pass_no, policy=policy, line=line
+            )
+            kept.rewritten(change)
+        else:
+            _remember(self.history, self.window, after, self.pass_no, self.store)
+            self.graph.rewrite(self.window, after, self.pass_no, policy=policy, line=line)
         self.window = after
         self._view = None
         return result
+
+    def _kept_window(self) -> KeptWindow | None:
+        """The kept window of the window now (None: not kept, or it holds an id twice)."""
+        if not self.kept_view:
+            return None
+        kept = self._kept
+        if kept is None or kept.items is not self.window:
+            kept = self._kept = KeptWindow.of(self.window, self.session, self.store)
+        return kept
+
+    def _kept_check(
+        self,
+        kept: KeptWindow,
+        change: Change,
+        policy: str | None,
+        claimed_preserved: Sequence[str] | None,
+        line: int | None,
+    ) -> RewriteResult | None:
+        """The result of a rewrite checked on what it changed; None when the whole windows
+        are to be read (a finding, an undecided question, or a change that reaches
+        untouched entries: see :mod:`verifier.rules.kept`)."""
+        ctx = kept.check(
+            change,
+            history=self.history,
+            pass_no=self.pass_no,
+            line=line,
+            mode=self.mode,
+            claimed_preserved=claimed_preserved,
+        )
+        if ctx is None:
+            return None
+        return RewriteResult(
+            self.pass_no, line, policy, verdict_of(ctx), (), (), tuple(ctx.demoted)
+        )
 
     def feed(self, ev: Event) -> None:
         """Check one parsed trace event (an event of a :class:`Trace`: validated already).
@@ -313,7 +390,8 @@ class Auditor:
             self._append(ev.items, ev.line)
         elif isinstance(ev, Rewrite):
             self._rewrite(
-                tuple(ev.apply(self.window)),
+                ev.window,
+                diff=ev if ev.window is None else None,
                 policy=ev.policy,
                 claimed_preserved=ev.claimed_preserved,
                 line=ev.line,

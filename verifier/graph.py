@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -195,14 +195,28 @@ class JustificationGraph:
         policy: str | None = None,
         line: int | None = None,
     ) -> None:
+        old = {it.id: it for it in before}
+        new_ids = {it.id for it in after}
+        self.rewrite_change(old.get, after, old.keys() - new_ids, pass_no, policy=policy, line=line)
+
+    def rewrite_change(
+        self,
+        before: Callable[[str], Item | None],
+        came: Iterable[Item],
+        removed: Iterable[str],
+        pass_no: int,
+        *,
+        policy: str | None = None,
+        line: int | None = None,
+    ) -> None:
+        """:meth:`rewrite` told only what changed: ``before`` looks an id up in the window
+        before, ``came`` holds (in window order) every entry of after that is not the same
+        version as before's (more do no harm), ``removed`` the ids after lacks."""
         self.policies[pass_no] = policy
         self.lines[pass_no] = line
-        old = {it.id: it for it in before}
-        new_ids = set()
         changed = []
-        for it in after:
-            new_ids.add(it.id)
-            if not it.same_version(old.get(it.id)) and self._restore(it, pass_no, policy) is None:
+        for it in came:
+            if not it.same_version(before(it.id)) and self._restore(it, pass_no, policy) is None:
                 changed.append(it)
         superseded = {it.id: self.current.get(it.id) for it in changed}
         self._add_versions(changed, pass_no, line)
@@ -213,7 +227,7 @@ class JustificationGraph:
                 # different item): this rewrite is where it was lost
                 self.g.nodes[gone]["lost_at"] = pass_no
                 self.g.nodes[gone]["lost_by"] = policy
-        for iid in old.keys() - new_ids:
+        for iid in removed:
             node = self.current.pop(iid, None)
             if node is not None:
                 attrs = self.g.nodes[node]

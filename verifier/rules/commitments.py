@@ -8,8 +8,15 @@ findings there.
 from __future__ import annotations
 
 from verifier.formula import Atom, atoms
-from verifier.rules.context import RewriteContext, WindowView, cite, preserved, show
-from verifier.solver import Result
+from verifier.rules.context import (
+    ReadWhole,
+    RewriteContext,
+    WindowView,
+    cite,
+    preserved,
+    show,
+)
+from verifier.solver import PremiseIndex, Result
 from verifier.window import Item
 
 __all__ = ["bound", "check_commitments"]
@@ -122,7 +129,7 @@ def check_commitments(ctx: RewriteContext) -> None:
 
 
 def _cf001_to_003(ctx: RewriteContext, merges: _Merges) -> None:
-    after = ctx.after.by_id
+    after = ctx.after  # read by id only: a kept window's side is read the same way
     # a stub stands for the item the store holds: that is the version to compare
     for entry, old in ctx.before.resolved():
         if after.get(entry.id) is entry:
@@ -250,6 +257,9 @@ def _cf005(ctx: RewriteContext) -> None:
         goals.append(it)
     if not goals:
         return
+    if ctx.kept_content is not None:
+        _cf005_kept(ctx, ctx.kept_content, goals)
+        return
     # the premises: the window before, the store and the background (excluded items and
     # superseded observations are no part of them)
     window = ctx.content(ctx.before)
@@ -286,6 +296,22 @@ def _cf005(ctx: RewriteContext) -> None:
                 f" and the background do not entail; {advice}",
                 res,
             )
+
+
+def _cf005_kept(ctx: RewriteContext, content: PremiseIndex, goals: list[Item]) -> None:
+    """CF005 read from the kept premises (the window before and the store as one index):
+    when they are consistent, a goal follows from all of them iff it follows from those
+    linked to it through shared atoms. Anything but "it follows" is left to the whole
+    reading (:class:`ReadWhole`), which words the finding."""
+    if not content.consistent().holds:
+        raise ReadWhole("CF005")
+    for it in goals:
+        keys: dict[str, None] = {}
+        content.reach(atoms(it.formula), keys)
+        near = content.formulas_of(keys)
+        res = ctx.session.entails([f for _, f in near], it.formula, [label for label, _ in near])
+        if not res.holds:
+            raise ReadWhole("CF005")
 
 
 def _cf006(ctx: RewriteContext) -> None:

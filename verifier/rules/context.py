@@ -20,7 +20,12 @@ from verifier.solver import PremiseIndex, Result, Session, falsifies, relevant_b
 from verifier.store import Store
 from verifier.window import Item
 
-__all__ = ["History", "RewriteContext", "WindowKnowledge", "WindowView"]
+__all__ = ["History", "ReadWhole", "RewriteContext", "WindowKnowledge", "WindowView"]
+
+
+class ReadWhole(Exception):
+    """A check on what a rewrite touched (``kept_content`` set) found something or could
+    not decide: the rewrite is to be checked on the whole windows, which words it."""
 
 MODE_SUPPORT = "support"
 MODE_COUNT = "count"
@@ -566,6 +571,10 @@ class RewriteContext:
     demoted: list[str] = field(default_factory=list)
     newly_excluded: list[str] = field(default_factory=list)
     """Ids this event's CP003/CP004 findings exclude (from the next event on)."""
+    kept_content: PremiseIndex | None = None
+    """The window before's content and the store's as one premise index kept across
+    events (an audit's kept window): CF005 reads it instead of the whole window, and
+    the first finding or undecided question raises :class:`ReadWhole`."""
     _valid_cache: dict[Formula, Result] = field(default_factory=dict)
     _changed: list[Item] | None = None
     _touched: set[str] | None = None
@@ -583,6 +592,8 @@ class RewriteContext:
         items = tuple(items)
         if code != "WR006" and not code.startswith("CP") and self._unresolvable(items[0]):
             return
+        if self.kept_content is not None:
+            raise ReadWhole(code)
         cex = None
         refutes = None
         shown = result.shown_counterexample() if result is not None else None
@@ -660,6 +671,8 @@ class RewriteContext:
         return self.after.is_stub(item_id) and self.after.resolve(item_id) is None
 
     def unknown(self, what: str, result: Result) -> None:
+        if self.kept_content is not None:
+            raise ReadWhole(what)
         self.undecided.append(f"{what}: {result.reason or 'unknown'}")
 
     # -- identity -------------------------------------------------------------------------
