@@ -711,10 +711,24 @@ def test_a_window_that_fits_comes_back_unchanged(adapter: Adapter) -> None:
 # -- a missing extra -------------------------------------------------------------------------
 
 
-def block(monkeypatch: pytest.MonkeyPatch, modules: tuple[str, ...]) -> None:
-    """Make ``import`` of these modules fail, as when the extra is not installed."""
+def block(
+    monkeypatch: pytest.MonkeyPatch, modules: tuple[str, ...], shadow: Path | None = None
+) -> None:
+    """Make ``import`` of these modules fail, as when the extra is not installed: in this
+    process, and with ``shadow`` (an empty folder) in the process a policy runs in too,
+    which is started with this process's import path: a package of each name there, first
+    on the path, raises the ImportError a missing module raises."""
     for name in modules:
         monkeypatch.setitem(sys.modules, name, None)
+    if shadow is None:
+        return
+    for name in modules:
+        package = shadow / name
+        package.mkdir()
+        (package / "__init__.py").write_text(
+            f"raise ImportError('No module named {name!r}', name={name!r})\n", "utf-8"
+        )
+    monkeypatch.syspath_prepend(str(shadow))
 
 
 @pytest.mark.parametrize("adapter", ADAPTERS, ids=[a.name.rpartition(".")[2] for a in ADAPTERS])
@@ -723,7 +737,9 @@ def test_a_missing_extra_is_exit_2_naming_the_pip_command(
 ) -> None:
     extra, modules = EXTRAS[adapter.name.removeprefix(PKG + ".").partition(":")[0]]
     assert adapter.extra == extra
-    block(monkeypatch, modules)
+    shadow = tmp_path / "shadow"
+    shadow.mkdir()
+    block(monkeypatch, modules, shadow)
     out, err = io.StringIO(), io.StringIO()
     code = main(["fuzz", adapter.name, "--out", str(tmp_path / "out")], stdout=out, stderr=err)
     assert code == 2
