@@ -229,6 +229,13 @@ LOAD_ERRORS: list[tuple[str, str, str]] = [
         "def f(window, budget, *, extra):\n    return window\n",
         r"cannot be called as policy\(window, budget\)",
     ),
+    (
+        "needs.py:f",
+        "def f(window, budget):\n    return window\n\ndef need():\n    return 1 / 0\n\n"
+        "f.ctxproof_requires = need\n",
+        r"'f' cannot run: its check of what it needs failed: ZeroDivisionError: division by"
+        r" zero",
+    ),
     ("nocolon.py", "", r"names no function"),
     ("ctxproof_no_such_module:f", "", r"policy module 'ctxproof_no_such_module' not found"),
     ("not a module:f", "", r"is not a policy name"),

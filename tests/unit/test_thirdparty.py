@@ -726,7 +726,7 @@ def block(
         package = shadow / name
         package.mkdir()
         (package / "__init__.py").write_text(
-            f"raise ImportError('No module named {name!r}', name={name!r})\n", "utf-8"
+            f"raise ImportError({f'No module named {name!r}'!r}, name={name!r})\n", "utf-8"
         )
     monkeypatch.syspath_prepend(str(shadow))
 

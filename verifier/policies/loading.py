@@ -300,3 +300,9 @@ def _check_requirements(function: Any, name: str, where: str) -> None:
         check()
     except InputError as exc:
         raise InputError(f"{name!r} cannot run: {exc.message}", file=where, fix=exc.fix) from None
+    except (Exception, SystemExit) as exc:  # the check is the policy's code (a broken package)
+        raise InputError(
+            f"{name!r} cannot run: its check of what it needs failed: {one_line(exc)}",
+            file=where,
+            fix="reinstall what the policy needs, or fix its ctxproof_requires",
+        ) from None
