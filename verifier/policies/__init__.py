@@ -186,17 +186,11 @@ class PolicyResult:
         return Finding(self.code, self.pass_no, self.items, self.message or "", line)
 
     def output_key(self) -> str:
-        """The output as canonical text: two runs gave the same output iff these are equal."""
-        return json.dumps(
-            {
-                "window": [it.raw for it in self.window],
-                "spill": list(self.spill),
-                "claimed_preserved": self.claimed_preserved,
-                "code": self.code,
-                "message": self.message,
-            },
-            ensure_ascii=False,
-        )
+        """The output as canonical text: two runs gave the same output iff these are equal
+        (:meth:`Outcome.key` of the same output)."""
+        return Outcome(
+            self.window, self.spill, self.claimed_preserved, self.code, self.message
+        ).key()
 
 
 class _Bad(Exception):

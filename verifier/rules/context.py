@@ -20,7 +20,14 @@ from verifier.solver import PremiseIndex, Result, Session, falsifies, relevant_b
 from verifier.store import Store
 from verifier.window import Item
 
-__all__ = ["History", "ReadWhole", "RewriteContext", "WindowKnowledge", "WindowView"]
+__all__ = [
+    "History",
+    "LookedUpView",
+    "ReadWhole",
+    "RewriteContext",
+    "WindowKnowledge",
+    "WindowView",
+]
 
 
 class ReadWhole(Exception):
@@ -490,7 +497,30 @@ class WindowView:
         return out
 
 
-class _Before(WindowView):
+class LookedUpView(WindowView):
+    """A view whose lookups go through :meth:`get` and ``in`` (overridden by a subclass)
+    rather than the id table :class:`WindowView` reads directly."""
+
+    def is_stub(self, item_id: str) -> bool:
+        it = self.get(item_id)
+        return it is not None and it.kind == "stub"
+
+    def surviving_witnesses(
+        self, item: Item, *, spilled: bool = False, excluded: Set[str] = frozenset()
+    ) -> list[Item]:
+        out: list[Item] = []
+        for wid in item.witnesses:
+            if wid in excluded:
+                continue
+            w = self.resolve(wid)
+            if w is None and spilled and wid not in self:
+                w = self.store.latest(wid)
+            if w is not None and w.kind == "observation":
+                out.append(w)
+        return out
+
+
+class _Before(LookedUpView):
     """The window before an append, read from the id table the window after it took,
     with the appended ids hidden (:meth:`WindowView.appended`)."""
 
@@ -532,23 +562,6 @@ class _Before(WindowView):
         self._resolved[item_id] = out
         return out
 
-    def is_stub(self, item_id: str) -> bool:
-        it = self.get(item_id)
-        return it is not None and it.kind == "stub"
-
-    def surviving_witnesses(
-        self, item: Item, *, spilled: bool = False, excluded: Set[str] = frozenset()
-    ) -> list[Item]:
-        out: list[Item] = []
-        for wid in item.witnesses:
-            if wid in excluded:
-                continue
-            w = self.resolve(wid)
-            if w is None and spilled and wid not in self:
-                w = self.store.latest(wid)
-            if w is not None and w.kind == "observation":
-                out.append(w)
-        return out
 
 
 @dataclass

@@ -16,7 +16,7 @@ which also words every finding: the output is the same either way.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence, Set
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import compress
 from operator import attrgetter, ne
@@ -24,7 +24,7 @@ from operator import attrgetter, ne
 from verifier.formula import is_true
 from verifier.rules.commitments import check_commitments
 from verifier.rules.composition import check_cycles
-from verifier.rules.context import History, ReadWhole, RewriteContext, WindowView
+from verifier.rules.context import History, LookedUpView, ReadWhole, RewriteContext
 from verifier.rules.pairing import check_pairing
 from verifier.rules.witnesses import check_witnesses
 from verifier.solver import PremiseIndex, Session
@@ -54,7 +54,7 @@ class Change:
     removed: frozenset[str]
 
 
-class _Side(WindowView):
+class _Side(LookedUpView):
     """One side of a rewrite as the kept window reads it: lookups by id read the whole
     window, while :attr:`items` (and so :meth:`resolved`) hold the touched entries only."""
 
@@ -99,24 +99,6 @@ class _Side(WindowView):
         if it is None or it.kind != "stub":
             return it
         return self._kept.real.get(item_id)
-
-    def is_stub(self, item_id: str) -> bool:
-        it = self.get(item_id)
-        return it is not None and it.kind == "stub"
-
-    def surviving_witnesses(
-        self, item: Item, *, spilled: bool = False, excluded: Set[str] = frozenset()
-    ) -> list[Item]:
-        out: list[Item] = []
-        for wid in item.witnesses:
-            if wid in excluded:
-                continue
-            w = self.resolve(wid)
-            if w is None and spilled and wid not in self:
-                w = self.store.latest(wid)
-            if w is not None and w.kind == "observation":
-                out.append(w)
-        return out
 
 
 class KeptWindow:
