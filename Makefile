@@ -44,7 +44,7 @@ define TIERS
 The test tiers (times on 2 cores; CI runs all four):
   make test             ruff, mypy --strict, the fast tier: about 3.5 min
   make test-ray         the Ray extra's tests on a local cluster (installs Ray): about 1.5 min
-  make test-slow        the long tier (fuzzers and safe policies at length): about 20 min
+  make test-slow        the long tier (fuzzers and safe policies at length): about 50 min
   make test-frameworks  the framework extras' policies, in .venv-frameworks: about 2.5 min
 endef
 export TIERS
