@@ -68,8 +68,9 @@ TRACES: dict[str, bytes] = {p.name: p.read_bytes() for p in sorted(CORPUS.glob("
 # Python allocations one command may make beyond what it held before it ran. The
 # largest input a case builds is a few megabytes; a command holds a few copies of it.
 MEMORY_CAP = 256 * 1024 * 1024
-# Growth of the process's peak resident size in one command (z3 and SQLite
-# allocate outside Python, where tracemalloc does not see).
+# Growth of the process's resident size in one command, from its size before the command
+# to its peak during it (z3 and SQLite allocate outside Python, where tracemalloc does not
+# see).
 RSS_GROWTH_CAP_KB = 512 * 1024
 
 PLACEHOLDER = "\u0001ctxproof-fuzz-value\u0001"
@@ -475,6 +476,34 @@ def _time_limit(seconds: float) -> Iterator[None]:
         signal.signal(signal.SIGALRM, previous)
 
 
+def _status_kb(key: str) -> int:
+    with open("/proc/self/status", encoding="ascii") as status:
+        for line in status:
+            if line.startswith(key):
+                return int(line.split()[1])
+    raise LookupError(key)
+
+
+def _resident_reset() -> int:
+    """The process's resident size now (KB), its peak reset to it where the system lets a
+    process do that (Linux: ``/proc/self/clear_refs``), so the next :func:`_resident_peak`
+    is this command's own peak. Elsewhere the peak is the process's lifetime peak, which
+    an earlier command's may hide."""
+    try:
+        with open("/proc/self/clear_refs", "w", encoding="ascii") as refs:
+            refs.write("5")
+        return _status_kb("VmRSS:")
+    except (OSError, LookupError):
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+
+def _resident_peak() -> int:
+    try:
+        return _status_kb("VmHWM:")
+    except (OSError, LookupError):
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+
 def _run(
     folder: Path,
     argv: list[str],
@@ -490,14 +519,14 @@ def _run(
     out, err = io.StringIO(), io.StringIO()
     tracemalloc.reset_peak()
     base = tracemalloc.get_traced_memory()[0]
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    rss = _resident_reset()
     try:
         with _time_limit(limit):
             code = main(argv, stdout=out, stderr=err)
     except _Hang as hang:
         raise AssertionError((argv, "hangs", str(hang))) from None
     peak = tracemalloc.get_traced_memory()[1] - base
-    rss_grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss
+    rss_grown = _resident_peak() - rss
     errors = err.getvalue()
     assert "Traceback" not in errors and "internal error" not in errors, (argv, errors)
     assert code in (0, 1, 2, 3), (argv, code, errors)

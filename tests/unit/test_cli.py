@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -512,9 +513,52 @@ def test_entry_exits_with_the_code_of_main_its_objects_frozen(
         calls.append("main")
         return 3
 
+    owned = [False]
+    monkeypatch.setattr(cli_module, "_OWNED", owned)
     monkeypatch.setattr(cli_module, "main", main)
     monkeypatch.setattr(gc, "freeze", lambda: calls.append("freeze"))
     with pytest.raises(SystemExit) as exc:
         cli_module.entry()
     assert exc.value.code == 3
     assert calls == ["main", "freeze"]
+    assert owned == [True]
+
+
+def test_commands_run_in_process_leave_their_garbage_collectable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A process that runs commands itself (the Python API, a test suite) keeps nothing
+    for good: no command files the process's objects where no collection walks them, so
+    a cycle one command leaves behind is freed by the next collection (a long fuzz run
+    in one process grew by a gigabyte when every command froze what it found)."""
+    import gc
+    import weakref
+
+    import verifier.cli as cli_module
+
+    class Cycle:
+        me: object
+
+    def garbage() -> weakref.ref[Cycle]:
+        cycle = Cycle()
+        cycle.me = cycle
+        return weakref.ref(cycle)
+
+    trace = tmp_path / "t.jsonl"
+    trace.write_bytes((ROOT / "tests" / "corpus" / "cf001_fires.jsonl").read_bytes())
+    (tmp_path / "probe_command_module.py").write_text("VALUE = [1, 2, 3]\n", "utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    frozen = gc.get_freeze_count()
+    left = garbage()
+    module = cli_module._imported("probe_command_module")  # a command module's first import
+    assert module.VALUE == [1, 2, 3] and gc.get_freeze_count() == frozen
+    gc.collect()
+    assert left() is None
+    for argv in (["audit", str(trace)], ["graph", str(trace), "--out", str(tmp_path / "g")]):
+        left = garbage()
+        main(argv, stdout=io.StringIO(), stderr=io.StringIO())
+        assert gc.get_freeze_count() == frozen, argv
+        gc.collect()
+        assert left() is None, argv
+    assert not cli_module._OWNED[0]
+    sys.modules.pop("probe_command_module", None)

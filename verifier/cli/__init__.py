@@ -61,15 +61,27 @@ class _Commands(click.Group):
         return command
 
 
+_OWNED = [False]
+"""Whether this process is the console command's own (:func:`entry`), which ends with the
+command: only then is what an import made filed where no collection ever walks it."""
+
+
 def _imported(module: str) -> ModuleType:
     """A command's module, imported with the cycle collector paused.
 
     An import makes thousands of objects (classes, functions, the code dataclasses
     writes) that live as long as the process and are in no cycle worth collecting:
     the collector's passes over them find nothing (a fiftieth of a whole 10k-item
-    check). If it ran before, it runs again afterwards, with what the import made
-    filed in its permanent generation (``gc.freeze()``), where no pass walks it.
+    check). On a module's first import, if the collector ran before, it runs again
+    afterwards with what the import made filed away: in the console command's own
+    process in the permanent generation (``gc.freeze()``), where no pass walks it; in a
+    process that calls :func:`main` itself (the Python API, a test suite) in the oldest
+    generation only (``gc.freeze()`` then ``gc.unfreeze()``), since a permanent filing
+    would keep whatever garbage the caller's process held at that moment for good.
     """
+    loaded = sys.modules.get(module)
+    if loaded is not None:
+        return loaded
     was_enabled = gc.isenabled()
     gc.disable()
     try:
@@ -77,6 +89,8 @@ def _imported(module: str) -> ModuleType:
     finally:
         if was_enabled:
             gc.freeze()
+            if not _OWNED[0]:
+                gc.unfreeze()
             gc.enable()
 
 
@@ -162,6 +176,7 @@ def entry() -> None:
     last collection at exit does not walk them (a tenth of a 10k-item check).
     Files are flushed and closed, and exit handlers run, as before.
     """
+    _OWNED[0] = True
     code = main()
     gc.freeze()
     sys.exit(code)
