@@ -11,6 +11,8 @@ JSON document.
 from __future__ import annotations
 
 import json
+import os
+import signal
 import tempfile
 from pathlib import Path
 
@@ -110,3 +112,28 @@ def test_a_file_is_read_when_needed_and_a_pipe_at_once(tmp_path: Path) -> None:
 def test_an_unreadable_file_is_named_when_it_is_given(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="cannot read"):
         load_sources([tmp_path / "missing.jsonl"])
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="the system has no named pipes")
+def test_a_pipe_put_in_a_named_files_place_is_refused_not_waited_on(tmp_path: Path) -> None:
+    """A file is checked when it is named and read later: a named pipe with no writer
+    put in its place in between is bad input at the read, at once (opening it to read
+    the ordinary way would wait for a writer for ever)."""
+    path = tmp_path / "h.jsonl"
+    path.write_bytes(b'{"a": 1}\n')
+    (src,) = load_sources([path])
+    path.unlink()
+    os.mkfifo(path)
+    def waited(signum: int, frame: object) -> None:
+        raise TimeoutError("the read waited for a writer")
+
+    previous = signal.signal(signal.SIGALRM, waited)
+    signal.alarm(10)  # a read that waits fails the test instead of hanging the suite
+    try:
+        with pytest.raises(InputError, match="FIFO"):
+            src.data  # noqa: B018 - the read is the point
+        with pytest.raises(InputError, match="FIFO"):
+            load_sources([path, path])
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from verifier.errors import InputError
-from verifier.io import MAX_INPUT_BYTES, _Ctx, _loads, decode_input, read_input
+from verifier.io import MAX_INPUT_BYTES, _Ctx, _loads, _regular_file, decode_input, read_input
 
 __all__ = [
     "Source",
@@ -137,10 +137,7 @@ class Source:
 
     def _open(self) -> IO[bytes]:
         assert self._path is not None
-        try:
-            return open(self._path, "rb")  # the caller closes it
-        except OSError as exc:
-            raise _unreadable(self.name, exc) from None
+        return _open_regular(self._path, self.name)  # the caller closes it
 
     def _blocks(self) -> Iterator[tuple[int, bytes]]:
         """(offset, bytes) of consecutive blocks that end at a newline (the last one
@@ -200,12 +197,25 @@ def _source_of(path: Path) -> Source:
         st = None
     if st is None or not stat.S_ISREG(st.st_mode) or st.st_size > MAX_INPUT_BYTES:
         return Source(str(path), read_input(path))  # read, or the error it words
-    try:
-        with open(path, "rb"):
-            pass
-    except OSError as exc:
-        raise _unreadable(str(path), exc) from None
+    with _open_regular(path, str(path)):
+        pass
     return Source.file(str(path), path, st.st_size)
+
+
+def _open_regular(path: Path, name: str) -> IO[bytes]:
+    """The file at ``path`` opened to read, if it is a regular file. It is opened without
+    waiting (a pipe put in the file's place since it was named is refused, never waited
+    on) and checked on what was opened."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+    except OSError as exc:
+        raise _unreadable(name, exc) from None
+    try:
+        _regular_file(os.fstat(fd).st_mode, name)
+    except BaseException:
+        os.close(fd)
+        raise
+    return open(fd, "rb", closefd=True)
 
 
 def load_sources(inputs: Sequence[Input]) -> list[Source]:
