@@ -42,7 +42,6 @@ import json
 import os
 import re
 import resource
-import signal
 import socket
 import struct
 import tempfile
@@ -57,6 +56,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from verifier.alarm import time_limit
 from verifier.cli import main
 from verifier.io import item_from_json
 from verifier.store import SqliteStore
@@ -462,18 +462,8 @@ class _Hang(BaseException):
     """A command ran past its case's time limit (a BaseException: the CLI does not catch it)."""
 
 
-@contextlib.contextmanager
-def _time_limit(seconds: float) -> Iterator[None]:
-    def expire(signum: int, frame: Any) -> None:
-        raise _Hang(f"still running after {seconds} s")
-
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+def _time_limit(seconds: float) -> contextlib.AbstractContextManager[None]:
+    return time_limit(seconds, lambda: _Hang(f"still running after {seconds} s"))
 
 
 def _status_kb(key: str) -> int:

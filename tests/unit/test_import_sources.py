@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import tempfile
 from pathlib import Path
 
@@ -20,6 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from verifier.alarm import time_limit
 from verifier.errors import InputError
 from verifier.importers import detect
 from verifier.importers import sources as sources_module
@@ -124,16 +124,9 @@ def test_a_pipe_put_in_a_named_files_place_is_refused_not_waited_on(tmp_path: Pa
     (src,) = load_sources([path])
     path.unlink()
     os.mkfifo(path)
-    def waited(signum: int, frame: object) -> None:
-        raise TimeoutError("the read waited for a writer")
-
-    previous = signal.signal(signal.SIGALRM, waited)
-    signal.alarm(10)  # a read that waits fails the test instead of hanging the suite
-    try:
+    with time_limit(10, lambda: TimeoutError("the read waited for a writer")):
+        # a read that waits fails the test instead of hanging the suite
         with pytest.raises(InputError, match="FIFO"):
             src.data  # noqa: B018 - the read is the point
         with pytest.raises(InputError, match="FIFO"):
             load_sources([path, path])
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)

@@ -17,16 +17,15 @@ import io
 import json
 import os
 import re
-import signal
 import sys
 import textwrap
 import time
 import tracemalloc
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from verifier.alarm import time_limit
 from verifier.cli import main
 from verifier.fuzz import SHRINK_FAULTS, Plan, fuzz
 from verifier.io import item_from_json
@@ -600,20 +599,9 @@ def bulky(tmp_path: Path) -> Path:
     return path
 
 
-@contextlib.contextmanager
-def within(seconds: float) -> Iterator[None]:
+def within(seconds: float) -> contextlib.AbstractContextManager[None]:
     """Fail the test, rather than hang it, past ``seconds``."""
-
-    def expire(signum: int, frame: object) -> None:
-        raise AssertionError(f"still waiting after {seconds} s")
-
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+    return time_limit(seconds, lambda: AssertionError(f"still waiting after {seconds} s"))
 
 
 def small_window(n: int = 4) -> list[Item]:

@@ -17,15 +17,14 @@ from __future__ import annotations
 
 import contextlib
 import json
-import signal
 import sys
-import threading
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from verifier.alarm import time_limit
 from verifier.errors import InputError
 from verifier.io import parse_trace_text, read_input
 from verifier.policies import AgeTracker, Given, Outcome, StoreView, outcome_of
@@ -102,30 +101,13 @@ def window_at_end(
     return window, budget, ages.rewrites + 1, ages.ages(), store, last
 
 
-@contextlib.contextmanager
-def _time_limit(seconds: float | None) -> Iterator[None]:
+def _time_limit(seconds: float | None) -> contextlib.AbstractContextManager[None]:
     """Interrupt the block with :class:`PolicyTimeout` after ``seconds`` (main thread and
     a system with SIGALRM only; elsewhere the block runs unbounded)."""
-    usable = (
-        seconds is not None
-        and hasattr(signal, "setitimer")
-        and threading.current_thread() is threading.main_thread()
+    return time_limit(
+        seconds,
+        lambda: PolicyTimeout(f"the call ran past the limit of {seconds:g} s (--policy-timeout)"),
     )
-    if not usable:
-        yield
-        return
-    assert seconds is not None
-
-    def expire(signum: int, frame: Any) -> None:
-        raise PolicyTimeout(f"the call ran past the limit of {seconds:g} s (--policy-timeout)")
-
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
 
 
 def replay_policy(
