@@ -1397,6 +1397,27 @@ def shrink_code(
     fresh_at_start = plays.fresh if plays is not None else 0
     shared = solver_session() if SHORTCUTS and plays is None else None
     faults_at_start = policy.faults if isinstance(policy, PolicyProcess) else 0
+    search = (chunk, at, size, seed_value, limit)
+    if plays is not None:
+        same = plays.same_search(code, search)
+        if same is not None:
+            # every candidate of an earlier search from this session showed this rule
+            # exactly when it showed that search's: this search would try the same ones
+            # and settle where that one did
+            settled_plan, count, bounded = same
+            shown = None if settled_plan is None else plays.shows(settled_plan, code, (chunk, at))
+            plays.done(code, (chunk, at))
+            reused = {
+                "plays": count,
+                "played": plays.fresh - fresh_at_start,
+                "bounded": bounded,
+                "seconds": round(time.perf_counter() - started, 3),
+            }
+            if shown is None:
+                return SessionResult([], [], shrink=reused)
+            shown.shrink = reused
+            return shown
+    tried: list[tuple[Plan, bool]] = []  # the candidates played, and whether they showed it
 
     def affordable() -> bool:
         if not isinstance(policy, PolicyProcess):
@@ -1409,6 +1430,7 @@ def shrink_code(
             shown = plays.shows(plan, code, (chunk, at))
             if shown is not None:
                 failing[plan] = _pack(shown)
+            tried.append((plan, shown is not None))
             return
         res = run_session(
             policy,
@@ -1458,6 +1480,10 @@ def shrink_code(
     finally:
         if plays is not None:
             plays.done(code, (chunk, at))
+    if plays is not None and affordable() and (
+        not isinstance(policy, PolicyProcess) or policy.faults == faults_at_start
+    ):
+        plays.searched(search, tried, settled, bool(took()["bounded"]))
     if settled is None:
         # the session that showed it did not show it again: the policy's output depends on
         # more than its input (the clock, the environment); there is nothing to shrink
@@ -1471,9 +1497,10 @@ SHORTCUTS = True
 """Shrinking takes shortcuts (docs/fuzz.md, "Shrinking"): the sessions of a run share one
 solver session; a candidate session played before while shrinking a rule first shown by
 the same session is answered from that play where it went far enough, and so is one that
-begins with the turns that play needed (:class:`_Prefix`); and the policy is
-not called again on an input it was called on before, where it gave one result twice
-without error and did not grow the window. The counterexamples are those playing every
+begins with the turns that play needed (:class:`_Prefix`); a rule whose every candidate
+would answer as in an earlier search from the same session settles where that one did
+(:class:`_Search`); and the policy is not called again on an input it was called on
+before, where it gave one result twice without error and did not grow the window. The counterexamples are those playing every
 candidate afresh gives (False plays them afresh: the tests compare the two)."""
 
 ANSWER_ITEMS = 30_000
@@ -1612,6 +1639,16 @@ class _Prefix:
         return played.seeking(code)
 
 
+@dataclass(frozen=True, slots=True)
+class _Search:
+    """One rule's search, as it answers for another rule first shown by the same session."""
+
+    search: tuple[int, int, int, int, int]
+    tried: list[tuple[Plan, bool]]
+    settled: Plan | None
+    bounded: bool
+
+
 class _Plays:
     """The candidate sessions of the shrinks of one run (:data:`SHORTCUTS`), and the
     policy's answers.
@@ -1646,6 +1683,8 @@ class _Plays:
         it showed a rule still to be shrunk from there)."""
         self.fresh = 0
         """Sessions played rather than answered from an earlier play."""
+        self.searches: dict[tuple[int, int], list[_Search]] = {}
+        """By the session the rules came from: the searches that shrank them."""
 
     def fits(self, policy: Runnable, passes: int, mode: str, require_fit: bool) -> bool:
         return (policy, passes, mode, require_fit) == (
@@ -1667,6 +1706,7 @@ class _Plays:
             self.pending.pop(start, None)
             self.kept.pop(start, None)
             self.prefixes.pop(start, None)
+            self.searches.pop(start, None)
 
     def shows(self, plan: Plan, code: str, start: tuple[int, int]) -> SessionResult | None:
         """``run_session(policy, plan, stop_on=code, ...)`` when it shows the code, else None."""
@@ -1698,6 +1738,53 @@ class _Plays:
                 self.kept.setdefault(start, {})[plan] = packed
         earlier.append(_Prefix(plan.turns, played, packed))
         return played.seeking(code) if played.shows(code) else None
+
+    def peek(self, plan: Plan, code: str, start: tuple[int, int]) -> bool | None:
+        """Whether a play of ``plan`` seeking ``code`` shows it, from the plays so far
+        alone; None when none of them tells."""
+        known = self.known.get(plan)
+        if known is not None:
+            first, ended = known
+            if code in first:
+                return True
+            if ended:
+                return False
+        header = (plan.budget, plan.world, plan.fill_pieces)
+        for prefix in self.prefixes.get(start, {}).get(header, ()):
+            shown = prefix.shows(plan.turns, code)
+            if shown is not None:
+                return shown
+        return None
+
+    def searched(
+        self,
+        search: tuple[int, int, int, int, int],
+        tried: list[tuple[Plan, bool]],
+        settled: Plan | None,
+        bounded: bool,
+    ) -> None:
+        """A search for one rule ended (``search``: its chunk, the session that first
+        showed the rule, the chunk's size, the seed and the limit on plays), having played
+        ``tried`` in this order, settling on ``settled``."""
+        start = (search[0], search[1])
+        if start in self.pending:  # another rule from there is still to be shrunk
+            self.searches.setdefault(start, []).append(_Search(search, tried, settled, bounded))
+
+    def same_search(
+        self, code: str, search: tuple[int, int, int, int, int]
+    ) -> tuple[Plan | None, int, bool] | None:
+        """Where the search for ``code`` settles, when an earlier search of the same
+        session tried candidates each of which shows ``code`` exactly when it showed that
+        search's rule: hypothesis, given the same answers, tries the same candidates in the
+        same order. Its settled plan, the sessions it played and whether it was bounded;
+        None when no earlier search is known to match."""
+        start = (search[0], search[1])
+        for earlier in self.searches.get(start, ()):
+            if earlier.search == search and all(
+                self.peek(plan, code, start) is shown for plan, shown in earlier.tried
+            ):
+                return earlier.settled, len(earlier.tried), earlier.bounded
+        return None
 
     # -- the policy's answers, as the agent asks them (_Agent.rewritten) -------------------
     def get(self, key: Hashable) -> PolicyResult | None:

@@ -151,6 +151,36 @@ def test_fuzz_with_shortcuts_writes_what_fuzz_without_writes(
         assert cex.code in {f.code for f in replay.findings}
 
 
+def test_a_search_that_answers_for_another_rule_is_not_run_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rules first shown by one session whose searches would try the same candidates with
+    the same answers: the later rule settles where the earlier search did, without a
+    search of its own, and writes what its own search writes."""
+    keep, spill, drop, unreason, seed = _generated(8)[7]
+    policy = _make(keep, spill, drop, unreason)
+    answered: list[str] = []
+    same_search = _Plays.same_search
+
+    def counted(self: _Plays, code: str, search: Any) -> Any:
+        found = same_search(self, code, search)
+        if found is not None:
+            answered.append(code)
+        return found
+
+    monkeypatch.setattr(_Plays, "same_search", counted)
+    fast = _fuzz(policy, tmp_path / "fast", seed)
+    assert answered  # this case has such rules
+    for code in answered:
+        assert fast.shrinking["by_rule"][code]["played"] == 0
+    with monkeypatch.context() as m:
+        m.setattr("verifier.fuzz.SHORTCUTS", False)
+        slow = _fuzz(policy, tmp_path / "slow", seed)
+    assert _shown(fast) == _shown(slow)
+    for code in answered:
+        assert fast.shrinking["by_rule"][code]["plays"] == slow.shrinking["by_rule"][code]["plays"]
+
+
 def _results(policy: Policy, plan: Any, codes: list[str], shared: bool) -> list[Any]:
     """Each code's session as a shrink plays it: through one set of plays (in turn, as the
     rules of one session are shrunk), or afresh."""
