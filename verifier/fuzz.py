@@ -39,7 +39,7 @@ from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Seq
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from hypothesis import HealthCheck, Phase, Verbosity, given, seed, settings
 from hypothesis import strategies as st
@@ -320,6 +320,9 @@ class _Agent:
         self.fixed: set[int] = set()  # tools whose failure the agent fixed: they pass now
         self.stale: set[str] = set()  # failed runs a fix made stale: no witness from then on
         self.deferred: list[Obj] = []  # results of this step that arrive after the next one
+        self.consumed = 0
+        """The plan's turns played so far, counted as they come round (the session so far
+        depends on the plan's budget, world and fill pieces, and on these turns alone)."""
         header: Obj = {
             "event": "header",
             "format": "ctxproof-trace/1",
@@ -383,6 +386,7 @@ class _Agent:
             if self.result.rewrites >= self.passes:
                 break
             items = self.turn(turn)
+            self.consumed = k + 1
             if not items:
                 continue
             if (self.tokens() + sum(item_tokens(i) for i in items)) > MAX_PRESSURE * self.budget:
@@ -1391,8 +1395,29 @@ def shrink_code(
         plays = _Plays(policy, passes, mode, require_fit)
         plays.expect(code, (chunk, at))
     fresh_at_start = plays.fresh if plays is not None else 0
-    shared = solver_session() if SHORTCUTS else None
+    shared = solver_session() if SHORTCUTS and plays is None else None
     faults_at_start = policy.faults if isinstance(policy, PolicyProcess) else 0
+    search = (chunk, at, size, seed_value, limit)
+    if plays is not None:
+        same = plays.same_search(code, search)
+        if same is not None:
+            # every candidate of an earlier search from this session showed this rule
+            # exactly when it showed that search's: this search would try the same ones
+            # and settle where that one did
+            settled_plan, count, bounded = same
+            shown = None if settled_plan is None else plays.shows(settled_plan, code, (chunk, at))
+            plays.done(code, (chunk, at))
+            reused = {
+                "plays": count,
+                "played": plays.fresh - fresh_at_start,
+                "bounded": bounded,
+                "seconds": round(time.perf_counter() - started, 3),
+            }
+            if shown is None:
+                return SessionResult([], [], shrink=reused)
+            shown.shrink = reused
+            return shown
+    tried: list[tuple[Plan, bool]] = []  # the candidates played, and whether they showed it
 
     def affordable() -> bool:
         if not isinstance(policy, PolicyProcess):
@@ -1405,6 +1430,7 @@ def shrink_code(
             shown = plays.shows(plan, code, (chunk, at))
             if shown is not None:
                 failing[plan] = _pack(shown)
+            tried.append((plan, shown is not None))
             return
         res = run_session(
             policy,
@@ -1454,6 +1480,10 @@ def shrink_code(
     finally:
         if plays is not None:
             plays.done(code, (chunk, at))
+    if plays is not None and affordable() and (
+        not isinstance(policy, PolicyProcess) or policy.faults == faults_at_start
+    ):
+        plays.searched(search, tried, settled, bool(took()["bounded"]))
     if settled is None:
         # the session that showed it did not show it again: the policy's output depends on
         # more than its input (the clock, the environment); there is nothing to shrink
@@ -1466,9 +1496,11 @@ def shrink_code(
 SHORTCUTS = True
 """Shrinking takes shortcuts (docs/fuzz.md, "Shrinking"): the sessions of a run share one
 solver session; a candidate session played before while shrinking a rule first shown by
-the same session is answered from that play where it went far enough; and the policy is
-not called again on an input it was called on before, where it gave one result twice
-without error and did not grow the window. The counterexamples are those playing every
+the same session is answered from that play where it went far enough, and so is one that
+begins with the turns that play needed (:class:`_Prefix`); a rule whose every candidate
+would answer as in an earlier search from the same session settles where that one did
+(:class:`_Search`); and the policy is not called again on an input it was called on
+before, where it gave one result twice without error and did not grow the window. The counterexamples are those playing every
 candidate afresh gives (False plays them afresh: the tests compare the two)."""
 
 ANSWER_ITEMS = 30_000
@@ -1481,13 +1513,17 @@ class _Played:
     end: what :func:`run_session` returns for it seeking that rule, or another one it
     showed by then."""
 
-    __slots__ = ("ended", "first", "marks", "result")
+    __slots__ = ("end", "ended", "first", "marks", "needs", "result")
 
     def __init__(self, agent: _Agent, code: str) -> None:
         self.result = agent.result
         self.marks: list[tuple[int, int, int, int, int, int, int]] = []
         """At each pause: the lengths of the trace, the findings and the pressures, the
         rewrites, the tokens before and after them, the rewrites over budget."""
+        self.needs: list[int] = []
+        """At each pause: the plan's turns played by then (:attr:`_Agent.consumed`)."""
+        self.end = 0
+        """The plan's turns played in all (the last pause's, for a play that stopped)."""
         self.first: dict[str, int] = {}
         """rule code -> the first pause at which it was among the findings (-1: after the
         last one, in a session that ended)."""
@@ -1508,9 +1544,12 @@ class _Played:
                     r.over_budget,
                 )
             )
+            self.needs.append(agent.consumed)
+            self.end = agent.consumed
             if code in self.first:
                 return  # what is sought is found: the rest of the session cannot matter
         self.ended = True
+        self.end = agent.consumed
         for f in r.findings[seen:]:
             self.first.setdefault(f.code, -1)
 
@@ -1550,6 +1589,66 @@ class _Played:
         return _finished(out)
 
 
+def _turns_played(turns: tuple[Turn, ...], n: int) -> tuple[Turn, ...]:
+    """The first ``n`` turns a session plays from a plan with these turns (they come round
+    again: :meth:`_Agent.turns`)."""
+    if n <= len(turns):
+        return turns[:n]
+    return tuple(turns[k % len(turns)] for k in range(n))
+
+
+class _Prefix:
+    """One play, as it answers for a candidate that plays the same turns first (with the
+    same budget, world and fill pieces): a session up to a pause depends on nothing else,
+    so the candidate shows what this play showed by then, at the same turn."""
+
+    __slots__ = ("end", "ended", "first", "needs", "packed", "turns")
+
+    def __init__(self, turns: tuple[Turn, ...], played: _Played, packed: bytes | None) -> None:
+        self.turns = turns
+        self.first = played.first
+        self.needs = played.needs
+        self.end = played.end
+        self.ended = played.ended
+        self.packed = packed
+        """The play, packed, when it showed a rule still to be shrunk (None: not kept)."""
+
+    def shows(self, turns: tuple[Turn, ...], code: str) -> bool | None:
+        """Whether a play of a plan with ``turns`` seeking ``code`` shows it; None when
+        this play cannot tell."""
+        at = self.first.get(code)
+        if at is not None:
+            n = self.needs[at] if at >= 0 else self.end
+        elif self.ended:
+            n = self.end
+        else:
+            return None  # it stopped before it could show the code
+        if _turns_played(turns, n) != _turns_played(self.turns, n):
+            return None
+        return at is not None
+
+    def answers(self, turns: tuple[Turn, ...], code: str) -> SessionResult | Literal[False] | None:
+        """What a play of a plan with ``turns`` seeking ``code`` returns: the session that
+        shows it, or False when it does not; None when this play cannot tell."""
+        shown = self.shows(turns, code)
+        if shown is None or (shown and self.packed is None):
+            return None
+        if not shown:
+            return False
+        played: _Played = pickle.loads(zlib.decompress(self.packed))  # type: ignore[arg-type]
+        return played.seeking(code)
+
+
+@dataclass(frozen=True, slots=True)
+class _Search:
+    """One rule's search, as it answers for another rule first shown by the same session."""
+
+    search: tuple[int, int, int, int, int]
+    tried: list[tuple[Plan, bool]]
+    settled: Plan | None
+    bounded: bool
+
+
 class _Plays:
     """The candidate sessions of the shrinks of one run (:data:`SHORTCUTS`), and the
     policy's answers.
@@ -1578,8 +1677,14 @@ class _Plays:
         rule still to be shrunk from there."""
         self.pending: dict[tuple[int, int], set[str]] = {}
         """The rules still to be shrunk, by the session that first showed them."""
+        self.prefixes: dict[tuple[int, int], dict[Hashable, list[_Prefix]]] = {}
+        """By the session the rules came from, and by the plans' budget, world and fill
+        pieces: what each play showed, with the turns it played (its play, packed, when
+        it showed a rule still to be shrunk from there)."""
         self.fresh = 0
         """Sessions played rather than answered from an earlier play."""
+        self.searches: dict[tuple[int, int], list[_Search]] = {}
+        """By the session the rules came from: the searches that shrank them."""
 
     def fits(self, policy: Runnable, passes: int, mode: str, require_fit: bool) -> bool:
         return (policy, passes, mode, require_fit) == (
@@ -1600,6 +1705,8 @@ class _Plays:
         if not left:
             self.pending.pop(start, None)
             self.kept.pop(start, None)
+            self.prefixes.pop(start, None)
+            self.searches.pop(start, None)
 
     def shows(self, plan: Plan, code: str, start: tuple[int, int]) -> SessionResult | None:
         """``run_session(policy, plan, stop_on=code, ...)`` when it shows the code, else None."""
@@ -1612,16 +1719,72 @@ class _Plays:
             if code in first and packed is not None:
                 played: _Played = pickle.loads(zlib.decompress(packed))
                 return played.seeking(code)
+        header = (plan.budget, plan.world, plan.fill_pieces)
+        earlier = self.prefixes.setdefault(start, {}).setdefault(header, [])
+        for prefix in earlier:
+            answer = prefix.answers(plan.turns, code)
+            if answer is not None:
+                return answer or None
         self.fresh += 1
         agent = _Agent(plan, self.policy, self.passes, self.mode, self.require_fit, self.session)
         agent.answers = self
         played = _Played(agent, code)
         self.known[plan] = (played.first, played.ended)
-        others = self.pending.get(start, set()) - {code}
-        if others & played.first.keys():
+        wanted = self.pending.get(start, set())
+        packed = None
+        if wanted & played.first.keys():
             packed = zlib.compress(pickle.dumps(played, pickle.HIGHEST_PROTOCOL), 1)
-            self.kept.setdefault(start, {})[plan] = packed
+            if (wanted - {code}) & played.first.keys():
+                self.kept.setdefault(start, {})[plan] = packed
+        earlier.append(_Prefix(plan.turns, played, packed))
         return played.seeking(code) if played.shows(code) else None
+
+    def peek(self, plan: Plan, code: str, start: tuple[int, int]) -> bool | None:
+        """Whether a play of ``plan`` seeking ``code`` shows it, from the plays so far
+        alone; None when none of them tells."""
+        known = self.known.get(plan)
+        if known is not None:
+            first, ended = known
+            if code in first:
+                return True
+            if ended:
+                return False
+        header = (plan.budget, plan.world, plan.fill_pieces)
+        for prefix in self.prefixes.get(start, {}).get(header, ()):
+            shown = prefix.shows(plan.turns, code)
+            if shown is not None:
+                return shown
+        return None
+
+    def searched(
+        self,
+        search: tuple[int, int, int, int, int],
+        tried: list[tuple[Plan, bool]],
+        settled: Plan | None,
+        bounded: bool,
+    ) -> None:
+        """A search for one rule ended (``search``: its chunk, the session that first
+        showed the rule, the chunk's size, the seed and the limit on plays), having played
+        ``tried`` in this order, settling on ``settled``."""
+        start = (search[0], search[1])
+        if start in self.pending:  # another rule from there is still to be shrunk
+            self.searches.setdefault(start, []).append(_Search(search, tried, settled, bounded))
+
+    def same_search(
+        self, code: str, search: tuple[int, int, int, int, int]
+    ) -> tuple[Plan | None, int, bool] | None:
+        """Where the search for ``code`` settles, when an earlier search of the same
+        session tried candidates each of which shows ``code`` exactly when it showed that
+        search's rule: hypothesis, given the same answers, tries the same candidates in the
+        same order. Its settled plan, the sessions it played and whether it was bounded;
+        None when no earlier search is known to match."""
+        start = (search[0], search[1])
+        for earlier in self.searches.get(start, ()):
+            if earlier.search == search and all(
+                self.peek(plan, code, start) is shown for plan, shown in earlier.tried
+            ):
+                return earlier.settled, len(earlier.tried), earlier.bounded
+        return None
 
     # -- the policy's answers, as the agent asks them (_Agent.rewritten) -------------------
     def get(self, key: Hashable) -> PolicyResult | None:

@@ -23,7 +23,15 @@ from hypothesis import strategies as st
 from verifier import stub_for
 from verifier.audit import Auditor, audit_trace
 from verifier.errors import InputError
-from verifier.fuzz import BACKGROUND, _Plays, fuzz, run_session, session_plans, solver_session
+from verifier.fuzz import (
+    BACKGROUND,
+    Plan,
+    _Plays,
+    fuzz,
+    run_session,
+    session_plans,
+    solver_session,
+)
 from verifier.io import parse_trace_text
 from verifier.policies import Policy
 from verifier.policies.loading import as_policy
@@ -143,6 +151,36 @@ def test_fuzz_with_shortcuts_writes_what_fuzz_without_writes(
         assert cex.code in {f.code for f in replay.findings}
 
 
+def test_a_search_that_answers_for_another_rule_is_not_run_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rules first shown by one session whose searches would try the same candidates with
+    the same answers: the later rule settles where the earlier search did, without a
+    search of its own, and writes what its own search writes."""
+    keep, spill, drop, unreason, seed = _generated(8)[7]
+    policy = _make(keep, spill, drop, unreason)
+    answered: list[str] = []
+    same_search = _Plays.same_search
+
+    def counted(self: _Plays, code: str, search: Any) -> Any:
+        found = same_search(self, code, search)
+        if found is not None:
+            answered.append(code)
+        return found
+
+    monkeypatch.setattr(_Plays, "same_search", counted)
+    fast = _fuzz(policy, tmp_path / "fast", seed)
+    assert answered  # this case has such rules
+    for code in answered:
+        assert fast.shrinking["by_rule"][code]["played"] == 0
+    with monkeypatch.context() as m:
+        m.setattr("verifier.fuzz.SHORTCUTS", False)
+        slow = _fuzz(policy, tmp_path / "slow", seed)
+    assert _shown(fast) == _shown(slow)
+    for code in answered:
+        assert fast.shrinking["by_rule"][code]["plays"] == slow.shrinking["by_rule"][code]["plays"]
+
+
 def _results(policy: Policy, plan: Any, codes: list[str], shared: bool) -> list[Any]:
     """Each code's session as a shrink plays it: through one set of plays (in turn, as the
     rules of one session are shrunk), or afresh."""
@@ -172,6 +210,39 @@ def test_one_play_answers_for_every_rule_it_shows(policy: Policy, plan: Any, ord
     fresh = _results(policy, plan, codes, shared=False)
     assert fresh.count(None) < len(codes) or not whole.codes()
     assert _results(policy, plan, codes, shared=True) == fresh
+
+
+@settings(max_examples=20, deadline=None, derandomize=True)
+@given(policy=policies, plan=session_plans(4), other=session_plans(4), cut=st.integers(0, 12))
+def test_a_play_answers_for_a_plan_that_plays_the_same_turns_first(
+    policy: Policy, plan: Plan, other: Plan, cut: int
+) -> None:
+    """A candidate with the plan's budget, world and first turns, and another tail, is
+    answered from the plan's play as a play of its own would answer: the same session up
+    to the turn that shows the rule, or nothing; without being played when the turns the
+    play needed are all among the candidate's first turns."""
+    candidate = Plan(plan.budget, plan.world, plan.turns[:cut] + other.turns, plan.fill_pieces)
+    whole = run_session(policy, plan, passes=4)
+    codes = [*sorted(whole.codes()), "CF999"]
+    plays = _Plays(policy, 4, "support", False)
+    for code in codes:
+        plays.expect(code, (0, 0))
+    for code in codes:
+        plays.shows(plan, code, (0, 0))
+        header = (plan.budget, plan.world, plan.fill_pieces)
+        prefix = [p for p in plays.prefixes[(0, 0)][header] if p.turns == plan.turns][-1]
+        at = prefix.first.get(code)
+        needed = prefix.end if at is None or at < 0 else prefix.needs[at]
+        fresh_before = plays.fresh
+        shown = plays.shows(candidate, code, (0, 0))
+        alone = run_session(policy, candidate, passes=4, stop_on=code)
+        assert (None if shown is None else shown.to_json()) == (
+            alone.to_json() if code in alone.codes() else None
+        )
+        answerable = at is not None or prefix.ended
+        if answerable and needed <= min(cut, len(plan.turns)):
+            assert plays.fresh == fresh_before  # answered, not played
+        plays.done(code, (0, 0))
 
 
 @given(plan=session_plans(4))
