@@ -1500,8 +1500,9 @@ the same session is answered from that play where it went far enough, and so is 
 begins with the turns that play needed (:class:`_Prefix`); a rule whose every candidate
 would answer as in an earlier search from the same session settles where that one did
 (:class:`_Search`); and the policy is not called again on an input it was called on
-before, where it gave one result twice without error and did not grow the window. The counterexamples are those playing every
-candidate afresh gives (False plays them afresh: the tests compare the two)."""
+before, where it gave one result twice without error and did not grow the window. The
+counterexamples are those playing every candidate afresh gives (False plays them afresh:
+the tests compare the two)."""
 
 ANSWER_ITEMS = 30_000
 """The policy's results kept to answer again (:data:`SHORTCUTS`), at most: the latest,
