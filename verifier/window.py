@@ -368,22 +368,58 @@ class _Raw:
 setattr(Item, "raw", _Raw(_SLOTS["raw"]))  # noqa: B010 - a field's slot, wrapped after the class is made
 
 
-def item_slots(exprs: Mapping[str, str]) -> tuple[list[str], dict[str, Any]]:
+class _Blank:
+    """An Item's slots, in its order, in a class of no behaviour of its own: a new item is
+    filled in as one of these (a plain attribute store each, where an Item's frozen
+    ``__setattr__`` forbids them and a call of each slot's setter costs twice the time)
+    and then becomes an Item (``__class__``), the layout being the same."""
+
+    __slots__ = Item.__slots__
+
+
+def _blank_fits() -> bool:
+    """Can a :class:`_Blank` become an Item? (An interpreter that tells the layouts apart
+    says no: the slots' setters are called instead.)"""
+    probe: Any = object.__new__(_Blank)
+    try:
+        probe.__class__ = Item
+    except TypeError:
+        return False
+    return type(probe) is Item
+
+
+_BLANK_FITS = _blank_fits()
+
+
+def item_slots(
+    exprs: Mapping[str, str], *, blank: bool | None = None
+) -> tuple[list[str], dict[str, Any]]:
     """Python statements that make a new Item named ``item`` and set each of its fields
     through its slot (as dataclasses writes ``__init__``, without the check of ``raw``):
     to the expression ``exprs`` gives for it, else to its default. Also the names the
-    statements use. ``id``, ``kind`` and ``raw`` must have an expression."""
-    scope: dict[str, Any] = {"new": object.__new__, "Item": Item}
-    lines = ["item = new(Item)"]
+    statements use. ``id``, ``kind`` and ``raw`` must have an expression.
+
+    The item is filled in as a :class:`_Blank` that becomes an Item once every slot is
+    set (``blank``, the default where the interpreter allows it), else through the
+    setter of each slot; either way every slot of the Item holds the same value."""
+    if blank is None:
+        blank = _BLANK_FITS
+    scope: dict[str, Any] = {"new": object.__new__, "Item": Item, "Blank": _Blank}
+    lines = ["item = new(Blank)" if blank else "item = new(Item)"]
     for f in fields(Item):
-        scope[f"set_{f.name}"] = _SLOTS[f.name].__set__
         expr = exprs.get(f.name)
         if expr is None:
             if f.default is MISSING:
                 raise ValueError(f"no value for the field {f.name!r}")
             scope[f"default_{f.name}"] = f.default
             expr = f"default_{f.name}"
-        lines.append(f"set_{f.name}(item, {expr})")
+        if blank:
+            lines.append(f"item.{f.name} = {expr}")
+        else:
+            scope[f"set_{f.name}"] = _SLOTS[f.name].__set__
+            lines.append(f"set_{f.name}(item, {expr})")
+    if blank:
+        lines.append("item.__class__ = Item")
     return lines, scope
 
 
