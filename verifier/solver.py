@@ -44,6 +44,7 @@ from verifier.formula import (
     evaluate_partial,
     extend_model,
     is_true,
+    new_atom,
 )
 
 __all__ = [
@@ -959,7 +960,9 @@ def _consistent(session: Session, formulas: Sequence[Formula], *, model: bool = 
     for h in hard:
         hard_atoms |= atoms(h)
     easy = {name: value for name, value in polarity.items() if name not in hard_atoms}
-    hard += [Atom(n) if v else Not(Atom(n)) for n, v in polarity.items() if n in hard_atoms]
+    hard += [
+        new_atom(n) if v else Not(new_atom(n)) for n, v in polarity.items() if n in hard_atoms
+    ]
     if not hard:
         return Result(Verdict.HOLDS, counterexample=easy)
     if len(hard) >= GREEDY_MIN:
