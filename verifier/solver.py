@@ -283,6 +283,10 @@ class UnionFind:
                 self.parent[r] = first
 
 
+ENTAILED_KEPT = 1 << 14
+"""How many answers :meth:`Session.entails` keeps (all are dropped when it is full)."""
+
+
 class Session:
     """One z3 context for a whole audit; asks every question."""
 
@@ -308,6 +312,9 @@ class Session:
         self._bg_model: Result | None = None
         self._bg_python_model: dict[str, bool] | None = None
         self._consistency: dict[tuple[Formula, ...], Result] = {}
+        self._entailed: dict[
+            tuple[tuple[Formula, ...], Formula, tuple[str, ...] | None], Result
+        ] = {}
         if self.background:
             self._reject_unsatisfiable_background()
 
@@ -499,8 +506,21 @@ class Session:
     def entails(
         self, premises: Iterable[Formula], goal: Formula, labels: Iterable[str] | None = None
     ) -> Result:
-        """Does background ∧ premises ⊨ goal? (Unknown, vacuous, if the premises are unsat.)"""
-        return self.premises(premises, labels).entails(goal)
+        """Does background ∧ premises ⊨ goal? (Unknown, vacuous, if the premises are unsat.)
+
+        Answered once per premises, labels and goal: a rewrite's rules ask many a
+        question twice (the same witnesses of the same claim, seen from both windows).
+        The answer is what the same question gets anew: the solver's models are found
+        afresh (:meth:`_check`), whatever was asked before."""
+        given = tuple(premises)
+        names = None if labels is None else tuple(labels)
+        key = (given, goal, names)
+        hit = self._entailed.get(key)
+        if hit is None:
+            if len(self._entailed) >= ENTAILED_KEPT:
+                self._entailed.clear()
+            hit = self._entailed[key] = self.premises(given, names).entails(goal)
+        return hit
 
     def background_core(self) -> Core:
         """A minimal unsatisfiable core of the background, or status "sat"."""

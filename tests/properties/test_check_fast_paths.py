@@ -46,8 +46,10 @@ import verifier.window as window_module
 from verifier.check import check_rewrite
 from verifier.cli import main
 from verifier.errors import InputError
+from verifier.formula import Formula
 from verifier.io import check_references, forget_reads, item_from_json, parse_window_text
 from verifier.rules.context import RewriteContext, WindowView
+from verifier.solver import Result, Session
 from verifier.store import SqliteStore, Store
 from verifier.strategies import item_dicts, rewrite_of, windows
 from verifier.window import Item, Unwritten, Window
@@ -79,6 +81,12 @@ def _appended_in_full(ctx: Any, observation: Item) -> bool:
     """WR007's question the long way: the key among those of every observation the
     window before holds, and those appended earlier."""
     return observation.key in witnesses._legit_observations(ctx)
+
+
+def _entails_anew(
+    self: Session, premises: Iterable[Formula], goal: Formula, labels: Iterable[str] | None = None
+) -> Result:
+    return self.premises(premises, labels).entails(goal)
 
 
 def _checkable_by_ref(
@@ -129,6 +137,7 @@ def slow_paths(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
         m.setattr(window_module, "_unwritten_and_differ", lambda a, b: False)  # keys compared
         m.setattr(window_module, "_unwritten_and_alike", lambda a, b: False)
         m.setattr(RewriteContext, "checkable", _checkable_by_ref)
+        m.setattr(Session, "entails", _entails_anew)  # every entailment asked anew
         m.setattr(witnesses, "_appended_version", _appended_in_full)
         m.setattr(window_module, "_key_unparsed", lambda raw: None)
         window_module._key_of_raw.cache_clear()
