@@ -10,15 +10,17 @@ import dataclasses
 import json
 from collections.abc import Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from verifier.findings import Finding, Refutes, group_by_cause
 from verifier.formula import Const, Formula, is_true, render
-from verifier.graph import JustificationGraph
 from verifier.io import item_from_json
 from verifier.solver import PremiseIndex, Result, Session, falsifies, relevant_background
 from verifier.store import Store
 from verifier.window import Item
+
+if TYPE_CHECKING:  # only audits build a graph: a check does not import it
+    from verifier.graph import JustificationGraph
 
 __all__ = [
     "History",
