@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from verifier.check import Repair, RewriteResult, check_rewrite, verdict_of
 from verifier.errors import (
@@ -19,15 +19,17 @@ from verifier.errors import (
     wrong_type,
 )
 from verifier.findings import WITNESS_MODES, Finding
-from verifier.graph import JustificationGraph
 from verifier.io import background_argument, items_argument, trace_from_dicts
 from verifier.parser import parse_formula
 from verifier.rules.composition import check_append
 from verifier.rules.context import MODE_SUPPORT, History, RewriteContext, WindowView
-from verifier.rules.kept import Change, KeptWindow
 from verifier.solver import Session
 from verifier.store import LayeredStore, Store, store_argument
 from verifier.window import Append, Event, Item, Rewrite, Spill, Trace
+
+if TYPE_CHECKING:  # imported where used: `ctxproof check` reads neither
+    from verifier.graph import JustificationGraph
+    from verifier.rules.kept import Change, KeptWindow
 
 __all__ = ["Auditor", "TraceReport", "audit_trace", "exit_code_for", "repair_json"]
 
@@ -153,6 +155,8 @@ class Auditor:
         self.mode = mode
         self.repair = repair
         self.store = LayeredStore(store)
+        from verifier.graph import JustificationGraph
+
         self.graph = graph if graph is not None else JustificationGraph()
         self.history = History()
         if store is not None:
@@ -352,6 +356,8 @@ class Auditor:
             return None
         kept = self._kept
         if kept is None or kept.items is not self.window:
+            from verifier.rules.kept import KeptWindow
+
             kept = self._kept = KeptWindow.of(self.window, self.session, self.store)
         return kept
 
@@ -505,6 +511,8 @@ def _session_for(background: object, session: object) -> Session:
 def _common_arguments(func: str, store: object, mode: object, graph: object) -> None:
     store_argument(store, func=func)
     want_choice(mode, WITNESS_MODES, func=func, arg="mode")
+    from verifier.graph import JustificationGraph
+
     if graph is not None and not isinstance(graph, JustificationGraph):
         raise wrong_type(func, "graph", graph, "a verifier.graph.JustificationGraph or None")
 

@@ -38,6 +38,7 @@ from verifier.window import (
     KINDS,
     MODALITIES,
     TYPES,
+    UNREAD_FIELDS,
     Append,
     Event,
     Header,
@@ -1301,6 +1302,19 @@ def collector_paused() -> Iterator[None]:
             gc.enable()
 
 
+_READ_KEYS: dict[frozenset[str], frozenset[str]] = {}
+"""The keys of each shape of item object met, the unread ones (text, score, tokens) aside."""
+
+
+def _read_keys(keys: frozenset[str]) -> frozenset[str]:
+    found = _READ_KEYS.get(keys)
+    if found is None:
+        if len(_READ_KEYS) >= _BUILDERS_MAX:
+            _READ_KEYS.clear()
+        found = _READ_KEYS[keys] = keys - UNREAD_FIELDS
+    return found
+
+
 class _ItemReader:
     """Builds a window's items one object at a time (reusing the last window's items)."""
 
@@ -1321,6 +1335,8 @@ class _ItemReader:
                 entry = last
             else:
                 keys = frozenset(raw) if isinstance(raw, dict) else frozenset()
+                if at is not None:
+                    at.read_keys = _read_keys(keys)
                 item = _item_from_object(raw, self.ctx, keys, at)
                 entry = (_SHAPES.setdefault(keys, keys), item)
         except InputError as exc:

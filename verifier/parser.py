@@ -19,7 +19,18 @@ import re
 from functools import lru_cache
 
 from verifier.errors import FormulaError, wrong_type
-from verifier.formula import FALSE, MAX_DEPTH, TRUE, And, Atom, Formula, Iff, Implies, Not, Or
+from verifier.formula import (
+    FALSE,
+    MAX_DEPTH,
+    TRUE,
+    And,
+    Formula,
+    Iff,
+    Implies,
+    Not,
+    Or,
+    new_atom,
+)
 
 __all__ = ["MAX_LENGTH", "parse_formula", "parse_with_grammar"]
 
@@ -107,7 +118,7 @@ def _fast_parse(text: str) -> Formula | None:
     if bare is not None:
         negated, name = bare.groups()
         if name not in _KEYWORD_OPS and name not in _CONSTANTS:
-            return Not(Atom(name), 2) if negated else Atom(name)
+            return Not(new_atom(name), 2) if negated else new_atom(name)
     if _FLAT.fullmatch(text) is not None:
         flat = _flat_parse(text)
         if flat is not None:
@@ -123,7 +134,7 @@ def _fast_parse(text: str) -> Formula | None:
             if tok[0] == "$":
                 name = tok[1:]
                 const = {"true": TRUE, "false": FALSE}.get(name)
-                operands.append(const if const is not None else Atom(name))
+                operands.append(const if const is not None else new_atom(name))
                 want_operand = False
             elif tok in ("!", "("):
                 ops.append(tok)
@@ -175,7 +186,7 @@ def _flat_parse(text: str) -> Formula | None:
             continue
         if name in _KEYWORD_OPS or name in _CONSTANTS:
             return None
-        operands.append(Not(Atom(name), 2) if negated else Atom(name))
+        operands.append(Not(new_atom(name), 2) if negated else new_atom(name))
     if op is None or len(operands) < 2:
         return None
     depth = max(a.depth for a in operands) + 1

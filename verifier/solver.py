@@ -44,6 +44,7 @@ from verifier.formula import (
     evaluate_partial,
     extend_model,
     is_true,
+    new_atom,
 )
 
 __all__ = [
@@ -282,6 +283,10 @@ class UnionFind:
                 self.parent[r] = first
 
 
+ENTAILED_KEPT = 1 << 14
+"""How many answers :meth:`Session.entails` keeps (all are dropped when it is full)."""
+
+
 class Session:
     """One z3 context for a whole audit; asks every question."""
 
@@ -307,6 +312,9 @@ class Session:
         self._bg_model: Result | None = None
         self._bg_python_model: dict[str, bool] | None = None
         self._consistency: dict[tuple[Formula, ...], Result] = {}
+        self._entailed: dict[
+            tuple[tuple[Formula, ...], Formula, tuple[str, ...] | None], Result
+        ] = {}
         if self.background:
             self._reject_unsatisfiable_background()
 
@@ -498,8 +506,21 @@ class Session:
     def entails(
         self, premises: Iterable[Formula], goal: Formula, labels: Iterable[str] | None = None
     ) -> Result:
-        """Does background ∧ premises ⊨ goal? (Unknown, vacuous, if the premises are unsat.)"""
-        return self.premises(premises, labels).entails(goal)
+        """Does background ∧ premises ⊨ goal? (Unknown, vacuous, if the premises are unsat.)
+
+        Answered once per premises, labels and goal: a rewrite's rules ask many a
+        question twice (the same witnesses of the same claim, seen from both windows).
+        The answer is what the same question gets anew: the solver's models are found
+        afresh (:meth:`_check`), whatever was asked before."""
+        given = tuple(premises)
+        names = None if labels is None else tuple(labels)
+        key = (given, goal, names)
+        hit = self._entailed.get(key)
+        if hit is None:
+            if len(self._entailed) >= ENTAILED_KEPT:
+                self._entailed.clear()
+            hit = self._entailed[key] = self.premises(given, names).entails(goal)
+        return hit
 
     def background_core(self) -> Core:
         """A minimal unsatisfiable core of the background, or status "sat"."""
@@ -959,7 +980,9 @@ def _consistent(session: Session, formulas: Sequence[Formula], *, model: bool = 
     for h in hard:
         hard_atoms |= atoms(h)
     easy = {name: value for name, value in polarity.items() if name not in hard_atoms}
-    hard += [Atom(n) if v else Not(Atom(n)) for n, v in polarity.items() if n in hard_atoms]
+    hard += [
+        new_atom(n) if v else Not(new_atom(n)) for n, v in polarity.items() if n in hard_atoms
+    ]
     if not hard:
         return Result(Verdict.HOLDS, counterexample=easy)
     if len(hard) >= GREEDY_MIN:

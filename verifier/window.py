@@ -236,6 +236,8 @@ class Item:
             return True
         if _unwritten_and_differ(other, self):
             return False  # their keys differ: no need to write either
+        if _unwritten_and_alike(other, self):
+            return True  # their keys are equal: no need to write either
         return other.raw == self.raw or other.key == self.key
 
     @property
@@ -313,6 +315,25 @@ def _unwritten_and_differ(a: Item, b: Item) -> bool:
     )
 
 
+def _unwritten_and_alike(a: Item, b: Item) -> bool:
+    """Two items a reader built (their canonical JSON still :class:`Unwritten`) from
+    objects with the same keys, the unread ones aside, whose fields the rules read are
+    equal, of the same types, a float written alike. Their keys are equal: each of
+    those members of such an object is a function of the item's fields (a key present
+    with ``null`` and one left out are told apart by the keys), and equal values of the
+    same type are written alike in canonical JSON (but for a float's zero sign, which
+    ``repr`` keeps). Only ``at`` holds a float, or a value of more than one type."""
+    raw_of = _RAW_SLOT.__get__
+    ra, rb = raw_of(a), raw_of(b)
+    if type(ra) is not Unwritten or type(rb) is not Unwritten:
+        return False
+    keys = ra.read_keys
+    if keys is None or keys != rb.read_keys or _READ_FIELDS(a) != _READ_FIELDS(b):
+        return False
+    at_a, at_b = a.at, b.at
+    return type(at_a) is type(at_b) and (type(at_a) is not float or repr(at_a) == repr(at_b))
+
+
 _SLOTS: dict[str, Any] = {f.name: Item.__dict__[f.name] for f in fields(Item)}
 _RAW_SLOT = _SLOTS["raw"]
 """Each field's slot (its member descriptor), as the class made it."""
@@ -326,14 +347,16 @@ class Unwritten:
 
     A window reader puts one in an item's ``raw`` slot; the first read of
     :attr:`Item.raw` writes the canonical JSON and keeps it. A check reads the
-    ``raw`` of the items a rewrite changed, rarely of the others.
+    ``raw`` of the items a rewrite changed, rarely of the others. ``read_keys``: the
+    keys of the object but the unread ones (None: not known), which the reader sets.
     """
 
-    __slots__ = ("start", "text")
+    __slots__ = ("read_keys", "start", "text")
 
     def __init__(self, text: str, start: int) -> None:
         self.text = text
         self.start = start
+        self.read_keys: frozenset[str] | None = None
 
     def written(self) -> str:
         obj = _SCAN_OBJECT(self.text, self.start)[0]
@@ -368,22 +391,58 @@ class _Raw:
 setattr(Item, "raw", _Raw(_SLOTS["raw"]))  # noqa: B010 - a field's slot, wrapped after the class is made
 
 
-def item_slots(exprs: Mapping[str, str]) -> tuple[list[str], dict[str, Any]]:
+class _Blank:
+    """An Item's slots, in its order, in a class of no behaviour of its own: a new item is
+    filled in as one of these (a plain attribute store each, where an Item's frozen
+    ``__setattr__`` forbids them and a call of each slot's setter costs twice the time)
+    and then becomes an Item (``__class__``), the layout being the same."""
+
+    __slots__ = Item.__slots__
+
+
+def _blank_fits() -> bool:
+    """Can a :class:`_Blank` become an Item? (An interpreter that tells the layouts apart
+    says no: the slots' setters are called instead.)"""
+    probe: Any = object.__new__(_Blank)
+    try:
+        probe.__class__ = Item
+    except TypeError:
+        return False
+    return type(probe) is Item
+
+
+_BLANK_FITS = _blank_fits()
+
+
+def item_slots(
+    exprs: Mapping[str, str], *, blank: bool | None = None
+) -> tuple[list[str], dict[str, Any]]:
     """Python statements that make a new Item named ``item`` and set each of its fields
     through its slot (as dataclasses writes ``__init__``, without the check of ``raw``):
     to the expression ``exprs`` gives for it, else to its default. Also the names the
-    statements use. ``id``, ``kind`` and ``raw`` must have an expression."""
-    scope: dict[str, Any] = {"new": object.__new__, "Item": Item}
-    lines = ["item = new(Item)"]
+    statements use. ``id``, ``kind`` and ``raw`` must have an expression.
+
+    The item is filled in as a :class:`_Blank` that becomes an Item once every slot is
+    set (``blank``, the default where the interpreter allows it), else through the
+    setter of each slot; either way every slot of the Item holds the same value."""
+    if blank is None:
+        blank = _BLANK_FITS
+    scope: dict[str, Any] = {"new": object.__new__, "Item": Item, "Blank": _Blank}
+    lines = ["item = new(Blank)" if blank else "item = new(Item)"]
     for f in fields(Item):
-        scope[f"set_{f.name}"] = _SLOTS[f.name].__set__
         expr = exprs.get(f.name)
         if expr is None:
             if f.default is MISSING:
                 raise ValueError(f"no value for the field {f.name!r}")
             scope[f"default_{f.name}"] = f.default
             expr = f"default_{f.name}"
-        lines.append(f"set_{f.name}(item, {expr})")
+        if blank:
+            lines.append(f"item.{f.name} = {expr}")
+        else:
+            scope[f"set_{f.name}"] = _SLOTS[f.name].__set__
+            lines.append(f"set_{f.name}(item, {expr})")
+    if blank:
+        lines.append("item.__class__ = Item")
     return lines, scope
 
 

@@ -9,12 +9,15 @@ observation with the version of its id the window before holds (not with the key
 every observation there); the window after takes runs of items written as before at once
 (the window before, with no window read ahead of it, skips that search), an item read
 from a window file writes its canonical JSON only when it is first asked for (and two
-such items that differ in a field the rules read are told apart without it), and an
-item's key is cut out of its canonical JSON. The slow path reads every entry anew, reads
-both windows item by item in one loop writing each item's canonical JSON as it reads it,
-parses every key and writes it anew, checks every citation of both windows (every
-citation of every item is compared with a plain loop over them in a property of its
-own), and gives the rules the window after as fresh copies of its items (no item of it
+such items that differ in a field the rules read are told apart without it, and two
+read from objects with the same keys whose read fields are equal are told alike
+without it), the witness support of an item is kept by its id and version rather than
+by its store key, and an item's key is cut out of its canonical JSON. The slow path
+reads every entry anew, reads both windows item by item in one loop writing each item's
+canonical JSON as it reads it, parses every key and writes it anew, keeps each support
+answer by store key, checks every citation of both windows (every citation of every item
+is compared with a plain loop over them in a property of its own), and gives the rules
+the window after as fresh copies of its items (no item of it
 is one of the window before). Both run the command on the same generated rewrites, with
 the spills of each in a SQLite store, and must print the same output with the same exit
 code.
@@ -32,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, note, settings
+from hypothesis import HealthCheck, assume, given, note, settings
 from hypothesis import strategies as st
 
 import verifier.cli.check as cli_check
@@ -43,10 +46,13 @@ import verifier.window as window_module
 from verifier.check import check_rewrite
 from verifier.cli import main
 from verifier.errors import InputError
-from verifier.io import check_references, item_from_json
+from verifier.formula import Formula
+from verifier.io import check_references, forget_reads, item_from_json, parse_window_text
+from verifier.rules.context import RewriteContext, WindowView
+from verifier.solver import Result, Session
 from verifier.store import SqliteStore, Store
 from verifier.strategies import item_dicts, rewrite_of, windows
-from verifier.window import Item, Window
+from verifier.window import Item, Unwritten, Window
 
 Obj = dict[str, Any]
 
@@ -75,6 +81,28 @@ def _appended_in_full(ctx: Any, observation: Item) -> bool:
     """WR007's question the long way: the key among those of every observation the
     window before holds, and those appended earlier."""
     return observation.key in witnesses._legit_observations(ctx)
+
+
+def _entails_anew(
+    self: Session, premises: Iterable[Formula], goal: Formula, labels: Iterable[str] | None = None
+) -> Result:
+    return self.premises(premises, labels).entails(goal)
+
+
+def _checkable_by_ref(
+    self: RewriteContext, item: Item, view: WindowView, side: str
+) -> bool | None:
+    """The support question the long way: answered once per side and store key (ref)."""
+    cache: dict[tuple[str, str], bool | None] = self.__dict__.setdefault("_by_ref", {})
+    key = (side, item.ref)
+    if key not in cache:
+        if not item.witnesses:
+            cache[key] = False
+        else:
+            spilled = view.is_stub(item.id)
+            found = view.surviving_witnesses(item, spilled=spilled, excluded=self.excluded)
+            cache[key] = self.supports(found, item, f"support of {item.id!r}")
+    return cache[key]
 
 
 @contextmanager
@@ -107,6 +135,9 @@ def slow_paths(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
         m.setattr(reader, "_unwritten", lambda text, start: None)  # canonical JSON at once
         m.setattr(commitments, "_cites_kept", lambda item, window: False)  # CF004 reads all
         m.setattr(window_module, "_unwritten_and_differ", lambda a, b: False)  # keys compared
+        m.setattr(window_module, "_unwritten_and_alike", lambda a, b: False)
+        m.setattr(RewriteContext, "checkable", _checkable_by_ref)
+        m.setattr(Session, "entails", _entails_anew)  # every entailment asked anew
         m.setattr(witnesses, "_appended_version", _appended_in_full)
         m.setattr(window_module, "_key_unparsed", lambda raw: None)
         window_module._key_of_raw.cache_clear()
@@ -250,3 +281,65 @@ def test_check_references_agrees_with_every_citation_checked(
         ref_rest = outcome(lambda: _all_references(rest, defined, known, path))
         skipped = outcome(lambda: check_references(items, defined, known, path, checked=checked))
         assert skipped == ref_rest
+
+
+def _read_alone(obj: Obj) -> Item:
+    """The item of a window file holding obj alone, read cold (its JSON unwritten)."""
+    forget_reads()
+    text = json.dumps({"format": "ctxproof-window/1", "items": [obj]}, ensure_ascii=False)
+    (item,) = parse_window_text(text, "w.json").items
+    return item
+
+
+AT_VALUES = [0, 1, 0.0, -0.0, 1.0, 1.5, "t", None]
+FIELD_EDITS = st.sampled_from(
+    [("text", "x"), ("text", None), ("score", 5), ("tokens", 3), ("source", None),
+     ("source", "make"), ("exit_code", 0), ("load_bearing", True), ("modality", "failed"),
+     ("digest", None), ("content", "out")]
+)  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    item_dicts("i1", []),
+    st.lists(st.one_of(st.tuples(st.just("at"), st.sampled_from(AT_VALUES)), FIELD_EDITS)),
+    st.sets(st.sampled_from(["text", "score", "tokens", "source", "at", "exit_code"])),
+)
+def test_items_told_alike_unwritten_have_the_same_key(
+    obj: Obj, edits: list[tuple[str, Any]], dropped: set[str]
+) -> None:
+    """Two versions of an item, each read cold, that the reader's shortcut tells alike
+    (or apart) without writing their canonical JSON have the same key (or not)."""
+    other = dict(obj)
+    for key, value in edits:
+        other[key] = value
+    for key in dropped:
+        other.pop(key, None)
+    try:
+        a = _read_alone(obj)
+        b = _read_alone(other)
+    except InputError:
+        return  # an edit this kind refuses
+    raw_of = window_module._RAW_SLOT.__get__
+    # a text with a \u escape is read whole, its items' JSON written at once
+    assume(type(raw_of(a)) is Unwritten and type(raw_of(b)) is Unwritten)
+    alike = window_module._unwritten_and_alike(a, b)
+    differ = window_module._unwritten_and_differ(a, b)
+    assert not (alike and differ)
+    assert a.same_version(b) is (a.key == b.key)  # writes both
+    if alike:
+        assert a.key == b.key
+    if differ:
+        assert a.key != b.key
+
+
+def test_alike_items_are_told_alike() -> None:
+    """Not vacuous: a text edit is told alike unwritten; a zero of another sign, an int
+    for a float, or a null for a missing member is not."""
+    base: Obj = {"id": "o1", "kind": "observation", "shows": "t.ok", "at": 0.0, "text": "x"}
+    a = _read_alone(base)
+    assert window_module._unwritten_and_alike(a, _read_alone(dict(base, text="y")))
+    for other in (dict(base, at=-0.0), dict(base, at=0), dict(base, source=None)):
+        b = _read_alone(other)
+        assert not window_module._unwritten_and_alike(a, b)
+        assert a.key != b.key

@@ -3,7 +3,7 @@ full check builds, and a builder takes nothing the full check refuses."""
 
 from __future__ import annotations
 
-from dataclasses import fields
+from dataclasses import FrozenInstanceError, fields
 from typing import Any
 
 import pytest
@@ -12,8 +12,9 @@ from hypothesis import strategies as st
 
 import verifier.io as reader
 from verifier.errors import InputError
+from verifier.io import item_from_json
 from verifier.strategies import item_dicts
-from verifier.window import Item, canonical_json, content_ref
+from verifier.window import _SLOTS, Item, canonical_json, content_ref, item_slots
 
 CITED: list[dict[str, Any]] = [
     {"id": "o0", "kind": "observation", "shows": "t.ok", "modality": "verified", "exit_code": 0},
@@ -121,3 +122,35 @@ def test_every_field_at_every_edge_value(base: dict[str, Any]) -> None:
                     assert full is not None and _fields(shaped) == _fields(full), obj
                 if full is not None:
                     assert shaped is not None, obj  # a valid object is taken
+
+
+def _filler(blank: bool) -> Any:
+    lines, scope = item_slots({f.name: f"values[{f.name!r}]" for f in fields(Item)}, blank=blank)
+    source = ["def fill(values):", *(f"    {line}" for line in lines), "    return item"]
+    exec("\n".join(source), scope)
+    return scope["fill"]
+
+
+FILLERS = {blank: _filler(blank) for blank in (True, False)}
+
+
+@settings(max_examples=300, deadline=None)
+@given(obj=item_dicts("i1", CITED))
+def test_an_item_filled_in_as_a_blank_is_the_item_its_setters_make(obj: dict[str, Any]) -> None:
+    """A new item is filled in as a blank of the same slots that then becomes an Item:
+    every slot holds what the slots' setters (and Item's own constructor) put there."""
+    model = item_from_json(obj)
+    values = {f.name: _SLOTS[f.name].__get__(model) for f in fields(Item)}
+    values["_formula"] = model.formula
+    by_blank, by_setters = FILLERS[True](values), FILLERS[False](values)
+    made = Item(**{f.name: values[f.name] for f in fields(Item) if f.init})
+    object.__setattr__(made, "_formula", values["_formula"])
+    for item in (by_blank, by_setters):
+        assert type(item) is Item
+        slots = [(f.name, type(v), v) for f in fields(Item) for v in [_SLOTS[f.name].__get__(item)]]
+        assert slots == [
+            (f.name, type(v), v) for f in fields(Item) for v in [_SLOTS[f.name].__get__(made)]
+        ]
+        assert item == made and repr(item) == repr(made) and hash(item) == hash(made)
+    with pytest.raises(FrozenInstanceError):
+        by_blank.text = "changed"  # type: ignore[misc,unused-ignore]

@@ -2,12 +2,25 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 import pytest
 
 from verifier.errors import FormulaError, InputError
-from verifier.formula import FALSE, MAX_DEPTH, TRUE, And, Atom, Iff, Implies, Not, Or, render
+from verifier.formula import (
+    FALSE,
+    MAX_DEPTH,
+    TRUE,
+    And,
+    Atom,
+    Iff,
+    Implies,
+    Not,
+    Or,
+    new_atom,
+    render,
+)
 from verifier.io import item_from_json
 from verifier.parser import MAX_LENGTH, parse_formula
 
@@ -297,3 +310,14 @@ def test_lark_is_loaded_only_for_a_formula_the_fast_path_refuses() -> None:
         "True formula 'a & ': column 5: unexpected end of formula,"
         " expected '!' or '(' or an atom",
     ]
+
+
+@pytest.mark.parametrize("name", ["a", "db.postgres", "x y", "", "é"])
+def test_new_atom_is_the_atom_its_constructor_makes(name: str) -> None:
+    made, reference = new_atom(name), Atom(name)
+    assert type(made) is Atom
+    assert made == reference and hash(made) == hash(reference) and repr(made) == repr(reference)
+    assert (made.name, made.depth) == (name, 1)
+    assert render(And((made, Not(made)))) == render(And((reference, Not(reference))))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        made.name = "other"  # type: ignore[misc]

@@ -19,7 +19,6 @@ from verifier.formula import (
     extend_model,
     is_true,
 )
-from verifier.graph import why
 from verifier.rules.context import RewriteContext, WindowKnowledge, cite, show
 from verifier.solver import PremiseIndex, PremiseSet, Result, UnionFind, Verdict
 from verifier.window import WITNESSED, Item
@@ -63,6 +62,8 @@ def _cp001(ctx: RewriteContext, appended: tuple[Item, ...]) -> dict[str, list[st
     graph = ctx.graph
     if graph is None:
         return named  # composition needs the session's graph: only audits have one
+    from verifier.graph import why  # imported where a graph is: a check has none
+
     for it in appended:
         uses = dict.fromkeys((*it.rationale, *it.witnesses, *it.derived_from))
         for used_id in uses:

@@ -10,15 +10,17 @@ import dataclasses
 import json
 from collections.abc import Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from verifier.findings import Finding, Refutes, group_by_cause
 from verifier.formula import Const, Formula, is_true, render
-from verifier.graph import JustificationGraph
 from verifier.io import item_from_json
 from verifier.solver import PremiseIndex, Result, Session, falsifies, relevant_background
 from verifier.store import Store
 from verifier.window import Item
+
+if TYPE_CHECKING:  # only audits build a graph: a check does not import it
+    from verifier.graph import JustificationGraph
 
 __all__ = [
     "History",
@@ -591,7 +593,10 @@ class RewriteContext:
     _valid_cache: dict[Formula, Result] = field(default_factory=dict)
     _changed: list[Item] | None = None
     _touched: set[str] | None = None
-    _checkable_cache: dict[tuple[str, str], bool | None] = field(default_factory=dict)
+    _checkable_cache: dict[tuple[str, str], list[tuple[Item, bool | None]]] = field(
+        default_factory=dict
+    )
+    """(side, id) -> each version of that id asked about on that side, with its answer."""
     _refuted: dict[int, Result] = field(default_factory=dict)
     """finding index -> the refuted entailment behind its counterexample."""
 
@@ -803,17 +808,22 @@ class RewriteContext:
         return res.holds
 
     def checkable(self, item: Item, view: WindowView, side: str) -> bool | None:
-        """Item cites witnesses and those the view retains support it."""
-        key = (side, item.ref)
-        if key in self._checkable_cache:
-            return self._checkable_cache[key]
+        """Item cites witnesses and those the view retains support it.
+
+        Answered once per side and version (the same canonical JSON, hence the same id):
+        a version is looked for among those of its id asked about already, so an item
+        asked about once never has its canonical JSON written for it."""
+        asked = self._checkable_cache.setdefault((side, item.id), [])
+        for other, known in asked:
+            if other is item or other.raw == item.raw:
+                return known
         if not item.witnesses:
             out: bool | None = False
         else:
             spilled = view.is_stub(item.id)
             witnesses = view.surviving_witnesses(item, spilled=spilled, excluded=self.excluded)
             out = self.supports(witnesses, item, f"support of {item.id!r}")
-        self._checkable_cache[key] = out
+        asked.append((item, out))
         return out
 
 
