@@ -44,14 +44,15 @@ define TIERS
 The test tiers (times on 2 cores; CI runs all four):
   make test             ruff, mypy --strict, the fast tier: about 3.5 min
   make test-ray         the Ray extra's tests on a local cluster (installs Ray): about 1.5 min
-  make test-slow        the long tier (fuzzers and safe policies at length): about 50 min
+  make test-slow        the long tier (fuzzers and safe policies at length): about 35-45 min
   make test-frameworks  the framework extras' policies, in .venv-frameworks: about 2.5 min
 endef
 export TIERS
 
-# make test runs the tests in this many processes (pytest-xdist): the time above is with 2 on
-# 2 cores; TEST_JOBS=0 runs them in this process, one by one. The long tier runs in one: a
-# few long fuzzers bound its time, and two at once only made their time limits tight.
+# make test and make test-slow run the tests in this many processes (pytest-xdist): the times
+# above are with 2 on 2 cores; TEST_JOBS=0 runs them in this process, one by one. The long
+# tier's bad-input fuzzers take most of its time, each with a resident-size cap per command
+# (its own peak, so two processes measure what one does).
 TEST_JOBS ?= 2
 
 test: $(DEV_STAMP)
@@ -73,7 +74,7 @@ test-ray: $(RAY_STAMP)
 test-slow: $(DEV_STAMP)
 	@echo "$$TIERS"
 	@echo "now: make test-slow"
-	$(BIN)/pytest -q -rs -m "slow and not ray"
+	$(BIN)/pytest -q -rs -n $(TEST_JOBS) -m "slow and not ray"
 
 test-all: test test-ray test-slow test-frameworks
 
