@@ -311,6 +311,11 @@ class _Agent:
         self.budget = plan.budget
         self.window: list[Obj] = []
         self.items: list[Item] = []  # the same window, validated
+        self.canonical: list[Obj | None] = []
+        """Each item's canonical object, as a rewrite event writes it (None: not made yet)."""
+        self._visible: tuple[list[Obj], int, list[Obj]] | None = None
+        """What the agent sees, with the window and the store's size it was made of (a new
+        window is a new list; the store only grows)."""
         self.total = 0  # its tokens
         self.stored: dict[str, Obj] = {}  # ref -> item
         self.counter = 0
@@ -339,6 +344,9 @@ class _Agent:
     # -- what the agent sees --------------------------------------------------------------
     def visible(self) -> list[Obj]:
         """The window as the agent reads it: items, and what stubs stand for."""
+        made = self._visible
+        if made is not None and made[0] is self.window and made[1] == len(self.stored):
+            return made[2]
         out: list[Obj] = []
         for it in self.window:
             if it.get("kind") == "stub":
@@ -348,6 +356,7 @@ class _Agent:
                     out.append(real)
             else:
                 out.append(it)
+        self._visible = (self.window, len(self.stored), out)
         return out
 
     def tokens(self) -> int:
@@ -375,8 +384,7 @@ class _Agent:
         only grow), so a session paused there can be resumed to seek another rule."""
         turns = self.plan.turns
         # every session opens as real ones do: the system prompt and the user's task
-        self.append(self.opening())
-        if self.tokens() > self.budget and not self.rewrite():
+        if not self.step_window(self.opening()):
             return
         # the plan's turns come round again (each time on a different window) until the
         # session has its passes: a short plan makes a long session, and shrinking a
@@ -391,8 +399,7 @@ class _Agent:
                 continue
             if (self.tokens() + sum(item_tokens(i) for i in items)) > MAX_PRESSURE * self.budget:
                 break  # the window cannot take this turn
-            self.append(items)
-            if self.tokens() > self.budget and not self.rewrite():
+            if not self.step_window(items):
                 break
             yield
 
@@ -771,23 +778,42 @@ class _Agent:
     def line(self) -> int:
         return len(self.trace) + 1
 
-    def append(self, items: list[Obj]) -> None:
+    def step_window(self, items: list[Obj]) -> bool:
+        """Append ``items`` and, when the window is then over its budget, rewrite it; False
+        when the session ends there (the policy failed: PL). The policy's two calls are
+        asked for before the append is audited, so a policy in a process of its own runs
+        while the audit does (what it is given does not depend on the audit)."""
+        line = self.line()
+        checked = self.enter(items)
+        call = self.ask_policy() if self.tokens() > self.budget else None
+        self.auditor.append(checked, line)
+        self.trace.append({"event": "append", "items": items})
+        return call is None or self.rewrite(call)
+
+    def enter(self, items: list[Obj]) -> list[Item]:
+        """Put ``items`` in the window (its audit aside); the items, read."""
         for it in items:
             self.first_seen.setdefault(it["id"], self.result.rewrites)
         checked = [item_from_json(it) for it in items]
-        self.auditor.append(checked, self.line())
-        self.trace.append({"event": "append", "items": items})
         self.window = self.window + items
         self.items = self.items + checked
+        self.canonical = self.canonical + [None] * len(checked)
         self.total += sum(it.estimated_tokens() for it in checked)
+        return checked
 
-    def rewrite(self) -> bool:
-        """Run the policy on the window and audit its rewrite; False when it failed (PL)."""
+    def ask_policy(self) -> Callable[[], PolicyResult]:
+        """Ask for the policy's rewrite of the window as it stands: the result, when the
+        returned function is called."""
+        ages = {i: self.result.rewrites - at for i, at in self.first_seen.items()}
+        return self.rewritten(self.result.rewrites + 1, ages)
+
+    def rewrite(self, call: Callable[[], PolicyResult]) -> bool:
+        """Take the policy's rewrite of the window (``call``: :meth:`ask_policy` on this
+        window) and audit it; False when it failed (PL)."""
         pass_no = self.result.rewrites + 1
         before = self.tokens()
         pressure = _ratio(before, self.budget)
-        ages = {i: self.result.rewrites - at for i, at in self.first_seen.items()}
-        res = self.rewritten(pass_no, ages)
+        res = call()
         if not res.ok:
             finding = res.finding(self.line())
             assert finding is not None
@@ -801,7 +827,9 @@ class _Agent:
             self.trace.append({"event": "spill", "items": spilled})
             for obj in spilled:
                 self.stored[ref_of(obj)] = obj
-        after = [it.as_json() for it in res.window]
+        # an item the rewrite kept is the same object: its object is made once
+        made = {id(it): obj for it, obj in zip(self.items, self.canonical, strict=True)}
+        after = [made.get(id(it)) or it.as_json() for it in res.window]
         event: Obj = {"event": "rewrite", "policy": self.policy.name, "window": after}
         if pressure < _PRESSURE_SHOWN:  # a policy's 10**400 tokens: no number a trace holds
             event["pressure"] = round(pressure, 4)
@@ -817,6 +845,7 @@ class _Agent:
         self.trace.append(event)
         self.window = after
         self.items = list(res.window)
+        self.canonical = list(after)
         self.total = sum(it.estimated_tokens() for it in self.items)
         self.result.rewrites = pass_no
         self.result.tokens_before += before
@@ -824,14 +853,15 @@ class _Agent:
         self.result.pressures.append((pressure, len(self.auditor.findings) - count))
         return self.fits(pass_no)
 
-    def rewritten(self, pass_no: int, ages: dict[str, int]) -> PolicyResult:
-        """The policy's rewrite of the window (its two calls); from :attr:`answers` when it
-        was called on this very input before and gave one result twice, without error
-        (a policy seen to vary, or to fail, is called again: PL002 and PL001 stay its own).
+    def rewritten(self, pass_no: int, ages: dict[str, int]) -> Callable[[], PolicyResult]:
+        """The policy's rewrite of the window (its two calls), when the function returned is
+        called; from :attr:`answers` when it was called on this very input before and gave
+        one result twice, without error (a policy seen to vary, or to fail, is called
+        again: PL002 and PL001 stay its own).
         """
         answers = self.answers
         if answers is None:
-            return run_twice(
+            return send_twice(
                 self.policy, self.items, self.budget, pass_no=pass_no, ages=ages, store=self.stored
             )
         # the whole input: the window's items, the budget, the pass, the ages, the store
@@ -845,12 +875,18 @@ class _Agent:
         )
         known = answers.get(key)
         if known is not None:
-            return known
-        res = run_twice(
+            return lambda: known
+        pending = send_twice(
             self.policy, self.items, self.budget, pass_no=pass_no, ages=ages, store=self.stored
         )
-        answers.put(key, len(self.items), res)
-        return res
+        size = len(self.items)
+
+        def result() -> PolicyResult:
+            res = pending()
+            answers.put(key, size, res)
+            return res
+
+        return result
 
     def fits(self, pass_no: int) -> bool:
         """Count a rewrite that left the window over its budget; with ``require_fit`` it is
@@ -888,7 +924,7 @@ def _ratio(a: int, b: int) -> float:
         return sys.float_info.max
 
 
-def run_twice(
+def send_twice(
     policy: Runnable,
     items: Sequence[Item],
     budget: int,
@@ -896,11 +932,14 @@ def run_twice(
     pass_no: int,
     ages: Mapping[str, int],
     store: Mapping[str, Obj],
-) -> PolicyResult:
-    """One rewrite's two calls of the policy (PL002 compares them), wherever it runs."""
+) -> Callable[[], PolicyResult]:
+    """One rewrite's two calls of the policy (PL002 compares them), wherever it runs: the
+    result when the function returned is called. A policy in a process of its own is sent
+    the window now and runs meanwhile; one in this process runs when the result is asked
+    for."""
     if isinstance(policy, PolicyProcess):
-        return policy.run_twice(items, budget, pass_no=pass_no, ages=ages, store=store)
-    return run_policy(
+        return policy.send(items, budget, pass_no=pass_no, ages=ages, store=store)
+    return lambda: run_policy(
         policy, items, budget, pass_no=pass_no, ages=ages, store=store, check_determinism=True
     )
 
@@ -1480,8 +1519,10 @@ def shrink_code(
     finally:
         if plays is not None:
             plays.done(code, (chunk, at))
-    if plays is not None and affordable() and (
-        not isinstance(policy, PolicyProcess) or policy.faults == faults_at_start
+    if (
+        plays is not None
+        and affordable()
+        and (not isinstance(policy, PolicyProcess) or policy.faults == faults_at_start)
     ):
         plays.searched(search, tried, settled, bool(took()["bounded"]))
     if settled is None:

@@ -117,6 +117,13 @@ HOSTILE = textwrap.dedent(
         if len(window) > 6:
             raise ValueError(f"window of {len(window)} items is too much for me")
         return window
+
+
+    def marks(window, budget):
+        # says it was called, in a file beside this module, then drops the oldest item
+        with open(__file__ + ".called", "a") as f:
+            f.write(str(len(window)) + "\\n")
+        return window[1:]
     '''
 )
 
@@ -297,6 +304,39 @@ def test_the_worker_is_reused_across_calls(hostile: Path) -> None:
         assert proc.run_twice(items, 5).code == "PL001"
         assert proc.run_twice(items, 5).code == "PL001"
         assert proc.faults == 2
+
+
+def test_a_sent_request_runs_before_its_result_is_asked_for(hostile: Path) -> None:
+    """``send`` returns at once and the policy runs meanwhile (fuzz audits the append that
+    filled the window while it does); the result is what ``run_twice`` gives."""
+    items = [item_from_json({"id": f"p{i}", "kind": "prose", "tokens": 3}) for i in range(4)]
+    marker = Path(str(hostile) + ".called")
+    with PolicyProcess(f"{hostile}:marks", timeout=5) as proc:
+        result = proc.send(items, 5)
+        deadline = time.monotonic() + 30
+        while (marker.read_text("utf-8").count("\n") if marker.exists() else 0) < 2:
+            assert time.monotonic() < deadline, "the policy was not called before its result"
+            time.sleep(0.01)
+        res = result()
+        assert res.ok and [it.id for it in res.window] == ["p1", "p2", "p3"]
+        assert res == proc.run_twice(items, 5)
+        with pytest.raises(RuntimeError):
+            result()  # a result is taken once
+
+
+def test_a_request_whose_result_is_never_taken_does_not_answer_the_next(
+    hostile: Path,
+) -> None:
+    small = [item_from_json({"id": f"p{i}", "kind": "prose", "tokens": 3}) for i in range(4)]
+    big = [item_from_json({"id": f"q{i}", "kind": "prose", "tokens": 3}) for i in range(6)]
+    with PolicyProcess(f"{hostile}:marks", timeout=5) as proc:
+        abandoned = proc.send(small, 5)
+        res = proc.send(big, 5)()
+        assert [it.id for it in res.window] == [f"q{i}" for i in range(1, 6)]
+        assert proc.faults == 0
+        with pytest.raises(RuntimeError):
+            abandoned()
+        assert proc.run_twice(small, 5).ok
 
 
 def test_a_callable_with_no_name_runs_forked(tmp_path: Path) -> None:

@@ -371,6 +371,8 @@ class PolicyProcess:
         """The refs of the store entries the worker holds, in the order it holds them."""
         self._held = 0
         """The bytes of those entries, as they were sent."""
+        self._pending: object | None = None
+        """The request whose result was not taken yet (:meth:`send`)."""
         self._proc: subprocess.Popen[bytes] | Any = None
         self._reader: int | None = None  # the pipes' ends, as descriptors
         self._writer: int | None = None
@@ -515,6 +517,7 @@ class PolicyProcess:
                     os.close(fd)
         self._writer = self._reader = None
         self._sent, self._held = [], 0  # a new worker starts with an empty store
+        self._pending = None
         proc, code = self._proc, None
         if proc is not None:
             code = self._returncode(0)
@@ -581,6 +584,26 @@ class PolicyProcess:
         ``store`` (refs -> item dicts, or a :class:`~verifier.store.Store`) is
         what a policy that takes the keyword ``store`` reads; the worker is sent
         only the entries it does not hold yet."""
+        return self.send(before, budget, pass_no=pass_no, ages=ages, store=store)()
+
+    def send(
+        self,
+        before: Sequence[Item],
+        budget: int,
+        *,
+        pass_no: int = 1,
+        ages: Mapping[str, int] | None = None,
+        store: StoreLike | None = None,
+    ) -> Callable[[], PolicyResult]:
+        """:meth:`run_twice` in two halves: the request goes now, and the function returned
+        waits for the result. Between the two the harness works on while the policy runs
+        in its process (``fuzz`` audits the append that filled the window). Each call's
+        time limit counts from when the function is called. A request sent while an
+        earlier one's result was never taken stops the worker first (its answer would
+        come before this one's): the next request starts a new worker."""
+        if self._pending is not None:
+            self._pending = None
+            self._stop()
         self.start()
         assert self._writer is not None
         changes = self._store_changes(store) if self._takes_store else ""
@@ -598,10 +621,25 @@ class PolicyProcess:
         body = _encode("\n".join(it.raw for it in before))
         most = reply_bound(len(body) + self._held)
         try:
-            try:
-                _send(self._writer, _encode(head + "\n" + changes + "\n") + body)
-            except OSError:  # the pipe broke while the request was written
-                raise self._ended() from None
+            _send(self._writer, _encode(head + "\n" + changes + "\n") + body)
+        except OSError:  # the pipe broke while the request was written
+            ended = self._ended()
+            return lambda: self._failed(ended, before, pass_no)
+        token = object()
+        self._pending = token
+
+        def result() -> PolicyResult:
+            if self._pending is not token:
+                raise RuntimeError("this request's result was taken, or given up, before")
+            self._pending = None
+            return self._result(before, pass_no, most)
+
+        return result
+
+    def _result(self, before: Sequence[Item], pass_no: int, most: int) -> PolicyResult:
+        """The reply to the request just sent: its two calls' messages, each within the
+        time limit."""
+        try:
             self._message(self.timeout, most)  # the first call returned
             reply = self._message(self.timeout, most)
         except _TimedOut:
@@ -615,18 +653,7 @@ class PolicyProcess:
                 " (--policy-timeout); its process was stopped",
             )
         except _Ended as ended:
-            self.faults += 1
-            if ended.how is None:
-                return self._fault(
-                    before,
-                    pass_no,
-                    "PL001",
-                    f"policy {self.name!r} closed its process's pipe to the harness;"
-                    " its process was stopped",
-                )
-            return self._fault(
-                before, pass_no, "PL001", f"policy {self.name!r} ended its process: {ended.how}"
-            )
+            return self._failed(ended, before, pass_no)
         except _TooLong as long:
             self.faults += 1
             self._stop()
@@ -639,6 +666,21 @@ class PolicyProcess:
                 " window and store it was given); its process was stopped",
             )
         return self._outcome(reply, before).result(before, pass_no)
+
+    def _failed(self, ended: _Ended, before: Sequence[Item], pass_no: int) -> PolicyResult:
+        """PL001 for a worker whose pipe closed, saying how its process ended."""
+        self.faults += 1
+        if ended.how is None:
+            return self._fault(
+                before,
+                pass_no,
+                "PL001",
+                f"policy {self.name!r} closed its process's pipe to the harness;"
+                " its process was stopped",
+            )
+        return self._fault(
+            before, pass_no, "PL001", f"policy {self.name!r} ended its process: {ended.how}"
+        )
 
     def _store_changes(self, store: StoreLike | None) -> str:
         """The request's line for the store: the entries the worker lacks, or the whole
