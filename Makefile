@@ -44,7 +44,7 @@ define TIERS
 The test tiers (times on 2 cores; CI runs all four):
   make test             ruff, mypy --strict, the fast tier: about 3.5 min
   make test-ray         the Ray extra's tests on a local cluster (installs Ray): about 1.5 min
-  make test-slow        the long tier (fuzzers and safe policies at length): about 35-45 min
+  make test-slow        the long tier (fuzzers at length, every property example): about 40-50 min
   make test-frameworks  the framework extras' policies, in .venv-frameworks: about 2.5 min
 endef
 export TIERS
@@ -55,12 +55,16 @@ export TIERS
 # (its own peak, so two processes measure what one does).
 TEST_JOBS ?= 2
 
+# The fast tier runs this share of each property test's hypothesis examples (at least 10);
+# the long tier runs those tests again with all of them (tests/conftest.py).
+FAST_EXAMPLES ?= 0.25
+
 test: $(DEV_STAMP)
 	@echo "$$TIERS"
 	@echo "now: make test"
 	$(BIN)/ruff check verifier tests benchmarks models
 	$(BIN)/mypy
-	$(BIN)/pytest -q -rs -n $(TEST_JOBS) -m "not slow and not ray"
+	CTXPROOF_EXAMPLES=$(FAST_EXAMPLES) $(BIN)/pytest -q -rs -n $(TEST_JOBS) -m "not slow and not ray"
 
 # The Ray tests: CTXPROOF_REQUIRE_RAY turns "Ray is not installed" from a skip into a failure,
 # so they never pass by skipping where they are meant to run.
@@ -70,11 +74,12 @@ test-ray: $(RAY_STAMP)
 	CTXPROOF_REQUIRE_RAY=1 $(BIN)/pytest -q -rs -m "ray and not slow"
 
 # The long tier: tests marked slow (the bad-input and API fuzzers at length, every unsafe
-# model fuzzed, the safe policies over 500 sessions, every spec's two-item states).
+# model fuzzed, the safe policies over 500 sessions, every spec's two-item states), and the
+# property tests with all their examples (the fast tier runs a share of them).
 test-slow: $(DEV_STAMP)
 	@echo "$$TIERS"
 	@echo "now: make test-slow"
-	$(BIN)/pytest -q -rs -n $(TEST_JOBS) -m "slow and not ray"
+	$(BIN)/pytest -q -rs -n $(TEST_JOBS) -m "(slow or hypothesis) and not ray"
 
 test-all: test test-ray test-slow test-frameworks
 

@@ -6,23 +6,71 @@ example database, so two runs of the suite see the same examples. Select
 examples saved in ``.hypothesis/`` and replayed first on the next run.
 
 Each property test sets its own ``max_examples`` (100-200) and ``deadline=None``.
+``CTXPROOF_EXAMPLES`` (a share, 1 by default) scales every count: ``make test`` runs
+a quarter of each (at least 10), and the long tier (``make test-slow``) runs the
+same tests again with all of theirs.
 """
 
 from __future__ import annotations
 
 import gc
 import importlib.util
+import math
 import os
 import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from hypothesis import settings
+from hypothesis import is_hypothesis_test, settings
 
 settings.register_profile("ci", derandomize=True, database=None, deadline=None, print_blob=True)
 settings.register_profile("dev", deadline=None, print_blob=True)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+EXAMPLES_AT_LEAST = 10
+"""The fewest examples a scaled property test runs (fewer if it asks for fewer)."""
+
+
+def examples_share() -> float:
+    """``CTXPROOF_EXAMPLES``: the share of each property test's ``max_examples`` to run."""
+    text = os.environ.get("CTXPROOF_EXAMPLES", "1")
+    try:
+        share = float(text)
+    except ValueError:
+        raise pytest.UsageError(f"CTXPROOF_EXAMPLES must be a number, not {text!r}") from None
+    if not 0 < share <= 1:
+        raise pytest.UsageError(f"CTXPROOF_EXAMPLES must be in (0, 1], not {text!r}")
+    return share
+
+
+def scaled(count: int, share: float) -> int:
+    """A property test's example count under ``share`` (at least :data:`EXAMPLES_AT_LEAST`,
+    never more than it asked for)."""
+    return min(count, max(EXAMPLES_AT_LEAST, math.ceil(count * share)))
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Scale the hypothesis tests' example counts by :func:`examples_share`: the settings a
+    test was given (``@settings``) are replaced on its function, once per function."""
+    share = examples_share()
+    if share == 1:
+        return
+    done: set[int] = set()
+    for item in items:
+        test = getattr(item, "obj", None)
+        if test is None or id(test) in done or not is_hypothesis_test(test):
+            continue
+        done.add(id(test))
+        given = getattr(test, "_hypothesis_internal_use_settings", None)
+        if not isinstance(given, settings):  # where this hypothesis keeps a test's settings
+            raise pytest.UsageError(
+                f"{item.nodeid}: cannot scale its examples (CTXPROOF_EXAMPLES) under this"
+                " version of hypothesis; run without CTXPROOF_EXAMPLES"
+            )
+        test._hypothesis_internal_use_settings = settings(
+            given, max_examples=scaled(given.max_examples, share)
+        )
 
 
 @pytest.hookimpl(tryfirst=True)
