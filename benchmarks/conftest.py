@@ -13,6 +13,7 @@ import gc
 import os
 import platform
 import subprocess
+import time
 from collections.abc import Iterator
 from importlib import metadata
 from typing import Any
@@ -20,6 +21,34 @@ from typing import Any
 import pytest
 
 LOAD_AT_START: list[float] = []
+SPEED_AT_START: list[float] = []
+"""The reference loop's time (:func:`reference_ms`) and the host's steal (:func:`steal_seconds`)
+when the run started."""
+
+
+def reference_ms() -> float:
+    """How fast this machine runs Python now: the best of five runs of a fixed loop (a
+    million additions), in milliseconds. The machine is a virtual one whose speed changes
+    with what else its host runs; two runs' absolute times compare only next to this."""
+    best = float("inf")
+    for _ in range(5):
+        started = time.perf_counter()
+        total = 0
+        for k in range(1_000_000):
+            total += k
+        best = min(best, time.perf_counter() - started)
+    return best * 1e3
+
+
+def steal_seconds() -> float | None:
+    """CPU time the host gave other machines while this one had work (``steal`` in
+    ``/proc/stat``), in seconds since boot; None where the system does not say."""
+    try:
+        with open("/proc/stat", encoding="ascii") as f:
+            fields = f.readline().split()
+        return int(fields[8]) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -49,6 +78,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_sessionstart(session: pytest.Session) -> None:
     LOAD_AT_START[:] = list(os.getloadavg())
+    steal = steal_seconds()
+    SPEED_AT_START[:] = [reference_ms(), -1.0 if steal is None else steal]
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -112,3 +143,9 @@ def pytest_benchmark_update_machine_info(
     machine_info["args"] = list(config.invocation_params.args)
     machine_info["loadavg_start"] = LOAD_AT_START
     machine_info["loadavg_end"] = list(os.getloadavg())
+    if SPEED_AT_START:
+        machine_info["reference_ms_start"] = round(SPEED_AT_START[0], 1)
+        machine_info["reference_ms_end"] = round(reference_ms(), 1)
+        steal = steal_seconds()
+        if steal is not None and SPEED_AT_START[1] >= 0:
+            machine_info["steal_seconds"] = round(steal - SPEED_AT_START[1], 1)

@@ -194,6 +194,25 @@ def machine(run: Obj, name: str) -> list[str]:
         f"- packages: {pkgs}",
         f"- load average (1, 5, 15 min): {start} at the start, {end} at the end"
         " (other jobs share this machine)",
+        *_speed(m),
+    ]
+
+
+def _speed(m: Obj) -> list[str]:
+    """The machine's speed during the run: the reference loop at its start and end, and
+    the CPU time its host gave other machines meanwhile (absent from older runs)."""
+    if "reference_ms_start" not in m:
+        return []
+    steal = m.get("steal_seconds")
+    stolen = (
+        f"; CPU time the host gave other machines during the run (steal): {steal:g} s"
+        if steal is not None
+        else ""
+    )
+    return [
+        f"- speed: a reference loop (a million additions in Python) took"
+        f" {m['reference_ms_start']:g} ms at the start, {m['reference_ms_end']:g} ms at the"
+        f" end{stolen}"
     ]
 
 
