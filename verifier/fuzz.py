@@ -1519,10 +1519,8 @@ def shrink_code(
     finally:
         if plays is not None:
             plays.done(code, (chunk, at))
-    if (
-        plays is not None
-        and affordable()
-        and (not isinstance(policy, PolicyProcess) or policy.faults == faults_at_start)
+    if plays is not None and affordable() and (
+        not isinstance(policy, PolicyProcess) or policy.faults == faults_at_start
     ):
         plays.searched(search, tried, settled, bool(took()["bounded"]))
     if settled is None:
