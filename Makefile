@@ -75,11 +75,13 @@ test-ray: $(RAY_STAMP)
 
 # The long tier: tests marked slow (the bad-input and API fuzzers at length, every unsafe
 # model fuzzed, the safe policies over 500 sessions, every spec's two-item states), and the
-# property tests with all their examples (the fast tier runs a share of them).
+# property tests with all their examples (the fast tier runs a share of them). A few of its
+# tests take most of its time: a process that runs out of tests takes some from the other's
+# queue (--dist worksteal), rather than waiting while the other runs them one by one.
 test-slow: $(DEV_STAMP)
 	@echo "$$TIERS"
 	@echo "now: make test-slow"
-	$(BIN)/pytest -q -rs -n $(TEST_JOBS) -m "(slow or hypothesis) and not ray"
+	$(BIN)/pytest -q -rs -n $(TEST_JOBS) --dist worksteal -m "(slow or hypothesis) and not ray"
 
 test-all: test test-ray test-slow test-frameworks
 
