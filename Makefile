@@ -44,7 +44,7 @@ define TIERS
 The test tiers (times on 2 cores; CI runs all four):
   make test             ruff, mypy --strict, the fast tier: about 3.5 min
   make test-ray         the Ray extra's tests on a local cluster (installs Ray): about 1.5 min
-  make test-slow        the long tier (fuzzers at length, every property example): about 45-55 min
+  make test-slow        the long tier (fuzzers at length, every property example): about 35-40 min
   make test-frameworks  the framework extras' policies, in .venv-frameworks: about 2.5 min
 endef
 export TIERS
