@@ -25,8 +25,6 @@ trace that ``ctxproof audit`` replays. The same seed gives the same output.
 
 from __future__ import annotations
 
-import io
-import itertools
 import json
 import math
 import os
@@ -69,6 +67,7 @@ from verifier.policies import (
     run_policy,
 )
 from verifier.policies.isolated import DEFAULT_TIMEOUT, PolicyProcess
+from verifier.pressure import PlotProcess, plot_pressure, summarize_pressure
 from verifier.solver import Session
 from verifier.window import Item
 
@@ -1908,105 +1907,118 @@ def fuzz(
         policy_arg = policy_arg or policy
     elif policy_arg is None:
         policy_arg = policy.source
-    with _runnable(policy, policy_timeout) as local:
-        # the policy loads: a place that refuses the output fails now, not after the sessions
-        make_folder(out_dir, "fuzz output folder")
-        elsewhere = policy_arg is not None and (runner is not None or jobs > 1)
-        if elsewhere and isinstance(local, PolicyProcess):
-            local.close()  # it proved the policy loads; the workers run their own
+    with _plot_apart(card) as plotter:
+        with _runnable(policy, policy_timeout) as local:
+            # the policy loads: a place that refuses the output fails now, not after the sessions
+            make_folder(out_dir, "fuzz output folder")
+            elsewhere = policy_arg is not None and (runner is not None or jobs > 1)
+            if elsewhere and isinstance(local, PolicyProcess):
+                local.close()  # it proved the policy loads; the workers run their own
 
-        def run(
-            fn: Callable[[tuple[Any, ...]], Any],
-            tasks: Sequence[tuple[Any, ...]],
-            shown: Callable[[int, int], None] | None,
-        ) -> list[Any]:
-            if policy_arg is None:
-                return _map(fn, tasks, 1, shown)
-            if runner is not None:
-                return runner(fn, [_portable(t) for t in tasks], shown)
-            return _map(fn, tasks, jobs, shown)
+            def run(
+                fn: Callable[[tuple[Any, ...]], Any],
+                tasks: Sequence[tuple[Any, ...]],
+                shown: Callable[[int, int], None] | None,
+            ) -> list[Any]:
+                if policy_arg is None:
+                    return _map(fn, tasks, 1, shown)
+                if runner is not None:
+                    return runner(fn, [_portable(t) for t in tasks], shown)
+                return _map(fn, tasks, jobs, shown)
 
-        report = FuzzReport(local.name, seed_value)
-        n_chunks = max(1, math.ceil(sessions / CHUNK))
-        sizes = [min(CHUNK, sessions - j * CHUNK) for j in range(n_chunks)]
-        tasks = [(j, sizes[j]) for j in range(n_chunks) if sizes[j] > 0]
-        chunks = run(
-            _explore_task,
-            [
-                (policy_arg, local, j, size, seed_value, passes, mode, require_fit, policy_timeout)
-                for j, size in tasks
-            ],
-            progress,
-        )
-        first: dict[str, tuple[int, int]] = {}
-        for ch in chunks:
-            report.sessions += ch.sessions
-            report.rewrites += ch.rewrites
-            report.tokens_before += ch.tokens_before
-            report.tokens_after += ch.tokens_after
-            report.pressures.extend(ch.pressures)
-            merge_shapes(report.shapes, ch.shapes)
-            report.over_budget += ch.over_budget
-            for code, n in ch.counts.items():
-                report.findings_by_rule[code] = report.findings_by_rule.get(code, 0) + n
-            for code, at in ch.first.items():
-                first.setdefault(code, (ch.index, at))
-        codes = sorted(first)
-        shrink_started = time.perf_counter()
-        # rules first shown by one session are shrunk from it along the same candidates:
-        # in this process, they share their plays
-        plays = _Plays(local, passes, mode, require_fit) if SHORTCUTS and codes else None
-        if plays is not None:
-            for code in codes:
-                plays.expect(code, first[code])
-        shrunk = run(
-            _shrink_task,
-            [
-                (
-                    policy_arg,
-                    local,
-                    code,
-                    first[code][0],
-                    first[code][1],
-                    sizes[first[code][0]],
-                    seed_value,
-                    passes,
-                    mode,
-                    shrink_calls,
-                    require_fit,
-                    policy_timeout,
-                    plays,
-                )
-                for code in codes
-            ],
-            None,
-        )
-        by_rule = {c: dict(result.shrink or {}) for c, result in zip(codes, shrunk, strict=True)}
-        report.shrinking = {
-            "seconds": round(time.perf_counter() - shrink_started, 3),
-            "plays": sum(int(s.get("plays", 0)) for s in by_rule.values()),
-            "limit_per_rule": shrink_calls,
-            "by_rule": by_rule,
-        }
-    out = Path(out_dir)
-    for code, result in zip(codes, shrunk, strict=True):
-        if code not in result.codes():
-            report.unshrunk[code] = (
-                "the session that showed it did not show it again when played again: the"
-                " policy's output depends on more than its input"
+            report = FuzzReport(local.name, seed_value)
+            n_chunks = max(1, math.ceil(sessions / CHUNK))
+            sizes = [min(CHUNK, sessions - j * CHUNK) for j in range(n_chunks)]
+            tasks = [(j, sizes[j]) for j in range(n_chunks) if sizes[j] > 0]
+            chunks = run(
+                _explore_task,
+                [
+                    (
+                        policy_arg,
+                        local,
+                        j,
+                        size,
+                        seed_value,
+                        passes,
+                        mode,
+                        require_fit,
+                        policy_timeout,
+                    )
+                    for j, size in tasks
+                ],
+                progress,
             )
-            continue
-        path = out / f"cex-{code}.jsonl"
-        text = result.text()
-        finding = _first_finding(result, code)
-        _check_replay(path, text, code, mode)
-        report.texts[code] = text
-        report.counterexamples.append(
-            Counterexample(code, str(path), finding.pass_, finding.items, finding.message)
-        )
-    report.seconds = time.perf_counter() - started
-    write_outputs(report, out, card=card)
-    return report
+            first: dict[str, tuple[int, int]] = {}
+            for ch in chunks:
+                report.sessions += ch.sessions
+                report.rewrites += ch.rewrites
+                report.tokens_before += ch.tokens_before
+                report.tokens_after += ch.tokens_after
+                report.pressures.extend(ch.pressures)
+                merge_shapes(report.shapes, ch.shapes)
+                report.over_budget += ch.over_budget
+                for code, n in ch.counts.items():
+                    report.findings_by_rule[code] = report.findings_by_rule.get(code, 0) + n
+                for code, at in ch.first.items():
+                    first.setdefault(code, (ch.index, at))
+            codes = sorted(first)
+            shrink_started = time.perf_counter()
+            # rules first shown by one session are shrunk from it along the same candidates:
+            # in this process, they share their plays
+            plays = _Plays(local, passes, mode, require_fit) if SHORTCUTS and codes else None
+            if plays is not None:
+                for code in codes:
+                    plays.expect(code, first[code])
+            shrunk = run(
+                _shrink_task,
+                [
+                    (
+                        policy_arg,
+                        local,
+                        code,
+                        first[code][0],
+                        first[code][1],
+                        sizes[first[code][0]],
+                        seed_value,
+                        passes,
+                        mode,
+                        shrink_calls,
+                        require_fit,
+                        policy_timeout,
+                        plays,
+                    )
+                    for code in codes
+                ],
+                None,
+            )
+            by_rule = {
+                c: dict(result.shrink or {}) for c, result in zip(codes, shrunk, strict=True)
+            }
+            report.shrinking = {
+                "seconds": round(time.perf_counter() - shrink_started, 3),
+                "plays": sum(int(s.get("plays", 0)) for s in by_rule.values()),
+                "limit_per_rule": shrink_calls,
+                "by_rule": by_rule,
+            }
+        out = Path(out_dir)
+        for code, result in zip(codes, shrunk, strict=True):
+            if code not in result.codes():
+                report.unshrunk[code] = (
+                    "the session that showed it did not show it again when played again: the"
+                    " policy's output depends on more than its input"
+                )
+                continue
+            path = out / f"cex-{code}.jsonl"
+            text = result.text()
+            finding = _first_finding(result, code)
+            _check_replay(path, text, code, mode)
+            report.texts[code] = text
+            report.counterexamples.append(
+                Counterexample(code, str(path), finding.pass_, finding.items, finding.message)
+            )
+        report.seconds = time.perf_counter() - started
+        write_outputs(report, out, card=card, plotter=plotter)
+        return report
 
 
 @contextmanager
@@ -2025,6 +2037,23 @@ def _runnable(policy: Policy | str, timeout: float | None) -> Iterator[Runnable]
     with PolicyProcess(policy, timeout if timeout is not None else DEFAULT_TIMEOUT) as proc:
         proc.start()
         yield proc
+
+
+@contextmanager
+def _plot_apart(card: bool) -> Iterator[PlotProcess | None]:
+    """A process that loads matplotlib while the run goes on, for its plot: the first run
+    with a card in a process that has not loaded matplotlib (a run of ``ctxproof fuzz``).
+    Later runs load it here once and draw here (None)."""
+    if not card or "matplotlib.pyplot" in sys.modules or _PLOTTED_APART:
+        yield None
+        return
+    _PLOTTED_APART.append(True)
+    with PlotProcess() as plotter:
+        yield plotter
+
+
+_PLOTTED_APART: list[bool] = []
+"""Not empty once a run of this process drew its plot in a :class:`PlotProcess`."""
 
 
 def _is_spec(arg: str) -> bool:
@@ -2141,58 +2170,16 @@ def _check_replay(path: Path, text: str, code: str, mode: str) -> None:
         raise InternalError(f"{path}: the shrunk session does not replay with {code}")
 
 
-def summarize_pressure(
-    points: Iterable[tuple[float, int]], bins: Sequence[float] = (1.0, 1.25, 1.5, 2.0, 2.5, 3.0)
-) -> list[Obj]:
-    """Findings per rewrite by pressure band: the load-correlated failure, as numbers."""
-    rows: list[Obj] = []
-    pts = list(points)
-    for lo, hi in itertools.pairwise(bins):
-        inside = [n for p, n in pts if lo < p <= hi or (hi == bins[-1] and p > hi)]
-        rows.append(
-            {
-                "pressure_from": lo,
-                "pressure_to": hi,
-                "rewrites": len(inside),
-                "findings": sum(inside),
-                "findings_per_rewrite": round(sum(inside) / len(inside), 3) if inside else None,
-            }
-        )
-    return rows
-
-
-def plot_pressure(points: Sequence[tuple[float, int]], title: str) -> bytes:
-    """Findings per rewrite against pressure: the bytes of a PNG."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(7, 4), dpi=110)
-    xs = [p for p, _ in points]
-    ys = [n for _, n in points]
-    ax.scatter(xs, ys, s=10, alpha=0.35, color="#1565c0", label="one rewrite")
-    rows = summarize_pressure(points)
-    mids = [(r["pressure_from"] + r["pressure_to"]) / 2 for r in rows if r["rewrites"]]
-    means = [r["findings_per_rewrite"] for r in rows if r["rewrites"]]
-    if mids:
-        ax.plot(mids, means, color="#c62828", marker="o", label="mean per band")
-    ax.set_xlabel("pressure (tokens / budget when the policy ran)")
-    ax.set_ylabel("findings at that rewrite")
-    ax.set_title(title)
-    ax.set_xlim(1.0, max([3.05, *(x for x in xs if math.isfinite(x))]))
-    ax.grid(alpha=0.3)
-    ax.legend(loc="upper left")
-    fig.tight_layout()
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png")
-    plt.close(fig)
-    return buffer.getvalue()
-
-
-def write_outputs(report: FuzzReport, out_dir: str | Path, *, card: bool = True) -> Obj:
+def write_outputs(
+    report: FuzzReport,
+    out_dir: str | Path,
+    *,
+    card: bool = True,
+    plotter: PlotProcess | None = None,
+) -> Obj:
     """Write the output set of a run and return its scorecard: ``cex-CODE.jsonl`` for each
-    rule found and, with ``card``, ``scorecard.json`` and ``pressure.png``.
+    rule found and, with ``card``, ``scorecard.json`` and ``pressure.png`` (drawn by
+    ``plotter`` when given: the same bytes).
 
     The files are written as one set (:func:`~verifier.fsutil.write_set`): a full disk
     leaves the folder as the last run left it. Counterexamples of rules an earlier run
@@ -2209,9 +2196,9 @@ def write_outputs(report: FuzzReport, out_dir: str | Path, *, card: bool = True)
     }
     if card:
         files["scorecard.json"] = json.dumps(scorecard, indent=2, ensure_ascii=False) + "\n"
-        files["pressure.png"] = plot_pressure(
-            report.pressures, f"{report.policy}: findings vs pressure"
-        )
+        title = f"{report.policy}: findings vs pressure"
+        draw = plot_pressure if plotter is None else plotter.draw
+        files["pressure.png"] = draw(report.pressures, title)
     write_set(out_dir, files, stale={"": _is_counterexample}, what="fuzz output folder")
     return scorecard
 

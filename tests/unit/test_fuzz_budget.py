@@ -19,11 +19,11 @@ from verifier.fuzz import (
     run_session,
     scorecard_text,
     session_plans,
-    summarize_pressure,
 )
 from verifier.io import parse_trace_text
 from verifier.policies import item_tokens
 from verifier.policies.loading import as_policy
+from verifier.pressure import summarize_pressure
 
 Obj = dict[str, Any]
 

@@ -123,8 +123,9 @@ def fuzz(
     usage. See docs/fuzz.md.
     """
     from verifier.fuzz import fuzz as run_fuzz
-    from verifier.fuzz import scorecard_text, summarize_pressure
+    from verifier.fuzz import scorecard_text
     from verifier.policies import load_policy
+    from verifier.pressure import summarize_pressure
 
     if replay is not None:
         from verifier.policies.replay import replay_policy
