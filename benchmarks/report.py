@@ -146,7 +146,14 @@ def _note_scale(b: Obj) -> str:
 
 def _note_startup(b: Obj) -> str:
     e = b["extra_info"]
-    return f"`{e['command']}`; exit {e.get('exit', '?')}"
+    note = f"`{e['command']}`; exit {e.get('exit', '?')}"
+    if "rewrites" in e:
+        rate = e["rewrites"] / b["stats"]["median"]
+        note += (
+            f"; **{rate:,.0f} rewrites/s** ({e['rewrites']} rewrites of {e['sessions']}"
+            f" sessions, {e['rules']} rules found; shrinking {fmt_s(e['shrink_seconds'])})"
+        )
+    return note
 
 
 NOTES: dict[str, Callable[[Obj], str]] = {

@@ -11,7 +11,12 @@ environment, and one run before the clock compiles it).
 - check: ``ctxproof check`` of the 10k-item windows of the check benchmark
   (10% changed, the originals in a SQLite store) against the floor process: the
   same interpreter running :func:`benchmarks.workloads.identity_diff` on the two
-  files (``json`` parse, canonical-JSON sha256 of each item, diff by id).
+  files (``json`` parse, canonical-JSON sha256 of each item, diff by id);
+- fuzz: ``ctxproof fuzz --sessions 50`` of the README's two policies (the
+  walkthrough's), as a user runs it: the start-up, the policy's own process,
+  exploring, shrinking each rule found (the dropping policy: eight), the
+  counterexamples, the scorecard and its plot. The safe policy is the floor;
+  rewrites per second are the run's rewrites over the whole command's median.
 """
 
 from __future__ import annotations
@@ -65,7 +70,13 @@ def _windows(folder: str) -> tuple[str, str, str]:
 
 
 def _bench(
-    benchmark: Any, group: str, role: str, argv: list[str], rounds: int, shown: str
+    benchmark: Any,
+    group: str,
+    role: str,
+    argv: list[str],
+    rounds: int,
+    shown: str,
+    exit_code: int = 0,
 ) -> None:
     env = _env()
     warm = subprocess.run(argv, env=env, capture_output=True, text=True, check=False, cwd=ROOT)
@@ -77,7 +88,7 @@ def _bench(
         return done.returncode
 
     code = benchmark.pedantic(run, rounds=rounds, iterations=1)
-    assert code == warm.returncode == 0, warm.stderr
+    assert code == warm.returncode == exit_code, warm.stderr
 
 
 START = "start-up: a bare interpreter vs `ctxproof --version` (whole processes)"
@@ -112,3 +123,40 @@ def test_check_process(benchmark: Any, tmp_path_factory: Any) -> None:
     verdicts = [r["verdict"] for r in json.loads(out.stdout)["rewrites"]]
     benchmark.extra_info["verdicts"] = verdicts
     assert verdicts == ["accept"]
+
+
+FUZZ = "fuzz, the whole command, 50 sessions: the README's safe policy vs its unsafe one"
+FUZZ_ROUNDS = 5
+FUZZ_SESSIONS = 50
+README_POLICIES = ROOT / "benchmarks" / "readme_policies.py"
+
+
+def _bench_fuzz(benchmark: Any, tmp_path: Path, name: str, role: str, exit_code: int) -> None:
+    out = tmp_path / "out"
+    argv = [
+        _console_script(),
+        "fuzz",
+        f"{README_POLICIES}:{name}",
+        "--sessions",
+        str(FUZZ_SESSIONS),
+        "--out",
+        str(out),
+    ]
+    shown = f"ctxproof fuzz benchmarks/readme_policies.py:{name} --sessions {FUZZ_SESSIONS}"
+    _bench(benchmark, FUZZ, role, argv, FUZZ_ROUNDS, shown, exit_code)
+    card = json.loads((out / "scorecard.json").read_text("utf-8"))
+    assert (out / "pressure.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    benchmark.extra_info.update(
+        rewrites=card["rewrites"],
+        sessions=card["sessions"],
+        rules=len(card["findings_by_rule"]),
+        shrink_seconds=card["shrinking"]["seconds"],
+    )
+
+
+def test_fuzz_process_safe(benchmark: Any, tmp_path: Path) -> None:
+    _bench_fuzz(benchmark, tmp_path, "newest_first_spilling", "floor", 0)
+
+
+def test_fuzz_process_unsafe(benchmark: Any, tmp_path: Path) -> None:
+    _bench_fuzz(benchmark, tmp_path, "newest_first", "unsafe", 1)

@@ -67,6 +67,7 @@ from verifier.policies import (
     run_policy,
 )
 from verifier.policies.isolated import DEFAULT_TIMEOUT, PolicyProcess
+from verifier.policies.loading import is_spec_name
 from verifier.pressure import PlotProcess, plot_pressure, summarize_pressure
 from verifier.solver import Session
 from verifier.window import Item
@@ -1848,7 +1849,7 @@ def _first_finding(result: SessionResult, code: str) -> Finding:
 
 
 def fuzz(
-    policy: Policy | str | Callable[..., Any],
+    policy: Policy | str | PolicyProcess | Callable[..., Any],
     *,
     sessions: int = 100,
     passes: int = 10,
@@ -1870,7 +1871,9 @@ def fuzz(
     policy runs in a process of its own (:class:`PolicyProcess`, loaded there
     by its name; a callable with no name is forked), where each call may take
     ``policy_timeout`` seconds (PL003 past it); ``policy_timeout=None`` runs it
-    in this process, unguarded. A spec is data and runs in this process.
+    in this process, unguarded. A spec is data and runs in this process. A
+    :class:`PolicyProcess` (launched, say, before this call: ``ctxproof fuzz``
+    does) is used as it is, with its own limit, and left to its caller to close.
 
     The output set goes to ``out_dir`` (:func:`write_outputs`): the shrunk
     sessions, and with ``card`` the scorecard and the plot.
@@ -1893,7 +1896,7 @@ def fuzz(
             a ``policy_timeout`` that is not positive), or a policy that cannot be
             loaded (in its process too).
     """
-    if not isinstance(policy, Policy | str):
+    if not isinstance(policy, Policy | str | PolicyProcess):
         policy = policy_argument(policy, func="fuzz")  # a callable; a name loads in its process
     _check_arguments(
         sessions, passes, seed_value, out_dir, mode, jobs, policy_arg, progress, shrink_calls
@@ -2022,12 +2025,17 @@ def fuzz(
 
 
 @contextmanager
-def _runnable(policy: Policy | str, timeout: float | None) -> Iterator[Runnable]:
+def _runnable(policy: Policy | str | PolicyProcess, timeout: float | None) -> Iterator[Runnable]:
     """The policy as a run calls it: a spec (data) and, without a time limit (or on a
     system that is not POSIX), any policy in this process; a Python policy otherwise in
-    a process of its own, started (and so loaded) before the first session."""
+    a process of its own, started (and so loaded) before the first session. A
+    :class:`PolicyProcess` given is that process (its caller closes it)."""
+    if isinstance(policy, PolicyProcess):
+        policy.start()
+        yield policy
+        return
     apart = timeout is not None and os.name == "posix"  # pipes handed to a child: POSIX
-    if isinstance(policy, str) and (not apart or _is_spec(policy)):
+    if isinstance(policy, str) and (not apart or is_spec_name(policy)):
         policy = load_policy(policy)
     if isinstance(policy, Policy) and (
         not apart or policy.spec is not None or (policy.source is None and not hasattr(os, "fork"))
@@ -2054,10 +2062,6 @@ def _plot_apart(card: bool) -> Iterator[PlotProcess | None]:
 
 _PLOTTED_APART: list[bool] = []
 """Not empty once a run of this process drew its plot in a :class:`PlotProcess`."""
-
-
-def _is_spec(arg: str) -> bool:
-    return arg.endswith(".toml") and ":" not in Path(arg).name
 
 
 def _portable(task: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -2122,7 +2126,7 @@ def _policy_in_worker(
     key = (policy_arg, timeout)
     known = _WORKER_POLICIES.get(key)
     if known is None:
-        if timeout is None or _is_spec(policy_arg) or os.name != "posix":
+        if timeout is None or is_spec_name(policy_arg) or os.name != "posix":
             known = load_policy(policy_arg)
         else:
             known = PolicyProcess(policy_arg, timeout)

@@ -27,7 +27,8 @@ import pytest
 
 from verifier.alarm import time_limit
 from verifier.cli import main
-from verifier.fuzz import SHRINK_FAULTS, Plan, fuzz
+from verifier.errors import InputError
+from verifier.fuzz import SHRINK_FAULTS, FuzzReport, Plan, fuzz
 from verifier.io import item_from_json
 from verifier.policies import load_policy, run_policy
 from verifier.policies.isolated import REPLY_SLACK, PolicyProcess, ended_how, reply_bound
@@ -304,6 +305,46 @@ def test_the_worker_is_reused_across_calls(hostile: Path) -> None:
         assert proc.run_twice(items, 5).code == "PL001"
         assert proc.run_twice(items, 5).code == "PL001"
         assert proc.faults == 2
+
+
+def test_a_launched_worker_loads_while_the_caller_goes_on(hostile: Path) -> None:
+    """``launch`` starts the worker without waiting for the policy to load; ``start`` (or
+    the first call) waits, and says why a policy did not load."""
+    items = [item_from_json({"id": f"p{i}", "kind": "prose", "tokens": 3}) for i in range(4)]
+    with PolicyProcess(f"{hostile}:keep", timeout=5) as proc:
+        proc.launch()
+        first = proc._proc
+        assert first is not None
+        proc.launch()  # one worker
+        assert proc._proc is first
+        assert proc.run_twice(items, 5).ok
+        assert proc._proc is first and proc.faults == 0
+    missing = PolicyProcess(f"{hostile}:nope", timeout=5)
+    missing.launch()  # says nothing yet
+    with pytest.raises(InputError, match="has no 'nope'"):
+        missing.start()
+    missing.close()
+    unused = PolicyProcess(f"{hostile}:keep", timeout=5)
+    unused.launch()
+    worker = unused._proc
+    unused.close()
+    assert worker is not None and worker.poll() is not None
+
+
+def test_fuzz_takes_a_launched_worker_and_leaves_it_to_its_caller(
+    hostile: Path, tmp_path: Path
+) -> None:
+    def shown(report: FuzzReport) -> dict[str, object]:
+        return {k: v for k, v in report.to_json().items() if k != "seconds"}
+
+    with PolicyProcess(f"{hostile}:keep", timeout=5) as proc:
+        proc.launch()
+        given = fuzz(proc, sessions=3, passes=3, out_dir=tmp_path / "a", card=False)
+        worker = proc._proc
+        assert worker is not None and proc.run_twice([], 5).ok  # still the caller's
+    named = fuzz(f"{hostile}:keep", sessions=3, passes=3, out_dir=tmp_path / "b", card=False)
+    assert given.rewrites > 0
+    assert shown(given) == shown(named)
 
 
 def test_a_sent_request_runs_before_its_result_is_asked_for(hostile: Path) -> None:

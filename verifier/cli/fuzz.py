@@ -9,7 +9,9 @@ Calls :func:`verifier.fuzz.fuzz` (docs/fuzz.md), here or on Ray
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -26,6 +28,10 @@ from verifier.cli.common import (
     show_progress,
 )
 from verifier.findings import RULES
+from verifier.policies.loading import is_spec_name
+
+if TYPE_CHECKING:
+    from verifier.policies.isolated import PolicyProcess
 
 __all__ = ["fuzz"]
 
@@ -122,6 +128,12 @@ def fuzz(
     what it did is shown. Exit 0: no finding; 1: findings; 2: bad POLICY or
     usage. See docs/fuzz.md.
     """
+    launched = None
+    if replay is None and ray_address is None and jobs == 1:
+        # the policy's process loads it while this one imports the fuzzer
+        launched = _launched(policy_arg, policy_timeout)
+        if launched is not None:
+            click.get_current_context().with_resource(launched)
     from verifier.fuzz import fuzz as run_fuzz
     from verifier.fuzz import scorecard_text
     from verifier.policies import load_policy
@@ -172,7 +184,7 @@ def fuzz(
         click.get_current_context().with_resource(command_session(ray_address, obj.stderr))
         runner = ray_runner(ray_address)
     report = run_fuzz(
-        policy_arg,
+        policy_arg if launched is None else launched,
         sessions=sessions,
         passes=passes,
         seed_value=seed_value,
@@ -193,3 +205,17 @@ def fuzz(
         out = Path(out_dir)
         obj.line(f"scorecard: {out / 'scorecard.json'}, plot: {out / 'pressure.png'}")
     return report.exit_code
+
+
+def _launched(policy_arg: str, timeout: float) -> PolicyProcess | None:
+    """The process a Python policy runs in, launched now (None for a spec, which runs in
+    this process, and where a process of its own is not POSIX): it imports the policy
+    while this process imports the fuzzer. An error loading it is reported when the
+    run starts, as it would be without."""
+    if os.name != "posix" or is_spec_name(policy_arg):
+        return None
+    from verifier.policies.isolated import PolicyProcess
+
+    proc = PolicyProcess(policy_arg, timeout)
+    proc.launch()
+    return proc

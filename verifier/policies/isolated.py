@@ -374,26 +374,38 @@ class PolicyProcess:
         self._pending: object | None = None
         """The request whose result was not taken yet (:meth:`send`)."""
         self._proc: subprocess.Popen[bytes] | Any = None
+        self._loading = False
+        """Launched, and its loading not read yet (:meth:`start` reads it)."""
         self._reader: int | None = None  # the pipes' ends, as descriptors
         self._writer: int | None = None
         with _LIVE_LOCK:
             _LIVE.add(self)
 
     # -- life of the worker ----------------------------------------------------------------
-    def start(self) -> None:
-        """Start the worker and load the policy there.
-
-        Raises :class:`~verifier.errors.InputError` when the policy cannot be
-        loaded (the message its loading gave), and when its module's import
-        ends the process or takes longer than :data:`LOAD_TIMEOUT` (or the
-        call limit, if longer).
-        """
+    def launch(self) -> None:
+        """Start the worker, which loads the policy while the caller goes on; :meth:`start`
+        (or the first call) waits for it to be loaded. ``ctxproof fuzz`` launches it
+        before its own imports, which then take the time the worker's start would."""
         if self._proc is not None:
             return
         if self.source is not None:
             self._spawn(self.source)
         else:
             self._fork()
+        self._loading = True
+
+    def start(self) -> None:
+        """Start the worker (unless :meth:`launch` did) and wait for the policy to load.
+
+        Raises :class:`~verifier.errors.InputError` when the policy cannot be
+        loaded (the message its loading gave), and when its module's import
+        ends the process or takes longer than :data:`LOAD_TIMEOUT` (or the
+        call limit, if longer).
+        """
+        self.launch()
+        if not self._loading:
+            return
+        self._loading = False
         assert self._reader is not None
         limit = max(LOAD_TIMEOUT, self.timeout)
         try:
@@ -516,6 +528,7 @@ class PolicyProcess:
                 with contextlib.suppress(OSError):
                     os.close(fd)
         self._writer = self._reader = None
+        self._loading = False
         self._sent, self._held = [], 0  # a new worker starts with an empty store
         self._pending = None
         proc, code = self._proc, None

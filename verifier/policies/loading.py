@@ -32,7 +32,7 @@ from verifier.errors import InputError, did_you_mean, wrong_type
 from verifier.io import SNIFF_BYTES, sniff_kind
 from verifier.policies.spec import Spec, SpecPolicy, load_spec
 
-__all__ = ["Policy", "as_policy", "load_policy", "one_line", "spec_policy"]
+__all__ = ["Policy", "as_policy", "is_spec_name", "load_policy", "one_line", "spec_policy"]
 
 _USAGE = "name a policy as path/to/file.py:function, package.module:function or path/to/spec.toml"
 _counter = itertools.count(1)
@@ -195,6 +195,11 @@ def _import_module(name: str, arg: str) -> Any:
         ) from None
 
 
+def is_spec_name(arg: str) -> bool:
+    """Whether ``arg`` names a spec (``path/to/spec.toml``), not a Python function."""
+    return arg.endswith(".toml") and ":" not in Path(arg).name
+
+
 def load_policy(arg: str) -> Policy:
     """Load the policy named by ``arg`` (see the module docstring for the forms).
 
@@ -208,7 +213,7 @@ def load_policy(arg: str) -> Policy:
         raise wrong_type("load_policy", "arg", arg, "a string", _USAGE)
     if not arg:
         raise InputError("no policy given", fix=_USAGE)
-    if arg.endswith(".toml") and ":" not in Path(arg).name:
+    if is_spec_name(arg):
         return spec_policy(load_spec(arg))
     target, sep, func_name = arg.rpartition(":")
     if not sep or not target or not func_name:
