@@ -791,7 +791,9 @@ def _hostile_policy(draw: Draw) -> str:
 
 
 FUZZ_OUTPUTS = ("out", "out/scorecard.json", "out/pressure.png")
-FUZZ_PATTERNS = ("out/cex-*.jsonl",)
+FUZZ_PATTERNS = ("out/cex-*.jsonl", "__pycache__", "__pycache__/hostile.*.pyc")
+"""What a fuzz run may write: its output set, and the bytecode the interpreter caches when
+the policy's process imports the policy (unless PYTHONDONTWRITEBYTECODE is set)."""
 
 
 def _policy_case(data: st.DataObject) -> None:
