@@ -66,8 +66,7 @@ from verifier.policies import (
     policy_argument,
     run_policy,
 )
-from verifier.policies.isolated import DEFAULT_TIMEOUT, PolicyProcess
-from verifier.policies.loading import is_spec_name
+from verifier.policies.isolated import DEFAULT_TIMEOUT, PolicyProcess, runs_apart
 from verifier.pressure import PlotProcess, plot_pressure, summarize_pressure
 from verifier.solver import Session
 from verifier.window import Item
@@ -2035,7 +2034,7 @@ def _runnable(policy: Policy | str | PolicyProcess, timeout: float | None) -> It
         yield policy
         return
     apart = timeout is not None and os.name == "posix"  # pipes handed to a child: POSIX
-    if isinstance(policy, str) and (not apart or is_spec_name(policy)):
+    if isinstance(policy, str) and not runs_apart(policy, timeout):
         policy = load_policy(policy)
     if isinstance(policy, Policy) and (
         not apart or policy.spec is not None or (policy.source is None and not hasattr(os, "fork"))
@@ -2126,7 +2125,7 @@ def _policy_in_worker(
     key = (policy_arg, timeout)
     known = _WORKER_POLICIES.get(key)
     if known is None:
-        if timeout is None or is_spec_name(policy_arg) or os.name != "posix":
+        if timeout is None or not runs_apart(policy_arg, timeout):
             known = load_policy(policy_arg)
         else:
             known = PolicyProcess(policy_arg, timeout)

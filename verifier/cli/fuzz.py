@@ -9,7 +9,6 @@ Calls :func:`verifier.fuzz.fuzz` (docs/fuzz.md), here or on Ray
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -28,7 +27,6 @@ from verifier.cli.common import (
     show_progress,
 )
 from verifier.findings import RULES
-from verifier.policies.loading import is_spec_name
 
 if TYPE_CHECKING:
     from verifier.policies.isolated import PolicyProcess
@@ -212,9 +210,10 @@ def _launched(policy_arg: str, timeout: float) -> PolicyProcess | None:
     this process, and where a process of its own is not POSIX): it imports the policy
     while this process imports the fuzzer. An error loading it is reported when the
     run starts, as it would be without."""
-    if os.name != "posix" or is_spec_name(policy_arg):
+    from verifier.policies.isolated import PolicyProcess, runs_apart
+
+    if not runs_apart(policy_arg, timeout):
         return None
-    from verifier.policies.isolated import PolicyProcess
 
     proc = PolicyProcess(policy_arg, timeout)
     proc.launch()

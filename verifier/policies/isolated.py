@@ -59,7 +59,7 @@ from typing import Any
 from verifier.errors import InputError
 from verifier.io import item_from_canonical
 from verifier.policies import Given, Outcome, PolicyResult, StoreLike, StoreView, outcome_twice
-from verifier.policies.loading import Policy, as_policy, load_policy, one_line
+from verifier.policies.loading import Policy, as_policy, is_spec_name, load_policy, one_line
 from verifier.window import Item
 
 __all__ = [
@@ -70,6 +70,7 @@ __all__ = [
     "PolicyProcess",
     "ended_how",
     "reply_bound",
+    "runs_apart",
 ]
 
 DEFAULT_TIMEOUT = 10.0
@@ -93,6 +94,13 @@ _HEADER = struct.Struct("!Q")
 """A message's length, before its bytes."""
 
 _CHUNK = 1 << 20
+
+
+def runs_apart(policy_arg: str, timeout: float | None) -> bool:
+    """Whether the policy named ``policy_arg`` runs in a process of its own: a Python
+    policy, given a time limit, where pipes can be handed to a child (POSIX). A spec is
+    data and runs in the caller's process, as any policy does without a limit."""
+    return timeout is not None and os.name == "posix" and not is_spec_name(policy_arg)
 
 
 def reply_bound(given: int) -> int:
