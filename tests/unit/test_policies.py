@@ -270,13 +270,21 @@ def test_an_import_error_names_the_line_it_was_raised_on(tmp_path: Path) -> None
     assert f"{path}:f" not in sys.modules  # a module that failed leaves nothing behind
 
 
+def test_a_module_name_that_does_not_import_is_the_message_s_file() -> None:
+    with pytest.raises(InputError) as err:
+        load_policy("ctxproof_no_such_module:f")
+    assert err.value.file == "ctxproof_no_such_module"
+    assert err.value.render().startswith("ctxproof_no_such_module: policy module")
+
+
 def test_a_module_whose_own_import_fails_is_not_reported_as_missing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     write(tmp_path, "ctxproof_test_needs.py", "import ctxproof_absent_dependency\n")
     monkeypatch.syspath_prepend(str(tmp_path))
-    with pytest.raises(InputError, match="failed to import: ModuleNotFoundError"):
+    with pytest.raises(InputError, match="failed to import: ModuleNotFoundError") as err:
         load_policy("ctxproof_test_needs:f")
+    assert err.value.file == "ctxproof_test_needs"
 
 
 # -- running -----------------------------------------------------------------------------

@@ -182,15 +182,18 @@ def _import_module(name: str, arg: str) -> Any:
         if exc.name is not None and (name == exc.name or name.startswith(exc.name + ".")):
             raise InputError(
                 f"policy module {name!r} not found (no module named {exc.name!r})",
+                file=name,
                 fix="install it, run from the folder that holds it, or give a file path",
             ) from None
         raise InputError(
             f"policy module {name!r} failed to import: {one_line(exc)}",
+            file=name,
             fix="fix the module so that importing it succeeds",
         ) from None
     except (Exception, SystemExit) as exc:
         raise InputError(
             f"policy module {name!r} failed to import: {one_line(exc)}",
+            file=name,
             fix="fix the module so that importing it succeeds",
         ) from None
 
