@@ -17,6 +17,7 @@ from verifier.cli import main
 from verifier.errors import InputError
 from verifier.importers import FORMATS, import_history, snapshots_of
 from verifier.importers.common import exit_code_in, is_placeholder
+from verifier.importers.coverage import NO_COMMITMENTS
 from verifier.io import parse_trace_text
 from verifier.window import Append, Item, Rewrite, Trace
 
@@ -239,11 +240,20 @@ def test_malformed_json_is_exit_2(tmp_path: Path) -> None:
 # --- the command --------------------------------------------------------------------------
 
 
-def test_import_to_stdout_is_the_trace() -> None:
+def test_import_to_stdout_is_the_trace(tmp_path: Path) -> None:
     fixture = FIXTURES / "openai" / "chat_snapshots.json"
     code, out, err = run("import", "openai", str(fixture))
-    assert code == 0 and err == ""
+    assert code == 0
     assert out == import_history("openai", [fixture])
+    # what the trace leaves unchecked is said on stderr, as -o says it on stdout
+    target = tmp_path / "t.jsonl"
+    code, summary_o, _ = run("import", "openai", str(fixture), "-o", str(target))
+    assert code == 0 and err == summary_o.replace(str(target), "<stdout>", 1)
+    assert "0 commitment(s) and claim(s)" in err and NO_COMMITMENTS in err
+    code, out, err = run("import", "openai", str(fixture), "--format", "json")
+    summary = json.loads(err)
+    assert code == 0 and summary["out"] is None and summary["format"] == "openai"
+    assert summary["commitments_and_claims"] == 0 and summary["note"] == NO_COMMITMENTS
 
 
 def test_import_out_is_written_whole(tmp_path: Path) -> None:

@@ -20,6 +20,7 @@ from verifier.cli.common import EXIT_OK, Choice, Out, format_option
 from verifier.errors import OutputError
 from verifier.fsutil import stage_text
 from verifier.importers import FORMATS as IMPORT_FORMATS
+from verifier.importers.coverage import Coverage
 
 __all__ = ["import_cmd"]
 
@@ -106,8 +107,9 @@ def import_cmd(
     """Import a real agent history (FILE... in order) as a trace.
 
     FORMAT auto picks the format from the content. Without -o the trace goes
-    to stdout; with -o it is written atomically and a summary line (text or
-    JSON) goes to stdout. See docs/importers.md.
+    to stdout and a summary line (text or JSON) to stderr; with -o the trace is
+    written atomically and the summary line goes to stdout. See
+    docs/importers.md.
     """
     from verifier.importers import import_into
 
@@ -116,16 +118,25 @@ def import_cmd(
     if out is None:
         held = _Held()
         with held.file:
-            import_into(history_format, inputs, held, notes, sample=sample, extract=extract)
+            read, counted = import_into(
+                history_format, inputs, held, notes, sample=sample, extract=extract
+            )
             held.copy_to(obj.stdout)
+        # the trace is stdout: the summary goes to stderr, so what the import leaves
+        # unchecked is said wherever the trace goes
+        obj.note(_summary(fmt, None, read, counted))
         return EXIT_OK
     with stage_text(out) as staged:
         read, counted = import_into(
             history_format, inputs, staged, notes, sample=sample, extract=extract
         )
         staged.commit()
-    if fmt == "json":
-        obj.line(json.dumps({"out": out, "format": read, **counted.to_json()}))
-    else:
-        obj.line(counted.line(out))
+    obj.line(_summary(fmt, out, read, counted))
     return EXIT_OK
+
+
+def _summary(fmt: str, out: str | None, read: str, counted: Coverage) -> str:
+    """The summary line: text, or one JSON object (``out`` null for stdout)."""
+    if fmt == "json":
+        return json.dumps({"out": out, "format": read, **counted.to_json()})
+    return counted.line(out if out is not None else "<stdout>")
