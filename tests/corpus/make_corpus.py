@@ -1237,6 +1237,21 @@ case("wr005_cp001_named_quiet.jsonl", [
         "which a rewrite dropped with no record: CP001 [o1, i1] ('CP001 "
         "[used, user]'), and no WR005 for the same lost witness.")
 
+k_uses_k = claim("k2", "tests.passed", modality="verified", witnesses=["k1"],
+                 text="the suite passes, as k1 says")
+
+case("wr005_cp001_named_claim_quiet.jsonl", [
+    header(),
+    append(o_tests, k_tests_v, p_work),
+    rewrite("relevance-topk", [k_tests_v, p_work]),
+    append(k_uses_k),
+], fires=[("WR002", 3, ["k1"]), ("CP001", 4, ["k1", "k2"])], verdicts=["refuse"],
+    why=SR + "'At an append, a witness that CP001 already names is not "
+        "reported again under WR005.' The rewrite drops o1 with no record "
+        "and k1 still says verified (WR002). k2 cites the claim k1 as its "
+        "witness: CP001 [k1, k2] names it, so k2's lost support is not "
+        "reported again under WR005, whatever the kind of the witness.")
+
 case("wr005_unwitnessed_quiet.jsonl", [
     header(),
     append(o_tests, k_tests_v, p_work),

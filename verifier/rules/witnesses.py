@@ -175,6 +175,10 @@ def _wr004(ctx: RewriteContext) -> None:
             )
 
 
+_SAYS = ("observation", "claim", "commitment")
+"""The kinds whose formula a witness CP001 named stands for (prose says nothing)."""
+
+
 def check_item_witnesses(
     ctx: RewriteContext, item: Item, view: WindowView, named: Iterable[str] = ()
 ) -> None:
@@ -222,10 +226,12 @@ def check_item_witnesses(
         return
     if not res.fails:
         return
+    # a named witness counts as what it says: an observation, or a claim or commitment
+    # cited as one (its own missing path is CP001's finding, not this item's)
     reported = [
         w
         for wid in named
-        if (w := ctx.history.last_seen.get(wid)) is not None and w.kind == "observation"
+        if (w := ctx.history.last_seen.get(wid)) is not None and w.kind in _SAYS
     ]
     if reported:
         both = [*witnesses, *reported]
