@@ -117,6 +117,18 @@ def _describe_expected(expected: set[str] | frozenset[str]) -> str:
 
 
 
+def _accepted_at(text: str, pos: int) -> set[str]:
+    """What the grammar accepts after the text before ``pos``: the tokens that may come
+    where a character no token starts with stands (the lexer's own list is every token)."""
+    try:
+        parser = _grammar().parse_interactive(text[:pos])
+        parser.exhaust_lexer()
+        accepted: set[str] = parser.accepts()  # type: ignore[no-untyped-call]
+        return accepted
+    except LarkError:  # pragma: no cover - the text before it was read without error
+        return set()
+
+
 def parse_with_grammar(text: str) -> Formula:
     """Parse with the LALR grammar: the reference, and the wording of every syntax error."""
     try:
@@ -125,7 +137,7 @@ def parse_with_grammar(text: str) -> Formula:
         raise FormulaError(
             f"formula {text!r}: column {exc.column}: unexpected character"
             f" {text[exc.pos_in_stream or 0]!r}"
-            f", expected {_describe_expected(exc.allowed or set())}",
+            f", expected {_describe_expected(_accepted_at(text, exc.pos_in_stream or 0))}",
             fix="atoms are [A-Za-z_][A-Za-z0-9_.:@/]*; operators are ! & | -> <->",
         ) from None
     except UnexpectedToken as exc:

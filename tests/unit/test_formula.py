@@ -129,7 +129,7 @@ def _column(message: str) -> int:
 @pytest.mark.parametrize(
     ("text", "column", "expected"),
     [
-        ("a $ b", 3, "an atom"),
+        ("a $ b", 3, "'&' or '->'"),
         ("& a", 1, "an atom"),
         ("a b", 3, "'&'"),
         ("a <-> <-> b", 7, "an atom"),
@@ -236,6 +236,24 @@ def test_unexpected_end_is_reported_at_the_end(text: str) -> None:
     with pytest.raises(FormulaError) as info:
         parse_formula(text)
     assert f"column {len(text) + 1}:" in info.value.message
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("a # b", "'&' or '->' or '<->' or '|' or end of formula"),
+        ("(a #", "'&' or ')' or '->' or '<->' or '|'"),
+        ("a & # b", "'!' or '(' or an atom"),
+        ("#a", "'!' or '(' or an atom"),
+    ],
+)
+def test_an_unexpected_character_names_what_could_stand_there(text: str, expected: str) -> None:
+    """What the grammar accepts after the text before it, as for an unexpected token;
+    not every token there is (after an atom, no atom and no '(')."""
+    with pytest.raises(FormulaError) as info:
+        parse_formula(text)
+    column = text.index("#") + 1
+    assert f"column {column}: unexpected character '#', expected {expected};" in str(info.value)
 
 
 def test_a_formula_hash_is_the_hash_of_its_fields_and_is_kept() -> None:
