@@ -16,7 +16,7 @@ from verifier.audit import audit_trace
 from verifier.cli import main
 from verifier.errors import InputError
 from verifier.importers import FORMATS, import_history, snapshots_of
-from verifier.importers.common import exit_code_in, is_placeholder
+from verifier.importers.common import command_of, exit_code_in, is_placeholder
 from verifier.importers.coverage import NO_COMMITMENTS
 from verifier.io import parse_trace_text
 from verifier.window import Append, Item, Rewrite, Trace
@@ -432,19 +432,37 @@ def test_claude_code_compact_boundary() -> None:
     assert bash.source is not None and bash.source.startswith("Bash: cp ")
     harness = before["toolu_01LsK8An4morbFYkB3fejkoX:result"]
     assert harness.modality == "failed" and harness.exit_code is None
-    todos = [it for it in seen[0][1] if it.kind == "commitment"]
-    assert [(t.id, t.type) for t in todos] == [
-        ("toolu_01QWrhCr2A8aeAXZg7orTPPs:todo:0", "obligation"),
-        ("toolu_01QWrhCr2A8aeAXZg7orTPPs:todo:1", "obligation"),
-    ]
+    # commitments are never guessed: the TodoWrite call is a prose item, nothing more
+    assert [it.id for it in seen[0][1] if it.kind in ("commitment", "claim")] == []
+    assert before["toolu_01QWrhCr2A8aeAXZg7orTPPs"].kind == "prose"
     summary = seen[1][1]
     assert [(it.id, it.kind) for it in summary] == [
         ("c1d2e3f4-a5b6-4c7d-8e9f-0a1b2c3d4e5f", "prose")
     ]
     found = codes(trace)
     assert ("WR008", ("toolu_01T1SrbUgaSJkHWJd5outNgr:result",)) in found
-    assert ("CF001", ("toolu_01QWrhCr2A8aeAXZg7orTPPs:todo:0",)) in found
+    assert not any(c == "CF001" for c, _ in found)
     assert any(c == "CP003" and i[0] == "toolu_01Rz9Bm4Nt1Xd5Pe6Of7Rg8H:result" for c, i in found)
+
+
+def _docs_todo_extractor() -> Any:
+    """The TodoWrite extractor docs/importers.md shows (the block after ``todos.py``)."""
+    text = (Path(__file__).resolve().parents[2] / "docs" / "importers.md").read_text("utf-8")
+    block = text.split("(`todos.py`)", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    scope: dict[str, Any] = {}
+    exec(compile(block, "todos.py", "exec"), scope)  # the docs' own example
+    return scope["extract"]
+
+
+def test_the_docs_todo_extractor_makes_open_todos_obligations() -> None:
+    extract = _docs_todo_extractor()
+    parsed = imported("claude-code", CC / "session_compact.jsonl", extract=extract)
+    todos = [it for it in windows(parsed)[0][1] if it.kind == "commitment"]
+    assert [(t.id, t.type) for t in todos] == [
+        ("toolu_01QWrhCr2A8aeAXZg7orTPPs:todo:0", "obligation"),
+        ("toolu_01QWrhCr2A8aeAXZg7orTPPs:todo:1", "obligation"),
+    ]
+    assert ("CF001", ("toolu_01QWrhCr2A8aeAXZg7orTPPs:todo:0",)) in codes(parsed)
 
 
 def test_claude_code_preserved_segment_and_rewind() -> None:
@@ -465,7 +483,7 @@ def test_claude_code_preserved_segment_and_rewind() -> None:
     assert all(kept[it.id] == it.raw for it in seen[1][1] if it.id in kept)
 
 
-def test_claude_code_completed_todos_are_no_obligation() -> None:
+def test_a_todowrite_call_is_prose_and_completed_todos_no_obligation() -> None:
     record = {
         "type": "assistant",
         "uuid": "a1",
@@ -488,9 +506,13 @@ def test_claude_code_completed_todos_are_no_obligation() -> None:
         },
     }
     items = imported("claude-code", json.dumps(record)).events[0].items  # type: ignore[union-attr]
-    assert [(it.id, it.kind) for it in items] == [
-        ("toolu_t", "prose"),
-        ("toolu_t:todo:2", "commitment"),
+    assert [(it.id, it.kind) for it in items] == [("toolu_t", "prose")]
+    extract = _docs_todo_extractor()
+    items = imported("claude-code", json.dumps(record), extract=extract).events[0].items  # type: ignore[union-attr]
+    arguments = record["message"]["content"][0]["input"]  # type: ignore[index]
+    assert [(it.id, it.kind, it.text) for it in items] == [
+        ("toolu_t", "prose", "TodoWrite: " + command_of(arguments)),
+        ("toolu_t:todo:2", "commitment", "open"),
     ]
 
 

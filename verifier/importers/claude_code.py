@@ -410,29 +410,7 @@ def _call(block: Mapping[str, Any], base: Message) -> ToolCall:
     if not isinstance(call_id, str) or not call_id or not isinstance(name, str):
         raise base.error("a tool_use block needs an 'id' and a 'name'")
     arguments = block.get("input")
-    return ToolCall(call_id, name, arguments, _todos(call_id, name, arguments))
-
-
-def _todos(call_id: str, name: str, arguments: Any) -> tuple[dict[str, Any], ...]:
-    """TodoWrite's open todos as ``obligation`` commitments (``docs/importers.md``)."""
-    if name != "TodoWrite" or not isinstance(arguments, dict):
-        return ()
-    todos = arguments.get("todos")
-    out = []
-    for k, todo in enumerate(todos if isinstance(todos, list) else []):
-        if not isinstance(todo, dict) or todo.get("status") == "completed":
-            continue
-        own = todo.get("id")
-        suffix = own if isinstance(own, str) and own else str(k)
-        item: dict[str, Any] = {
-            "id": f"{call_id}:todo:{suffix}",
-            "kind": "commitment",
-            "type": "obligation",
-        }
-        if isinstance(todo.get("content"), str):
-            item["text"] = todo["content"]
-        out.append(item)
-    return tuple(out)
+    return ToolCall(call_id, name, arguments)
 
 
 def _result(block: Mapping[str, Any], base: Message) -> ToolResult:

@@ -178,16 +178,12 @@ def command_of(arguments: Any) -> str:
 
 @dataclass(frozen=True, slots=True)
 class ToolCall:
-    """A tool call in an assistant message.
-
-    ``items`` are item objects the format derives from the call itself (Claude
-    Code's TodoWrite obligations); they follow the call's item.
-    """
+    """A tool call in an assistant message: a prose item of its own, and nothing else
+    (commitments and claims are never guessed from it: ``docs/importers.md``)."""
 
     id: str
     name: str
     arguments: Any = None
-    items: tuple[Mapping[str, Any], ...] = ()
 
     @property
     def source(self) -> str:
@@ -1014,7 +1010,6 @@ def _own_items(
         out.append(text)
     for call in m.calls:
         out.append({"id": fit_id(call.id), "kind": "prose", "text": call.source})
-        out.extend(dict(it) for it in call.items)
     return out
 
 
