@@ -813,9 +813,8 @@ class _Agent:
         before = self.tokens()
         pressure = _ratio(before, self.budget)
         res = call()
-        if not res.ok:
-            finding = res.finding(self.line())
-            assert finding is not None
+        finding = res.finding(self.line()) if not res.ok else self.dangling(res.window, pass_no)
+        if finding is not None:
             self.result.findings.append(
                 Finding(finding.code, pass_no, finding.items, finding.message, self.line())
             )
@@ -851,6 +850,25 @@ class _Agent:
         self.result.tokens_after += self.tokens()
         self.result.pressures.append((pressure, len(self.auditor.findings) - count))
         return self.fits(pass_no)
+
+    def dangling(self, window: Sequence[Item], pass_no: int) -> Finding | None:
+        """PL001 when an item of the policy's window cites an id no event of the session
+        defines and the store does not hold (a trace holding it would be bad input)."""
+        own = {it.id for it in window}
+        seen, store = self.auditor.history.last_seen, self.auditor.store
+        for it in window:
+            for rel, ref in it.citations:
+                if ref in own or ref in seen or store.has_id(ref):
+                    continue
+                return Finding(
+                    "PL001",
+                    pass_no,
+                    (it.id, ref),
+                    f"policy {self.policy.name!r}: item {it.id!r} cites {rel} {ref!r}, which"
+                    " no event defines and the store does not hold",
+                    self.line(),
+                )
+        return None
 
     def rewritten(self, pass_no: int, ages: dict[str, int]) -> Callable[[], PolicyResult]:
         """The policy's rewrite of the window (its two calls), when the function returned is

@@ -194,6 +194,38 @@ def test_a_policy_that_raises_is_pl001_with_a_shrunk_session(tmp_path: Path) -> 
     assert '"commitment"' in lines[-1]
 
 
+@pytest.mark.parametrize(
+    "new",
+    [
+        {"kind": "commitment", "type": "decision", "rationale": ["ghost"]},
+        {"kind": "claim", "witnesses": ["ghost"]},
+        {"kind": "claim", "derived_from": ["ghost"]},
+        {"kind": "claim", "covers": ["ghost"]},
+        {"kind": "prose", "call": "ghost"},
+    ],
+)
+def test_a_policy_citing_an_id_defined_nowhere_is_pl001(
+    tmp_path: Path, new: dict[str, Any]
+) -> None:
+    """Its output would be bad input in a trace: the run reports it (exit 1, counterexample
+    written), and never stops on it (exit 2, nothing written)."""
+    arg = _write_policy(
+        tmp_path,
+        "def policy(window, budget):\n"
+        f"    return window[len(window) // 2:] + [{{'id': 'p-new', **{new!r}}}]\n",
+    )
+    out_dir = str(tmp_path / "o")
+    code, out, err = run("fuzz", arg, "--sessions", "3", "--passes", "2", "--out", out_dir)
+    assert code == 1, err
+    card = json.loads((tmp_path / "o" / "scorecard.json").read_text("utf-8"))
+    assert set(card["findings_by_rule"]) == {"PL001"}
+    cex = card["counterexamples"][0]
+    assert cex["items"] == ["p-new", "ghost"] and "which no event defines" in cex["message"]
+    # the counterexample is a valid trace: it ends before the rewrite that cited it
+    assert run("audit", cex["path"])[0] == 0
+    assert "PL001 policy-error" in out
+
+
 def test_a_random_policy_is_pl002(tmp_path: Path) -> None:
     arg = _write_policy(
         tmp_path,

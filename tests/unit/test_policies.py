@@ -364,6 +364,8 @@ def test_a_policy_that_raises_is_pl001_with_the_exception_on_one_line() -> None:
     [
         (None, r"returned NoneType, not a list of item dicts"),
         ("c1", r"returned str"),
+        ((), r"returned tuple, not a list of item dicts"),
+        ({"window": ()}, r"returned tuple, not a list of item dicts"),
         ({"items": []}, r"has the key 'items'"),
         ({"spill": []}, r"has no 'window'"),
         ({"window": [], "spill": "c1"}, r"'spill' must be a list of item ids"),

@@ -301,7 +301,7 @@ def _normalize(
             claimed = _id_list(returned["claimed_preserved"], "claimed_preserved")
     else:
         raw_window = returned
-    if not isinstance(raw_window, list | tuple):
+    if not isinstance(raw_window, list):  # a tuple is something else (docs/policies.md)
         raise _Bad(
             f"returned {type(raw_window).__name__}, not a list of item dicts or a dict"
             " with 'window'"
