@@ -309,6 +309,44 @@ def test_the_hand_written_specs_use_every_key_and_action() -> None:
 # -- errors ---------------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize(
+    ("when", "induction"),
+    [
+        ("tokens = { gt = 1048575 }", False),
+        ("tokens = { ge = 30000000 }", True),
+        ("age = { gt = 65535 }", True),
+    ],
+)
+def test_a_threshold_past_the_default_ranges_is_still_reached(
+    when: str, induction: bool, tmp_path: Path
+) -> None:
+    """The ranges of a proof go past every token count and age the spec compares with: a
+    spec that drops commitments only when they are huge, or very old, is refuted, with a
+    counterexample that replays."""
+    spec = parse_spec(
+        'format = "ctxproof-policy/1"\nstop = "all"\n'
+        f'[[rule]]\nwhen = {{ kind = ["commitment"], {when} }}\ndo = "evict"\n'
+    )
+    result = prove(spec, induction=induction, out_dir=tmp_path)
+    assert "CF001" in {c.code for c in result.counterexamples}
+    cex = next(c for c in result.counterexamples if c.code == "CF001")
+    assert "CF001" in {f.code for f in audit_trace(load_trace(cex.path)).findings}
+
+
+def test_the_ranges_grow_with_the_spec_only() -> None:
+    from verifier.prove.proof import spec_bounds
+    from verifier.prove.window import Bounds
+
+    assert spec_bounds(spec_of("spill_first")) == Bounds()  # the defaults
+    big = parse_spec(
+        'format = "ctxproof-policy/1"\n[[rule]]\n'
+        'when = { tokens = { gt = 5000000 }, age = { lt = 1e6 } }\ndo = "keep"\n'
+    )
+    bounds = spec_bounds(big)
+    assert bounds.tokens >= 4 * 5_000_000 and bounds.age >= 4 * 10**6
+    assert bounds.budget > 6 * bounds.tokens  # a budget above a window of such items
+
+
 def test_bad_bounds_are_bad_input(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="--items"):
         prove(spec_of("spill_first"), items=0, out_dir=tmp_path)

@@ -36,7 +36,7 @@ from fractions import Fraction
 
 from verifier.policies.spec import Comparison, Spec, When
 from verifier.prove.smt import Term
-from verifier.prove.window import AGE_MAX, MODALITIES, SCORE_MAX, State, World
+from verifier.prove.window import MODALITIES, SCORE_MAX, State, World
 
 __all__ = ["Facts", "PassEncoding", "bmc_before", "encode_pass", "read_facts"]
 
@@ -375,7 +375,7 @@ def encode_pass(
     smt, ar = world.smt, world.ar
     n = len(before)
     tag = f"p{pass_no}"
-    age_hi = AGE_MAX if world.induction else world.passes
+    age_hi = world.age_max if world.induction else world.passes
     zero = ar.val(0)
     inb = [smt.or_([st.win, st.stub]) for st in before]
     live = [i for i in range(n) if not smt.is_false(inb[i])]

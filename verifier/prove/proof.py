@@ -3,8 +3,9 @@ settles each property, shrinks and replays its counterexample (docs/prove.md).""
 
 from __future__ import annotations
 
+import math
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,8 +22,8 @@ from verifier.prove.window import (
     KINDS,
     MODALITIES,
     RELATIONS,
-    TOKENS_MAX,
     TYPES,
+    Bounds,
     World,
     bmc_world,
     induction_world,
@@ -139,6 +140,20 @@ class ProofResult:
         }
 
 
+def spec_bounds(spec: Spec) -> Bounds:
+    """The ranges of a proof of ``spec``: past every token count and age it compares with,
+    so no value it tells apart is out of reach (docs/prove.md, "Two ways to prove")."""
+
+    def finite(values: Iterable[float]) -> list[float]:
+        return [v for v in values if math.isfinite(v)]
+
+    tokens = finite(
+        [spec.stub_tokens, *(c.value for r in spec.rules for c in r.when.tokens or ())]
+    )
+    ages = finite(c.value for r in spec.rules for c in r.when.age or ())
+    return Bounds.beyond(max(tokens, default=0), max(ages, default=0))
+
+
 class Encoding:
     """The constraints of one proof: the world, its passes, and each property's flag."""
 
@@ -157,15 +172,16 @@ class Encoding:
         self.smt = smt = Smt()
         self._upto: list[Term] = []
         slots = items if induction else items + passes - 1
-        biggest = max(TOKENS_MAX, spec.stub_tokens)
-        width = max(27, (slots * biggest).bit_length() + 3)
+        self.bounds = bounds = spec_bounds(spec)
+        biggest = max(bounds.tokens, spec.stub_tokens)
+        width = max(bounds.budget.bit_length() + 1, (slots * biggest).bit_length() + 3)
         self.ar: Arith = (BitVecArith if arith == "bv" else IntArith)(smt, width)
         if induction:
-            self.world: World = induction_world(smt, self.ar, items)
+            self.world: World = induction_world(smt, self.ar, items, bounds)
             before = self.world.initial
             self.passes = [encode_pass(self.world, spec, 1, before)]
         else:
-            self.world = bmc_world(smt, self.ar, items, passes, appends)
+            self.world = bmc_world(smt, self.ar, items, passes, appends, bounds)
             self.passes = []
             prev = None
             for p in range(1, passes + 1):

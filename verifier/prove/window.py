@@ -21,6 +21,7 @@ Two worlds are built here (docs/prove.md):
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -35,6 +36,7 @@ __all__ = [
     "SCORE_MAX",
     "TOKENS_MAX",
     "TYPES",
+    "Bounds",
     "Slot",
     "State",
     "World",
@@ -55,12 +57,35 @@ CITING_KINDS: dict[str, tuple[str, ...]] = {
 """The kinds whose items take each citation field (docs/prove.md)."""
 
 TOKENS_MAX = (1 << 20) - 1
-"""The largest token count of one item in a proof."""
+"""The largest token count of one item in a proof, at least (:class:`Bounds`)."""
 BUDGET_MAX = (1 << 26) - 1
-"""The largest budget in a proof."""
+"""The largest budget in a proof, at least."""
 AGE_MAX = (1 << 16) - 1
-"""The largest age of an item in a proof by induction."""
+"""The largest age of an item in a proof by induction, at least."""
 SCORE_MAX = 100
+
+
+@dataclass(frozen=True, slots=True)
+class Bounds:
+    """The ranges of a proof's numbers: the defaults above, widened for a spec whose
+    thresholds reach them, so that every value the spec tells apart is in range
+    (a spec that evicts items of more than 10**7 tokens is tried on such items)."""
+
+    tokens: int = TOKENS_MAX
+    budget: int = BUDGET_MAX
+    age: int = AGE_MAX
+
+    @classmethod
+    def beyond(cls, tokens: float = 0, age: float = 0) -> Bounds:
+        """Ranges that go past the largest token count and age a spec compares with
+        (four times over, rounded up to a power of two less one)."""
+        top = max(TOKENS_MAX, _past(tokens))
+        return cls(top, max(BUDGET_MAX, (top + 1) * 64 - 1), max(AGE_MAX, _past(age)))
+
+
+def _past(value: float) -> int:
+    """All ones, and over four times the value: 2**k - 1 >= 4 * value + 3."""
+    return (1 << (4 * math.ceil(abs(value)) + 3).bit_length()) - 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,6 +147,8 @@ class World:
     summary_keys: dict[int, Term] = field(default_factory=dict)
     item_count: int = 0
     """How many slots are item slots (the rest are summary slots)."""
+    age_max: int = AGE_MAX
+    """Induction: the largest age of an item as the pass starts."""
     _out: dict[tuple[str, int], list[tuple[int, Term]]] | None = None
     _in: dict[tuple[str, int], list[tuple[int, Term]]] | None = None
 
@@ -164,7 +191,12 @@ def _one_hot(smt: Smt, prefix: str, names: Sequence[str]) -> dict[str, Term]:
 
 
 def _item_slot(
-    smt: Smt, ar: Arith, i: int, used: Term, appended: Mapping[int, Term] | None = None
+    smt: Smt,
+    ar: Arith,
+    i: int,
+    used: Term,
+    appended: Mapping[int, Term] | None = None,
+    tokens_max: int = TOKENS_MAX,
 ) -> Slot:
     p = f"s{i}"
     kind = _one_hot(smt, f"{p}.kind", KINDS)
@@ -173,7 +205,7 @@ def _item_slot(
     # canonical values for what a kind does not have: fewer equivalent models
     smt.add(smt.implies(smt.not_(kind["commitment"]), ctype["decision"]))
     smt.add(smt.implies(smt.or_([kind["observation"], kind["prose"]]), smt.not_(lb)))
-    tokens = ar.var(f"{p}.tokens", TOKENS_MAX)
+    tokens = ar.var(f"{p}.tokens", tokens_max)
     score = ar.var(f"{p}.score", SCORE_MAX)
     return Slot(i, used, kind, ctype, lb, tokens, score, None, dict(appended or {}))
 
@@ -204,7 +236,7 @@ def _links(world: World, allowed: dict[tuple[int, int], Term]) -> None:
             smt.add(smt.at_most_one(calls))
 
 
-def induction_world(smt: Smt, ar: Arith, n: int) -> World:
+def induction_world(smt: Smt, ar: Arith, n: int, bounds: Bounds = Bounds()) -> World:
     """Up to n slots in an arbitrary state as one pass starts.
 
     Each slot is unused, in the window (as itself or as a stub whose item the
@@ -214,12 +246,12 @@ def induction_world(smt: Smt, ar: Arith, n: int) -> World:
     initial: list[State] = []
     for i in range(n):
         place = _one_hot(smt, f"s{i}.place", ("none", "win", "stub", "store"))
-        slot = _item_slot(smt, ar, i, smt.not_(place["none"]))
+        slot = _item_slot(smt, ar, i, smt.not_(place["none"]), tokens_max=bounds.tokens)
         slots.append(slot)
         if i:
             smt.add(smt.implies(slot.used, slots[i - 1].used))
         mod = _modality(smt, f"s{i}.mod", slot)
-        age = ar.var(f"s{i}.age", AGE_MAX)
+        age = ar.var(f"s{i}.age", bounds.age)
         initial.append(
             State(
                 place["win"],
@@ -233,13 +265,18 @@ def induction_world(smt: Smt, ar: Arith, n: int) -> World:
                 i,
             )
         )
-    budget = ar.var("budget", BUDGET_MAX)
-    world = World(smt, ar, slots, budget, passes=1, induction=True, initial=initial, item_count=n)
+    budget = ar.var("budget", bounds.budget)
+    world = World(
+        smt, ar, slots, budget, passes=1, induction=True, initial=initial, item_count=n,
+        age_max=bounds.age,
+    )
     _links(world, {(i, j): smt.true for i in range(n) for j in range(n) if i != j})
     return world
 
 
-def bmc_world(smt: Smt, ar: Arith, n: int, passes: int, appends: int) -> World:
+def bmc_world(
+    smt: Smt, ar: Arith, n: int, passes: int, appends: int, bounds: Bounds = Bounds()
+) -> World:
     """n item slots appended over `passes` passes (at most `appends` before each).
 
     Slot i is appended before pass p when ``appended[p]`` holds; used slots
@@ -252,7 +289,7 @@ def bmc_world(smt: Smt, ar: Arith, n: int, passes: int, appends: int) -> World:
         at = {p: smt.boolean(f"s{i}.at{p}") for p in range(1, passes + 1)}
         smt.add(smt.iff(used, smt.or_(at.values())))
         smt.add(smt.at_most_one(list(at.values())))
-        slot = _item_slot(smt, ar, i, used, at)
+        slot = _item_slot(smt, ar, i, used, at, tokens_max=bounds.tokens)
         slots.append(slot)
         if i:
             prev = slots[i - 1]
@@ -271,7 +308,7 @@ def bmc_world(smt: Smt, ar: Arith, n: int, passes: int, appends: int) -> World:
         ctype = {name: smt.const(name == "decision") for name in TYPES}
         tokens = ar.var(f"sum{k}.tokens", ar.max)
         slots.append(Slot(n + k - 1, used, kind, ctype, smt.false, tokens, zero, k))
-    budget = ar.var("budget", BUDGET_MAX)
+    budget = ar.var("budget", bounds.budget)
     world = World(smt, ar, slots, budget, passes=passes, item_count=n)
     allowed: dict[tuple[int, int], Term] = {}
     for i in range(n):
