@@ -464,6 +464,38 @@ def test_the_console_script_and_python_m_verifier_run_the_same_command() -> None
         assert (done.returncode, done.stdout) == (code, out)
 
 
+def test_a_module_in_the_current_folder_loads_from_the_console_script_too(
+    tmp_path: Path,
+) -> None:
+    """``package.module:function`` is found in the folder the command runs in, by the
+    console script as by ``python -m verifier`` (which has that folder first on the path):
+    a policy for fuzz, an extractor for import."""
+    import subprocess
+    import sys
+
+    pkg = tmp_path / "ctxproof_cwd_pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "mine.py").write_text(
+        "def keep(window, budget):\n    return window\n"
+        "def none(message, context):\n    return []\n"
+    )
+    history = ROOT / "tests" / "fixtures" / "histories" / "openai"
+    script = Path(sys.executable).parent / "ctxproof"
+    fuzz = ["fuzz", "ctxproof_cwd_pkg.mine:keep", "--sessions", "1", "--out", "o"]
+    imp = ["import", "openai", str(history / "chat_snapshots.json")]
+    for argv in ([str(script)], [sys.executable, "-m", "verifier"]):
+        done = subprocess.run(
+            [*argv, *fuzz], capture_output=True, text=True, check=False, cwd=tmp_path
+        )
+        assert done.returncode == 0, done.stderr
+        done = subprocess.run(
+            [*argv, *imp, "--extract", "ctxproof_cwd_pkg.mine:none"],
+            capture_output=True, text=True, check=False, cwd=tmp_path,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+
+
 def test_a_check_that_writes_nothing_imports_no_file_writing_helpers(tmp_path: Path) -> None:
     """tempfile (and what it pulls in), traceback and difflib load where a file is
     written, an internal error shown with CTXPROOF_DEBUG or a typo named, not for every

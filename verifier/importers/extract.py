@@ -20,6 +20,7 @@ from typing import Any
 
 from verifier.errors import InputError
 from verifier.importers.common import Extractor, one_line
+from verifier.policies.loading import current_folder_first
 
 __all__ = ["load_extractor"]
 
@@ -105,6 +106,7 @@ def _import_file(path_text: str) -> Any:
 def _import_module(name: str, arg: str) -> Any:
     if not re.fullmatch(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*", name):
         raise InputError(f"{arg!r} is not an extractor name", fix=_USAGE)
+    current_folder_first()  # as python -m verifier finds it
     try:
         return importlib.import_module(name)
     except ModuleNotFoundError as exc:
