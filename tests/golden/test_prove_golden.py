@@ -41,7 +41,10 @@ def _prove(
     finally:
         os.chdir(cwd)
     traces = sorted((tmp_path / "ctxproof-prove").glob("cex-*.jsonl"))
-    stdout = re.sub(r"; \d+\.\d+ s\)$", "; T s)", out.getvalue(), flags=re.M)
+    # z3's statistics (memory, and counts that vary with z3's version) are masked too
+    stdout = re.sub(r"; z3: [^\n]*$", "; z3: S", out.getvalue(), flags=re.M)
+    stdout = re.sub(r"; \d+\.\d+ s\); z3: S$", "; T s); z3: S", stdout, flags=re.M)
+    stdout = re.sub(r"; \d+\.\d+ s\)$", "; T s)", stdout, flags=re.M)
     stdout = re.sub(r"; \d+\.\d+ s$", "; T s", stdout, flags=re.M)
     shown = f"exit {code}\n--- stdout\n{_tokens(stdout)}--- stderr\n{err.getvalue()}"
     for trace in traces:

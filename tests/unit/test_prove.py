@@ -383,6 +383,10 @@ def test_cli_proved(tmp_path: Path) -> None:
     assert code == 0, err
     assert out.startswith(f"{spec}: proved (6 items, 3 passes, up to 2 appended before each;")
     assert out.count("\n") == 1
+    # with z3's statistics: the counts the JSON gives in full
+    _, js, _ = run("prove", spec, "--out", str(tmp_path), "--format", "json")
+    z3_stats = json.loads(js)["stats"]["z3"]
+    assert f"; z3: checks {z3_stats['checks']}, assertions {z3_stats['assertions']}," in out
     code, out, _ = run("prove", spec, "--induction", "--items", "8", "--out", str(tmp_path))
     assert code == 0
     assert "proved (by induction: one pass from any state of up to 8 items" in out

@@ -6,6 +6,7 @@ Calls :func:`verifier.prove.prove` (docs/prove.md).
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import click
 from click.core import ParameterSource
@@ -236,7 +237,8 @@ def _show_proof(
 ) -> None:
     if result.result == "proved":
         obj.line(f"{spec}: proved ({_bounds(result.items, passes, appends, induction)};"
-                 f" {len(result.stats['properties'])} properties; {result.seconds:.2f} s)")
+                 f" {len(result.stats['properties'])} properties; {result.seconds:.2f} s)"
+                 f"{_z3_line(result.stats.get('z3'))}")
     elif result.result == "counterexample":
         for cex in result.counterexamples:
             obj.line(f"{spec}: counterexample {cex.code} at {cex.path}")
@@ -245,6 +247,22 @@ def _show_proof(
             obj.line(f"{spec}: undecided for the rest ({result.reason})")
     else:
         obj.line(f"{spec}: undecided ({result.reason})")
+
+
+_Z3_SHOWN = ("checks", "assertions", "decisions", "conflicts", "propagations", "max_memory")
+"""z3's statistics the text line gives, in this order (JSON ``stats.z3`` has them all)."""
+
+
+def _z3_line(z3_stats: Any) -> str:
+    """``; z3: checks 8, assertions 608, ...``: z3's statistics, when the proof has them."""
+    if not isinstance(z3_stats, dict):
+        return ""
+    shown = [
+        f"memory {z3_stats[key]:g} MB" if key == "max_memory" else f"{key} {z3_stats[key]}"
+        for key in _Z3_SHOWN
+        if key in z3_stats
+    ]
+    return f"; z3: {', '.join(shown)}" if shown else ""
 
 
 def _show_suggestions(obj: Out, found: prove_api.SuggestResult) -> None:
