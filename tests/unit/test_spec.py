@@ -210,6 +210,9 @@ def test_errors_point_at_the_line_of_the_key() -> None:
     with pytest.raises(InputError) as err:
         parse_spec(HEAD + "\nname = 'x\n", "s.toml")
     assert err.value.line == 3
+    with pytest.raises(InputError, match="write each rule as") as err:
+        parse_spec(HEAD + '\n[rule]\ndo = "keep"\n', "s.toml")
+    assert err.value.line == 3  # a table where an array of tables belongs: its header
 
 
 def test_a_missing_or_undecodable_spec_file_is_bad_input(tmp_path: Path) -> None:
@@ -217,8 +220,9 @@ def test_a_missing_or_undecodable_spec_file_is_bad_input(tmp_path: Path) -> None
         load_spec(tmp_path / "nowhere.toml")
     bad = tmp_path / "latin1.toml"
     bad.write_bytes(HEAD.encode() + b'name = "caf\xe9"\n')
-    with pytest.raises(InputError, match="invalid UTF-8"):
+    with pytest.raises(InputError, match="invalid UTF-8") as err:
         load_spec(bad)
+    assert err.value.line == HEAD.count("\n") + 1 and err.value.fix
 
 
 # -- the actions --------------------------------------------------------------------------

@@ -153,7 +153,8 @@ class _Where:
         m = re.match(r"rule\[(\d+)\](.*)", path)
         if m is None:
             top = path.split(".")[0].split("[")[0]
-            return self._find_key(top, 0, len(self.lines))
+            found = self._find_key(top, 0, len(self.lines))
+            return found if found is not None else self._find_table(top)
         index, rest = int(m.group(1)), m.group(2)
         headers = [i for i, ln in enumerate(self.lines) if re.match(r"\s*\[\[\s*rule\s*\]\]", ln)]
         if index >= len(headers):
@@ -166,6 +167,14 @@ class _Where:
             if found is not None:
                 return found
         return start + 1
+
+    def _find_table(self, key: str) -> int | None:
+        """The line of a table header ``[key]`` (or ``[[key]]``), None if there is none."""
+        pattern = rf"\s*\[\[?\s*{re.escape(key)}\s*\]\]?\s*(#|$)"
+        for i, line in enumerate(self.lines):
+            if re.match(pattern, line):
+                return i + 1
+        return None
 
     def _find_key(self, key: str, start: int, end: int, *, inline: bool = False) -> int | None:
         pattern = rf"(^|[{{,\s.]){re.escape(key)}\s*=" if inline else rf"\s*{re.escape(key)}\s*="
@@ -337,7 +346,12 @@ def load_spec(path: str | Path) -> Spec:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise InputError(f"invalid UTF-8 at byte {exc.start}", file=str(path)) from None
+        raise InputError(
+            f"invalid UTF-8 at byte {exc.start}",
+            file=str(path),
+            line=data[: exc.start].count(b"\n") + 1,
+            fix="save the spec as UTF-8",
+        ) from None
     return parse_spec(text, str(path))
 
 
