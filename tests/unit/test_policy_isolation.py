@@ -77,6 +77,10 @@ HOSTILE = textwrap.dedent(
         os.kill(os.getpid(), signal.SIGKILL)
 
 
+    def loops_in_c(window, budget):
+        return window if sum(range(10**13)) else []
+
+
     def prints(window, budget):
         print("chatter from the policy", flush=True)
         os.write(1, b"more chatter, straight to fd 1\\n")
@@ -447,6 +451,32 @@ def test_replay_of_a_loop_is_interrupted_where_it_loops(hostile: Path, tmp_path:
     )
     assert code == 1
     assert "in loop" in out and "PL003 policy-timeout" in out and "0.3 s" in out
+
+
+@pytest.mark.parametrize(
+    ("name", "code", "words"),
+    [
+        ("exits", "PL001", "ended its process: exit code 0"),
+        ("killed", "PL001", "ended its process: signal 9 (SIGKILL)"),
+        ("loops_in_c", "PL003", "did not return within the limit of 0.3 s"),
+    ],
+)
+def test_replay_never_ends_or_hangs_with_the_policy(
+    hostile: Path, tmp_path: Path, name: str, code: str, words: str
+) -> None:
+    """The calls run in a forked copy of the command: a policy that ends its process, or
+    loops where the alarm cannot reach it, ends that copy, and the replay says so."""
+    out_dir = tmp_path / "o"
+    assert fuzz_cli(hostile, "raises_on_big", out_dir, sessions=6)[0] == 1
+    cex = str(out_dir / "cex-PL001.jsonl")
+    args = ("fuzz", f"{hostile}:{name}", "--replay", cex, "--policy-timeout", "0.3")
+    exit_code, out, err = run(*args)
+    assert exit_code == 1, err
+    assert f"{code} {'policy-error' if code == 'PL001' else 'policy-timeout'}" in out
+    assert words in out
+    exit_code, out, _ = run(*args, "--format", "json")
+    shown = json.loads(out)
+    assert exit_code == 1 and shown["code"] == code and words in shown["message"]
 
 
 def test_replay_of_a_policy_that_now_works_exits_0(hostile: Path, tmp_path: Path) -> None:

@@ -138,7 +138,7 @@ def fuzz(
     from verifier.pressure import summarize_pressure
 
     if replay is not None:
-        from verifier.policies.replay import replay_policy
+        from verifier.policies.replay import replay_apart
 
         def announce(items: int, budget: int, pass_no: int) -> None:
             if fmt == "text":  # said before the call: a policy may end the process
@@ -148,7 +148,7 @@ def fuzz(
                 )
                 obj.stdout.flush()
 
-        shown = replay_policy(
+        shown = replay_apart(
             load_policy(policy_arg), replay, timeout=policy_timeout, announce=announce
         )
         if fmt == "json":

@@ -8,16 +8,23 @@ ages those of that point, the store what the trace spilled until then. The
 policy is loaded here and called as a debugger would call it: an exception
 comes back with its full traceback, a call past the time limit is interrupted
 where it is (its traceback says where it was looping), and the output is
-checked as ``fuzz`` checks it (valid items, the same output twice). A policy
-that ends its process ends this command too: a replay runs the policy as a
-debugger does, in the same process.
+checked as ``fuzz`` checks it (valid items, the same output twice).
+:func:`replay_apart` (what the command runs) makes those calls in a forked copy of
+this process: the same loaded policy and the same traceback, and a policy that
+ends its process, or loops where no alarm reaches it (in C code), ends only that
+copy: PL001 saying how it ended, or PL003 once the copy ran past its time.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import os
+import pickle
+import select
+import signal
 import sys
+import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -28,10 +35,11 @@ from verifier.alarm import time_limit
 from verifier.errors import InputError
 from verifier.io import parse_trace_text, read_input
 from verifier.policies import AgeTracker, Given, Outcome, StoreView, outcome_of
+from verifier.policies.isolated import ended_how
 from verifier.policies.loading import Policy, one_line
 from verifier.window import Append, Item, Rewrite, Spill
 
-__all__ = ["PolicyReplay", "PolicyTimeout", "replay_policy", "window_at_end"]
+__all__ = ["PolicyReplay", "PolicyTimeout", "replay_apart", "replay_policy", "window_at_end"]
 
 
 class PolicyTimeout(Exception):
@@ -190,6 +198,86 @@ def replay_policy(
         " twice alike",
         returned=len(first.window),
     )
+
+
+def replay_apart(
+    policy: Policy,
+    path: str,
+    *,
+    timeout: float | None = None,
+    announce: Callable[[int, int, int], None] | None = None,
+) -> PolicyReplay:
+    """:func:`replay_policy` in a forked copy of this process (POSIX; elsewhere, here).
+
+    The trace is read here first (bad input is exit 2 before anything runs). The
+    copy sends back what the calls showed; a copy that ends without an answer is
+    PL001 naming how it ended, and one still running ``2 * timeout + 1`` seconds
+    after it started (its own alarm did not reach the policy) is killed: PL003.
+    """
+    before, budget, pass_no, _, _, line = window_at_end(path)
+    if announce is not None:
+        announce(len(before), budget, pass_no)
+    if not hasattr(os, "fork"):
+        return replay_policy(policy, path, timeout=timeout)
+
+    def ended(code: str, message: str) -> PolicyReplay:
+        return PolicyReplay(path, pass_no, line, len(before), budget, code, message)
+
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()  # nothing written before the fork is written twice
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the copy: answer through the pipe, then leave without cleanup
+        os.close(read_end)
+        try:
+            data = pickle.dumps(replay_policy(policy, path, timeout=timeout))
+            with os.fdopen(write_end, "wb") as pipe:
+                pipe.write(data)
+        finally:
+            os._exit(0)
+    os.close(write_end)
+    deadline = None if timeout is None else time.monotonic() + 2 * timeout + 1
+    chunks: list[bytes] = []
+    timed_out = False
+    try:
+        while True:
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                timed_out = True
+                break
+            ready, _, _ = select.select([read_end], [], [], left)
+            if not ready:
+                continue
+            chunk = os.read(read_end, 1 << 16)
+            if not chunk:
+                break
+            chunks.append(chunk)
+    finally:
+        os.close(read_end)
+        if timed_out:
+            os.kill(pid, signal.SIGKILL)
+        _, status = os.waitpid(pid, 0)
+    if timed_out:
+        return ended(
+            "PL003",
+            f"policy {policy.name!r} did not return within the limit of {timeout:g} s"
+            " (--policy-timeout), nor when its time ran out: it was stopped",
+        )
+    if chunks:
+        answer: PolicyReplay = pickle.loads(b"".join(chunks))
+        return answer
+    return ended(
+        "PL001", f"policy {policy.name!r} ended its process: {ended_how(_returncode(status))}"
+    )
+
+
+def _returncode(status: int) -> int | None:
+    """A wait status as subprocess words it: the exit code, or minus the signal."""
+    if os.WIFEXITED(status):
+        return os.WEXITSTATUS(status)
+    if os.WIFSIGNALED(status):
+        return -os.WTERMSIG(status)
+    return None
 
 
 def _traceback(exc: BaseException) -> str:
