@@ -516,6 +516,56 @@ def test_a_todowrite_call_is_prose_and_completed_todos_no_obligation() -> None:
     ]
 
 
+_CC_LINE = {
+    "type": "user", "uuid": "u1", "parentUuid": None, "sessionId": "s1",
+    "message": {"role": "user", "content": "first"},
+}  # fmt: skip
+_CODEX_LINE = {
+    "timestamp": "t", "type": "response_item",
+    "payload": {"type": "message", "role": "user", "content": [
+        {"type": "input_text", "text": "yo"}]},
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("first", "stray", "reading", "words"),
+    [
+        (_CC_LINE, {"role": "user", "content": "hi"}, "Claude Code record", "a chat message"),
+        (_CC_LINE, {"type": "message", "role": "user", "content": [
+            {"type": "input_text", "text": "x"}]}, "Claude Code record", "a Responses API item"),
+        (_CC_LINE, {"type": "human", "data": {"content": "x", "type": "human"}},
+         "Claude Code record", "a LangChain message"),
+        (_CC_LINE, _CODEX_LINE, "Codex rollout record", "a Claude Code record"),
+        (_CODEX_LINE, {"role": "user", "content": "hi"}, "Codex rollout record",
+         "a chat message"),
+    ],
+)  # fmt: skip
+def test_a_line_of_another_format_is_refused_not_skipped(
+    tmp_path: Path, first: Any, stray: Any, reading: str, words: str
+) -> None:
+    """A file holds one history of one format: a message of another format in it would
+    be left out of the trace without a word, so the import names its line instead."""
+    path = tmp_path / "h.jsonl"
+    path.write_text(json.dumps(first) + "\n" + json.dumps(stray) + "\n")
+    code, out, err = run("import", "auto", str(path))
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert reading in err and words in err and str(path) in err
+
+
+def test_records_that_are_no_messages_stay_quiet_in_a_claude_code_session(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    lines = [
+        {"type": "summary", "summary": "a title", "leafUuid": "u1"},
+        _CC_LINE,
+        {"type": "x-future-record", "data": {"progress": 3}},
+        {"timestamp": "t", "note": "no type, no role"},
+    ]
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    code, _, err = run("import", "claude-code", str(path))
+    assert code == 0, err
+    assert [it.id for it in imported("claude-code", path).events[0].items] == ["u1"]  # type: ignore[union-attr]
+
+
 def test_claude_code_bad_record_names_the_line(tmp_path: Path) -> None:
     path = tmp_path / "s.jsonl"
     good = {

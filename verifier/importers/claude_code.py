@@ -32,7 +32,7 @@ from verifier.importers.common import (
     canonical,
     metadata_annotations,
 )
-from verifier.importers.detect import describe
+from verifier.importers.detect import describe, foreign_line
 from verifier.importers.sources import Source, read_jsonl_at, texts
 from verifier.io import _Ctx, _loads
 
@@ -169,6 +169,15 @@ def _first_line_is_object(src: Source) -> bool:
 def _read(record: Any, file: str, lineno: int, s: _Session, place: int) -> None:
     if not isinstance(record, dict):
         raise InputError("each line must be a JSON object", file=file, line=lineno)
+    other = foreign_line(record, "claude-code")
+    if other is not None:
+        raise InputError(
+            f"this line is {other}, not a Claude Code record: a file holds one history of"
+            " one format",
+            file=file,
+            line=lineno,
+            fix="import each format's history on its own",
+        )
     uuid = record.get("uuid")
     has_uuid = isinstance(uuid, str) and bool(uuid)
     if isinstance(uuid, str):

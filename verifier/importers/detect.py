@@ -24,7 +24,7 @@ from typing import Any
 from verifier.errors import InputError
 from verifier.importers.sources import Source
 
-__all__ = ["CONTAINERS", "Shape", "describe", "detect_format", "mismatch"]
+__all__ = ["CONTAINERS", "Shape", "describe", "detect_format", "foreign_line", "mismatch"]
 
 CONTAINERS: Mapping[str, frozenset[str]] = {
     "claude-code": frozenset({"jsonl"}),
@@ -344,6 +344,46 @@ def _message_format(m: Mapping[str, Any]) -> str | None:
             return "openai"
         if "reasoning" in kinds:
             return "inspect"
+    return None
+
+
+_ONE_OF: dict[str, str] = {
+    "langchain": "a LangChain message (messages_to_dict output)",
+    "claude-code": "a Claude Code record",
+    "inspect": "an inspect_ai ChatMessage",
+    "anthropic": "an Anthropic Messages API message",
+    "openai": "a chat-completions message",
+    "responses": "a Responses API item",
+}
+_CC_KEYS = ("uuid", "sessionId", "parentUuid", "leafUuid")
+
+
+def foreign_line(obj: Any, reading: str) -> str | None:
+    """What one line of a JSONL history read as ``reading`` (``claude-code`` or
+    ``codex``) is, when it is a message or record of another format; None for a line of
+    that format, or one that is no message at all (a title, a meta record).
+
+    A file holds one history of one format: such a line is refused, never skipped
+    (a skipped message would leave the import quietly short of it).
+    """
+    if not isinstance(obj, dict):
+        return None
+    if reading == "claude-code":
+        if any(k in obj for k in _CC_KEYS) or _kind(obj) in _CC_TYPES:
+            return None  # a record of the session, whatever its type
+        if "payload" in obj and _kind(obj) in _CODEX_TYPES:
+            return "a Codex rollout record"
+    elif _is_cc_record(obj):
+        return _ONE_OF["claude-code"]
+    elif "payload" in obj or "record_type" in obj:
+        return None  # a rollout record, or its meta
+    fmt = _message_format(obj)
+    if fmt == "langchain" and "content" not in obj["data"]:
+        return None  # a record with a data object, not a message (it has no content)
+    if fmt is not None and fmt != reading:
+        return _ONE_OF[fmt]
+    if "role" in obj:
+        return "a chat message (role and content)"
     return None
 
 

@@ -24,6 +24,7 @@ from verifier.importers.common import (
     metadata_annotations,
     split_at_markers,
 )
+from verifier.importers.detect import foreign_line
 from verifier.importers.sources import Source, is_jsonl, read_json, read_jsonl, texts
 
 __all__ = ["item_message", "snapshots"]
@@ -116,6 +117,15 @@ def _codex(src: Source, records: Sequence[tuple[int, Any]]) -> list[Snapshot]:
     for n, obj in records:
         if not isinstance(obj, dict):
             raise InputError("each rollout line must be a JSON object", file=src.name, line=n)
+        other = foreign_line(obj, "codex")
+        if other is not None:
+            raise InputError(
+                f"this line is {other}, not a Codex rollout record: a file holds one history"
+                " of one format",
+                file=src.name,
+                line=n,
+                fix="import each format's history on its own",
+            )
         kind, payload = obj.get("type"), obj.get("payload")
         at = obj.get("timestamp") if isinstance(obj.get("timestamp"), str) else None
         if kind == "response_item":
