@@ -673,7 +673,7 @@ def test_inspect_edit_compaction_clears_a_failed_result() -> None:
     first = {it.id: it for _, w in seen[:3] for it in w}
     failed = first["call_qp1:result"]
     # inspect's bash tool names its argument `cmd`: that is the command
-    assert (failed.modality, failed.source) == ("failed", "bash: cd /repo && pytest -q")
+    assert (failed.modality, failed.source) == ("failed", 'bash: {"cmd":"cd /repo && pytest -q"}')
     assert "No module named 'yaml'" in (failed.content or "")
     after = {it.id: it for it in seen[3][1]}
     assert after["call_qp1:cleared"].kind == "prose"

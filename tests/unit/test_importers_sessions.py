@@ -234,7 +234,8 @@ def test_codex_two_compactions_cmd_and_cut_output() -> None:
     assert [p for p, _ in seen].count("codex:compacted") == 2
     first = {it.id: it for it in seen[0][1]}
     run1 = first["call_x1:result"]
-    assert run1.source == "exec_command: pytest -q tests/test_proxy.py"
+    # COMMAND is the command argument, else the arguments as canonical JSON (cmd too)
+    assert run1.source == 'exec_command: {"cmd":"pytest -q tests/test_proxy.py","workdir":"/work"}'
     assert (run1.exit_code, run1.modality) == (1, "failed")
     cut = {it.id: it for it in seen[1][1]}["call_x1:truncated"]
     assert cut.kind == "prose" and cut.call == "call_x1"
@@ -328,7 +329,7 @@ def test_inspect_goes_on_after_two_compactions() -> None:
     last = {it.id: it for it in seen[-1][1]}
     assert "c2:cleared" in last and "c2:result" not in last
     every = {it.id: it for _, w in seen for it in w}
-    assert every["c1:result"].source == "bash: make"
+    assert every["c1:result"].source == 'bash: {"cmd":"make"}'
     found = findings(trace)
     assert ("WR008", ("c1:result",)) in found and ("WR008", ("c2:result",)) in found
 

@@ -153,20 +153,17 @@ def fit_id(raw: str) -> str:
 def command_of(arguments: Any) -> str:
     """COMMAND of a tool call's source: its ``command`` argument, else its arguments.
 
-    The command argument is ``command``, or ``cmd`` where there is no
-    ``command`` (inspect's bash tool, Codex ``exec_command``). A string is used
-    as it is and a list of strings is joined as a shell would quote it; any
-    other arguments are written as canonical JSON, and a plain string argument
-    as it is.
+    A ``command`` string is used as it is and a list of strings is joined as a
+    shell would quote it; any other arguments are written as canonical JSON (a
+    ``cmd`` argument too: ``{"cmd":"make"}``), and a plain string argument as it is.
 
     >>> command_of({"command": "ls -la"}), command_of({"command": ["bash", "-lc", "ls -la"]})
     ('ls -la', "bash -lc 'ls -la'")
-    >>> command_of({"cmd": "pytest -q", "workdir": "/repo"}), command_of({"path": "a.py"})
-    ('pytest -q', '{"path":"a.py"}')
+    >>> command_of({"cmd": "pytest -q"}), command_of({"path": "a.py"})
+    ('{"cmd":"pytest -q"}', '{"path":"a.py"}')
     """
     if isinstance(arguments, Mapping):
-        name = "command" if "command" in arguments else "cmd"
-        command = arguments.get(name)
+        command = arguments.get("command")
         if isinstance(command, str):
             return command
         if isinstance(command, list) and command and all(isinstance(c, str) for c in command):
