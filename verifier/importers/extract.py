@@ -13,6 +13,7 @@ import importlib
 import importlib.util
 import inspect
 import itertools
+import os
 import re
 import sys
 from pathlib import Path
@@ -20,7 +21,6 @@ from typing import Any
 
 from verifier.errors import InputError
 from verifier.importers.common import Extractor, one_line
-from verifier.policies.loading import current_folder_first
 
 __all__ = ["load_extractor"]
 
@@ -106,7 +106,9 @@ def _import_file(path_text: str) -> Any:
 def _import_module(name: str, arg: str) -> Any:
     if not re.fullmatch(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*", name):
         raise InputError(f"{arg!r} is not an extractor name", fix=_USAGE)
-    current_folder_first()  # as python -m verifier finds it
+    here = os.getcwd()  # the current folder first, as python -m verifier has it
+    if here not in sys.path and "" not in sys.path:
+        sys.path.insert(0, here)
     try:
         return importlib.import_module(name)
     except ModuleNotFoundError as exc:
