@@ -856,7 +856,10 @@ class _Agent:
         defines and the store does not hold (a trace holding it would be bad input)."""
         own = {it.id for it in window}
         seen, store = self.auditor.history.last_seen, self.auditor.store
+        given = {id(it) for it in self.items}
         for it in window:
+            if id(it) in given:
+                continue  # an item of the window as it was: its citations were checked then
             for rel, ref in it.citations:
                 if ref in own or ref in seen or store.has_id(ref):
                     continue
