@@ -114,12 +114,36 @@ def test_check_reports_each_defect_on_its_line(windows: tuple[str, str]) -> None
     codes = sorted(f["code"] for f in json.loads(out)["findings"])
     assert code == 1
     assert codes == ["CF001", "CF002", "CF004", "CF005", "CF006", "WR001", "WR002", "WR008"]
-    # text: one line per primary finding; what follows from the same change is listed on it
+    # text: one line per finding; what follows from the same change is listed on the
+    # primary's line, and follows it on lines of its own naming it
     code, out, _ = run("check", before, after, "--claimed", "d1")
     shown = sorted(line.split(": ")[2].split()[0] for line in out.splitlines())
-    assert shown == ["CF001", "CF002", "CF004", "WR001", "WR002", "WR008"]
-    assert "[related: CF005, CF006]" in next(x for x in out.splitlines() if " CF002 " in x)
+    assert shown == codes
+    lines = out.splitlines()
+    at = next(i for i, x in enumerate(lines) if " CF002 " in x)
+    assert lines[at].endswith("[related: CF005, CF006]")
+    assert {lines[at + 1].split(": ")[2].split()[0], lines[at + 2].split(": ")[2].split()[0]} == {
+        "CF005",
+        "CF006",
+    }
+    assert all(x.endswith("[related to: CF002]") for x in lines[at + 1 : at + 3])
     assert all(line.startswith(after + ":") for line in out.splitlines())
+
+
+def test_an_id_with_a_newline_keeps_its_finding_on_one_line(tmp_path: Path) -> None:
+    trace = tmp_path / "t.jsonl"
+    events = [
+        {"event": "header", "format": "ctxproof-trace/1"},
+        {"event": "append", "items": [
+            {"id": "c\nx", "kind": "commitment", "type": "decision", "formula": "a"}]},
+        {"event": "rewrite", "window": []},
+    ]  # fmt: skip
+    trace.write_text("".join(json.dumps(e) + "\n" for e in events), "utf-8")
+    code, out, _ = run("audit", str(trace))
+    assert code == 1 and out.count("\n") == 1
+    assert " CF001 commitment-dropped [c\\nx]: " in out
+    _, js, _ = run("audit", str(trace), "--format", "json")
+    assert json.loads(js)["findings"][0]["items"] == ["c\nx"]  # JSON keeps the id as it is
 
 
 def test_repair_spills_first_then_writes_an_accepted_window(

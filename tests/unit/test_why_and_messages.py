@@ -157,9 +157,10 @@ def test_laundering_one_claim_is_one_primary_finding(tmp_path: Path) -> None:
                      "WR001": "WR004", "WR005": "WR004"}
     _, text, _ = run("audit", str(trace))
     lines = text.splitlines()
-    assert len(lines) == 1
+    assert len(lines) == 6  # one finding a line: the primary first, naming the others
     assert " WR004 negative-laundered [k1]" in lines[0]
     assert lines[0].endswith("[related: CF002, CF005, CF006, WR001, WR005]")
+    assert all(line.endswith("[related to: WR004]") for line in lines[1:])
     # the primary's advice mends them all: restoring k1 leaves nothing to report
     fixed = _codes(_events({"event": "append", "items": [O1, K1]},
                            {"event": "rewrite", "window": [O1, K1], "claimed_preserved": ["k1"]}))

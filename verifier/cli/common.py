@@ -73,7 +73,8 @@ class Out:
 
 def format_finding(name: str, f: Finding, related: Sequence[str] = ()) -> str:
     line = f.line if f.line is not None else 1
-    text = f"{name}:{line}: pass {f.pass_}: {f.code} {f.name} [{','.join(f.items)}]: {f.message}"
+    ids = ",".join(i if i.isprintable() else i.encode("unicode_escape").decode() for i in f.items)
+    text = f"{name}:{line}: pass {f.pass_}: {f.code} {f.name} [{ids}]: {f.message}"
     if f.counterexample:
         shown = ", ".join(f"{k}={'true' if v else 'false'}" for k, v in f.counterexample)
         text += f" (counterexample: {shown})"
@@ -83,11 +84,10 @@ def format_finding(name: str, f: Finding, related: Sequence[str] = ()) -> str:
 
 
 def text_lines(name: str, findings: Sequence[dict[str, Any]]) -> list[str]:
-    """One line per primary finding; the findings related to it are listed by code on its
-    line, with the item each is on when that is not the line's first item
-    (``[related: CF004 on d102]``; the JSON output keeps each of them, with
-    ``related_to``). A related finding whose primary is not among these (none should
-    be) gets a line of its own."""
+    """One line per finding. A primary finding's line lists the findings related to it by
+    code, with the item each is on when that is not the line's first item
+    (``[related: CF004 on d102]``); each of those follows on a line of its own that names
+    its primary (``[related to: CF002]``), as the JSON output keeps it (``related_to``)."""
 
     def key(f: dict[str, Any]) -> tuple[Any, ...]:
         return (f["pass"], f["line"], cause_item(f["code"], f["items"]))
@@ -95,19 +95,31 @@ def text_lines(name: str, findings: Sequence[dict[str, Any]]) -> list[str]:
     primaries = {
         (key(f), f["code"]): i for i, f in enumerate(findings) if f.get("related_to") is None
     }
-    related: dict[int, list[str]] = {}
+    related: dict[int, list[int]] = {}
     shown: list[int] = []
     for i, f in enumerate(findings):
         p = primaries.get((key(f), f.get("related_to"))) if f.get("related_to") else None
         if p is None:
             shown.append(i)
         else:
-            on = f["items"][0] if f["items"] else None
-            same = on is None or on == (findings[p]["items"] or [None])[0]
-            related.setdefault(p, []).append(f["code"] if same else f"{f['code']} on {on}")
-    return [
-        format_json_finding(name, findings[i], sorted(related.get(i, ()))) for i in shown
-    ]
+            related.setdefault(p, []).append(i)
+    out: list[str] = []
+    for i in shown:
+        first = (findings[i]["items"] or [None])[0]
+        codes = []
+        for r in related.get(i, ()):
+            on = findings[r]["items"][0] if findings[r]["items"] else None
+            codes.append(
+                findings[r]["code"]
+                if on is None or on == first
+                else f"{findings[r]['code']} on {on}"
+            )
+        out.append(format_json_finding(name, findings[i], sorted(codes)))
+        out.extend(
+            format_json_finding(name, findings[r]) + f" [related to: {findings[i]['code']}]"
+            for r in related.get(i, ())
+        )
+    return out
 
 
 def format_json_finding(trace: str, f: dict[str, Any], related: Sequence[str] = ()) -> str:
