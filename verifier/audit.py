@@ -547,7 +547,7 @@ def _remember(
     for it in before:
         real = it
         if it.kind == "stub":
-            resolved = store.get(it.stub_ref or "")
+            resolved = store.resolve(it.stub_ref or "")
             if resolved is None:
                 continue
             real = resolved

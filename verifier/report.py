@@ -154,7 +154,7 @@ def _held(auditor: Auditor, item_id: str) -> Item | None:
         if it.id == item_id:
             if it.kind != "stub":
                 return it
-            return auditor.store.get(it.stub_ref or "") or it
+            return auditor.store.resolve(it.stub_ref or "") or it
     return auditor.store.latest(item_id) or auditor.history.last_seen.get(item_id)
 
 

@@ -94,6 +94,10 @@ def store_argument(value: object, *, func: str, optional: bool = True) -> Store 
     raise wrong_type(func, "store", value, expected, fix)
 
 
+STUB_DEPTH = 64
+"""Stubs of stubs followed at most when a stub is resolved (:meth:`Store.resolve`)."""
+
+
 class Store(ABC):
     """Append-only, content-addressed record of spilled items."""
 
@@ -141,14 +145,28 @@ class Store(ABC):
             raise wrong_type(self._name("get"), "ref", ref, "a string")
         return self.lookup(ref).item
 
+    def resolve(self, ref: str, item_id: str | None = None) -> Item | None:
+        """What a stub with this ref (and id) stands for: the item stored under ref, or,
+        when that is itself a stub (a stub spilled, then stubbed again), what that one
+        stands for, and so on; None when a link is missing, corrupt or of another id."""
+        for _ in range(STUB_DEPTH):
+            item = self.get(ref)
+            if item is None or (item_id is not None and item.id != item_id):
+                return None
+            if item.kind != "stub" or item.stub_ref is None:
+                return item
+            ref, item_id = item.stub_ref, item.id
+        return None
+
     def versions(self, item_id: str) -> list[Item]:
-        """Every verified stored version of the item with this id, oldest first."""
+        """Every verified stored version of the item with this id, oldest first (a stored
+        stub is no version: it stands for one)."""
         if not isinstance(item_id, str):
             raise wrong_type(self._name("versions"), "item_id", item_id, "a string")
         out: list[Item] = []
         for ref in self._refs_for_id(item_id):
             item = self.get(ref)
-            if item is not None and item.id == item_id:
+            if item is not None and item.id == item_id and item.kind != "stub":
                 out.append(item)
         return out
 

@@ -328,10 +328,12 @@ def test_a_list_or_a_dict_result() -> None:
     assert res.finding() is None
 
 
-def test_spilling_a_stub_writes_nothing_for_it() -> None:
+def test_spilling_a_stub_writes_the_stub() -> None:
+    """The before version of every spill id is written, a stub's too: a stub the policy
+    leaves for it resolves through it to the item (the store follows stubs of stubs)."""
     stub = stub_for(C1)
     res = run_policy(lambda w, b: {"window": [], "spill": ["c1"]}, [stub], 0)
-    assert res.ok and res.spill == ("c1",) and res.spilled == ()
+    assert res.ok and res.spill == ("c1",) and [it.as_json() for it in res.spilled] == [stub]
 
 
 def _pl001(policy: Any, window: list[Obj] = WINDOW, **kw: Any) -> PolicyResult:

@@ -534,3 +534,63 @@ def test_memory_store_behaves_like_sqlite_store(spills: list[list[Item]]) -> Non
             assert len(mem) == len({r for batch in spills for r in (it.ref for it in batch)})
         finally:
             sql.close()
+
+
+# -- stubs of stubs ----------------------------------------------------------------------------
+
+
+def test_a_stub_of_a_stub_resolves_to_the_item_and_is_no_version_of_it() -> None:
+    from verifier import stub_for
+
+    failed = {"id": "o1", "kind": "observation", "shows": "!t", "modality": "failed"}
+    first = stub_for(failed)
+    second = stub_for(first)
+    store = MemoryStore()
+    store.spill([failed, first])
+    resolved = store.resolve(second["ref"], "o1")
+    assert resolved is not None and resolved.as_json() == failed
+    assert store.resolve(second["ref"], "other") is None  # a stub of another id
+    assert [v.kind for v in store.versions("o1")] == ["observation"]  # the stub is no version
+    assert store.resolve(stub_for(stub_for(second))["ref"], "o1") is None  # a link missing
+
+
+def test_a_trace_that_stubs_a_stub_reads_the_item_behind_both(tmp_path: Path) -> None:
+    """A failed run spilled and stubbed, then its stub spilled and stubbed again: the
+    window still holds the failed run (no WR004, no WR008), and its re-run is no CP003."""
+    import json
+
+    from verifier import audit_trace, load_trace, stub_for
+
+    failed = {"id": "o1", "kind": "observation", "shows": "!t", "modality": "failed",
+              "source": "make test", "exit_code": 1}  # fmt: skip
+    prose = {"id": "p1", "kind": "prose"}
+    first = stub_for(failed)
+    events = [
+        {"event": "header", "format": "ctxproof-trace/1"},
+        {"event": "append", "items": [failed, prose]},
+        {"event": "spill", "items": [failed]},
+        {"event": "rewrite", "window": [first, prose]},
+        {"event": "spill", "items": [first]},
+        {"event": "rewrite", "window": [stub_for(first), prose]},
+        {"event": "append", "items": [
+            {"id": "o2", "kind": "observation", "shows": "t", "modality": "verified",
+             "source": "make test"}]},
+    ]  # fmt: skip
+    path = tmp_path / "t.jsonl"
+    path.write_text("".join(json.dumps(e) + "\n" for e in events), "utf-8")
+    report = audit_trace(load_trace(path))
+    assert [f.code for f in report.findings] == []
+    assert [r.verdict for r in report.rewrites] == ["accept", "accept"]
+
+
+def test_a_policy_that_spills_a_stub_has_it_written() -> None:
+    from verifier import run_policy, stub_for
+
+    failed = {"id": "o1", "kind": "observation", "shows": "!t", "modality": "failed"}
+    window = [stub_for(failed), {"id": "p1", "kind": "prose"}]
+
+    def spill_all(w: list[dict[str, Any]], budget: int) -> dict[str, Any]:
+        return {"window": [stub_for(it) for it in w], "spill": [it["id"] for it in w]}
+
+    res = run_policy(spill_all, window, 10)
+    assert [it.id for it in res.spilled] == ["o1", "p1"]  # the stub is written too

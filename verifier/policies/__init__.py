@@ -273,9 +273,9 @@ class Outcome:
                 items=self.items,
             )
         by_id = {it.id: it for it in before}
-        spilled = tuple(
-            by_id[s] for s in self.spill if s in by_id and by_id[s].kind != "stub"
-        )
+        # a stub named in spill is written too: the stub the policy leaves for it then
+        # resolves through it (the store follows stubs of stubs)
+        spilled = tuple(by_id[s] for s in self.spill if s in by_id)
         return PolicyResult(self.window, self.spill, self.claimed_preserved, spilled, pass_no)
 
 

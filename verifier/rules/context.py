@@ -228,8 +228,7 @@ class WindowKnowledge:
         if it.kind != "stub":
             return it
         assert it.stub_ref is not None
-        stored = self.store.get(it.stub_ref)
-        return stored if stored is not None and stored.id == it.id else None
+        return self.store.resolve(it.stub_ref, it.id)
 
     def _take(self, it: Item) -> None:
         real = self._resolve(it)
@@ -422,8 +421,7 @@ class WindowView:
         if item_id in self._resolved:
             return self._resolved[item_id]
         assert it.stub_ref is not None
-        stored = self.store.get(it.stub_ref)
-        out = stored if stored is not None and stored.id == it.id else None
+        out = self.store.resolve(it.stub_ref, it.id)
         self._resolved[item_id] = out
         return out
 
@@ -559,8 +557,7 @@ class _Before(LookedUpView):
         if item_id in self._resolved:
             return self._resolved[item_id]
         assert it.stub_ref is not None
-        stored = self.store.get(it.stub_ref)
-        out = stored if stored is not None and stored.id == it.id else None
+        out = self.store.resolve(it.stub_ref, it.id)
         self._resolved[item_id] = out
         return out
 

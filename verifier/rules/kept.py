@@ -147,8 +147,7 @@ class KeptWindow:
     # -- keeping up -------------------------------------------------------------------------
     def resolve_stub(self, stub: Item) -> Item | None:
         assert stub.stub_ref is not None
-        stored = self.store.get(stub.stub_ref)
-        return stored if stored is not None and stored.id == stub.id else None
+        return self.store.resolve(stub.stub_ref, stub.id)
 
     def _enter(self, it: Item) -> None:
         self.by_id[it.id] = it
@@ -435,7 +434,7 @@ class KeptWindow:
         came = {it.id: it for it in change.came}
         for item_id in [i for i in self.pending if i not in change.removed and i not in came]:
             stub = self.by_id[item_id]
-            resolved = store.get(stub.stub_ref or "")
+            resolved = store.resolve(stub.stub_ref or "")
             if resolved is not None:
                 last_seen[item_id] = resolved
                 self.pending.discard(item_id)
@@ -447,7 +446,7 @@ class KeptWindow:
             it = self.by_id[item_id]
             real = it
             if it.kind == "stub":
-                resolved = store.get(it.stub_ref or "")
+                resolved = store.resolve(it.stub_ref or "")
                 if resolved is None:
                     continue
                 real = resolved
