@@ -146,6 +146,23 @@ def test_an_id_with_a_newline_keeps_its_finding_on_one_line(tmp_path: Path) -> N
     assert json.loads(js)["findings"][0]["items"] == ["c\nx"]  # JSON keeps the id as it is
 
 
+def test_an_undecided_check_says_why_on_stderr(tmp_path: Path) -> None:
+    """Exit 3 with the reason in text too (the JSON has it under ``undecided``): premises
+    that contradict each other make every entailment vacuous, and the core is named."""
+    k1 = {"id": "k1", "kind": "claim", "formula": "a"}
+    k2 = {"id": "k2", "kind": "claim", "formula": "!a"}
+    k3 = {"id": "k3", "kind": "claim", "formula": "b"}
+    before, after = tmp_path / "b.json", tmp_path / "a.json"
+    for path, items in ((before, [k1, k2]), (after, [k1, k2, k3])):
+        path.write_text(json.dumps({"format": "ctxproof-window/1", "items": items}), "utf-8")
+    code, out, err = run("check", str(before), str(after))
+    assert (code, out) == (3, "")
+    assert err.startswith(f"{after}:1: pass 1: undecided: content of 'k3': ")
+    assert "'k1', 'k2'" in err and err.count("\n") == 1
+    _, js, _ = run("check", str(before), str(after), "--format", "json")
+    assert json.loads(js)["rewrites"][0]["undecided"][0] in err
+
+
 def test_repair_spills_first_then_writes_an_accepted_window(
     windows: tuple[str, str], tmp_path: Path
 ) -> None:

@@ -39,6 +39,7 @@ from verifier.cli.common import (
     ray_option,
     show_progress,
     text_lines,
+    undecided_lines,
 )
 from verifier.cli.inputs import open_store
 from verifier.errors import InputError, InternalError
@@ -172,6 +173,8 @@ def audit(
         else:
             for text in text_lines(res["trace"], res["findings"]):
                 obj.line(text)
+            for text in undecided_lines(res["trace"], res):
+                obj.note(text)
         verdicts = [r["verdict"] for r in res["rewrites"]]
         obj.progress(
             f"{res['trace']}: {len(verdicts)} rewrite(s) "

@@ -20,7 +20,15 @@ import click
 from verifier.audit import TraceReport, exit_code_for
 from verifier.batch import close_store
 from verifier.check import RewriteResult, check_rewrite
-from verifier.cli.common import EPILOG, Out, budget_options, format_option, mode_option, text_lines
+from verifier.cli.common import (
+    EPILOG,
+    Out,
+    budget_options,
+    format_option,
+    mode_option,
+    text_lines,
+    undecided_lines,
+)
 from verifier.cli.inputs import load_window, open_store
 from verifier.errors import InputError
 from verifier.findings import Finding
@@ -119,6 +127,8 @@ def check(
     else:
         for text in text_lines(after, [f.to_json() for f in result.findings]):
             obj.line(text)
+        for text in undecided_lines(after, _report_json(after, [result], [])):
+            obj.note(text)
     obj.progress(f"{after}: verdict {result.verdict}, {len(result.findings)} finding(s)")
     if note is not None:
         obj.note(note)

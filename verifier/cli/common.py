@@ -122,6 +122,19 @@ def text_lines(name: str, findings: Sequence[dict[str, Any]]) -> list[str]:
     return out
 
 
+def undecided_lines(name: str, result: dict[str, Any]) -> list[str]:
+    """Why a trace (its JSON result) is undecided, one reason a line: ``TRACE:LINE: pass N:
+    undecided: REASON`` for a rewrite, ``TRACE: undecided: REASON`` for the appends. The
+    text output gives them on stderr (stdout holds findings only), so exit 3 says why."""
+    out = [
+        f"{name}:{r['line']}: pass {r['pass']}: undecided: {reason}"
+        for r in result.get("rewrites", ())
+        for reason in r.get("undecided", ())
+    ]
+    out.extend(f"{name}: undecided: {reason}" for reason in result.get("undecided", ()))
+    return out
+
+
 def format_json_finding(trace: str, f: dict[str, Any], related: Sequence[str] = ()) -> str:
     cex = f.get("counterexample")
     finding = Finding(
