@@ -558,6 +558,22 @@ case("cf007_quiet.jsonl", [
     why="§4 CF001/CF007: m1 is equivalent to c1 & c2, a valid covers merge, "
         "so the covered commitments are not dropped.")
 
+m_pg = commitment("m1", "decision", "db.postgres & pg.v14", covers=["c1", "c2"],
+                  text="database: Postgres 14")
+
+case("cf007_merge_stubbed_quiet.jsonl", [
+    header(),
+    append(c_a, c_b),
+    rewrite("merge-v1", [m_pg]),
+    spill(m_pg),
+    rewrite("spill-old", [stub(m_pg)]),
+], verdicts=["accept", "accept"],
+    why="§4 fine print: 'Checks of state (CF005, CF007, WR005–WR007) run on new "
+        "or changed items only.' The merge m1 is spilled and a stub left in its "
+        "place: the window holds the very version it held, now behind its stub, "
+        "though the items it covers are gone from the window and the store. "
+        "Nothing changed that CF007 reads; keeping m1 is accepted alike.")
+
 # ================================================================ WR001
 
 o_health = obs("o1", "{\"status\":\"ok\",\"db\":\"ok\",\"queue\":\"ok\"}\n",

@@ -81,6 +81,7 @@ class _Merges:
             if real is not None and real.kind in ("commitment", "claim") and real.covers:
                 self.merges.append(real)
         self._judged: dict[str, bool] = {}
+        self._changed: set[str] | None = None
 
     def valid(self, merged: Item) -> bool:
         hit = self._judged.get(merged.id)
@@ -95,7 +96,7 @@ class _Merges:
             ok = True
         else:
             ok = False
-            if merged.id in {it.id for it in ctx.changed()}:
+            if merged.id in self.changed_ids():
                 text, res = problem
                 ctx.report(
                     "CF007",
@@ -107,8 +108,23 @@ class _Merges:
         self._judged[merged.id] = ok
         return ok
 
+    def changed_ids(self) -> set[str]:
+        """The ids of after's changed items, less a merge now behind a stub that resolves
+        to the very version the window held (spilled and stubbed: nothing to judge)."""
+        if self._changed is None:
+            ctx = self.ctx
+            out: set[str] = set()
+            for it in ctx.changed():
+                if it.kind == "stub":
+                    real, old = ctx.after.resolve(it.id), ctx.before.resolve(it.id)
+                    if real is not None and old is not None and real.same_version(old):
+                        continue
+                out.add(it.id)
+            self._changed = out
+        return self._changed
+
     def judge_changed(self) -> None:
-        changed = {it.id for it in self.ctx.changed()}
+        changed = self.changed_ids()
         for merged in self.merges:
             if merged.id in changed:
                 self.valid(merged)
