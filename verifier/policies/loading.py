@@ -32,15 +32,7 @@ from verifier.errors import InputError, did_you_mean, wrong_type
 from verifier.io import SNIFF_BYTES, sniff_kind
 from verifier.policies.spec import Spec, SpecPolicy, load_spec
 
-__all__ = [
-    "Policy",
-    "as_policy",
-    "current_folder_first",
-    "is_spec_name",
-    "load_policy",
-    "one_line",
-    "spec_policy",
-]
+__all__ = ["Policy", "as_policy", "is_spec_name", "load_policy", "one_line", "spec_policy"]
 
 _USAGE = "name a policy as path/to/file.py:function, package.module:function or path/to/spec.toml"
 _counter = itertools.count(1)
@@ -181,7 +173,7 @@ def _import_file(path_text: str) -> Any:
     return module
 
 
-def current_folder_first() -> None:
+def _current_folder_first() -> None:
     """Put the current folder first on ``sys.path`` (once), as ``python -m verifier`` has
     it: a module named on the command line is found there from the console command too."""
     here = os.getcwd()
@@ -192,7 +184,7 @@ def current_folder_first() -> None:
 def _import_module(name: str, arg: str) -> Any:
     if not re.fullmatch(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*", name):
         raise InputError(f"{arg!r} is not a policy name", fix=_USAGE)
-    current_folder_first()
+    _current_folder_first()
     try:
         return importlib.import_module(name)
     except ModuleNotFoundError as exc:
