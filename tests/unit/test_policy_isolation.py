@@ -479,6 +479,25 @@ def test_replay_never_ends_or_hangs_with_the_policy(
     assert exit_code == 1 and shown["code"] == code and words in shown["message"]
 
 
+def test_a_replay_that_fails_itself_is_an_internal_error_not_the_policy_s(
+    hostile: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from verifier.errors import InternalError
+    from verifier.policies import replay as replay_module
+
+    out_dir = tmp_path / "o"
+    assert fuzz_cli(hostile, "raises_on_big", out_dir, sessions=6)[0] == 1
+
+    def broken(*args: object, **kw: object) -> None:
+        raise RuntimeError("a bug of the harness")
+
+    monkeypatch.setattr(replay_module, "replay_policy", broken)
+    with pytest.raises(InternalError, match="a bug of the harness"):
+        replay_module.replay_apart(
+            load_policy(f"{hostile}:keep"), str(out_dir / "cex-PL001.jsonl"), timeout=5.0
+        )
+
+
 def test_replay_of_a_policy_that_now_works_exits_0(hostile: Path, tmp_path: Path) -> None:
     out_dir = tmp_path / "o"
     assert fuzz_cli(hostile, "raises_on_big", out_dir, sessions=6)[0] == 1

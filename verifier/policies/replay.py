@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from verifier.alarm import time_limit
-from verifier.errors import InputError
+from verifier.errors import InputError, InternalError
 from verifier.io import parse_trace_text, read_input
 from verifier.policies import AgeTracker, Given, Outcome, StoreView, outcome_of
 from verifier.policies.isolated import ended_how
@@ -230,9 +230,12 @@ def replay_apart(
     if pid == 0:  # the copy: answer through the pipe, then leave without cleanup
         os.close(read_end)
         try:
-            data = pickle.dumps(replay_policy(policy, path, timeout=timeout))
+            try:
+                answer: PolicyReplay | str = replay_policy(policy, path, timeout=timeout)
+            except Exception as exc:  # the harness's own failure, never the policy's
+                answer = f"{type(exc).__name__}: {exc}"
             with os.fdopen(write_end, "wb") as pipe:
-                pipe.write(data)
+                pipe.write(pickle.dumps(answer))
         finally:
             os._exit(0)
     os.close(write_end)
@@ -264,8 +267,10 @@ def replay_apart(
             " (--policy-timeout), nor when its time ran out: it was stopped",
         )
     if chunks:
-        answer: PolicyReplay = pickle.loads(b"".join(chunks))
-        return answer
+        got: PolicyReplay | str = pickle.loads(b"".join(chunks))
+        if isinstance(got, str):
+            raise InternalError(f"the replay failed: {got}")
+        return got
     return ended(
         "PL001", f"policy {policy.name!r} ended its process: {ended_how(_returncode(status))}"
     )
