@@ -135,6 +135,14 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
+class _DuplicateKey(ValueError):
+    """A key written twice in one JSON object; ``item`` the object's id, when it has one."""
+
+    def __init__(self, message: str, item: str | None) -> None:
+        super().__init__(message)
+        self.item = item
+
+
 def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     out = dict(pairs)
     if len(out) == len(pairs):
@@ -142,7 +150,10 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     seen: set[str] = set()
     for key, _ in pairs:
         if key in seen:
-            raise ValueError(f"duplicate key {_shown(key)}")
+            iid = out.get("id") if key != "id" else None
+            raise _DuplicateKey(
+                f"duplicate key {_shown(key)}", iid if isinstance(iid, str) else None
+            )
         seen.add(key)
     raise AssertionError("unreachable: fewer keys than pairs means a key twice")
 
@@ -187,8 +198,10 @@ def _loads(text: str, ctx: _Ctx, *, flat_when_valid: bool = False) -> Any:
         ) from None
     except ValueError as exc:
         text_exc = str(exc)
-        if text_exc.startswith("duplicate key"):
-            raise ctx.error(f"{text_exc} in one JSON object", fix="write each key once") from None
+        if isinstance(exc, _DuplicateKey):
+            raise ctx.error(
+                f"{text_exc} in one JSON object", item=exc.item, fix="write each key once"
+            ) from None
         if "is not valid JSON" in text_exc:
             raise ctx.error(text_exc, fix="write numbers as finite JSON numbers") from None
         raise ctx.error(f"malformed JSON: {exc}", fix="write one valid JSON value") from None
