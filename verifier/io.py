@@ -179,7 +179,10 @@ def _finite(text: str) -> float:
 def _loads(text: str, ctx: _Ctx, *, flat_when_valid: bool = False) -> Any:
     """Parse one JSON text; bad JSON, and JSON nesting deeper than MAX_JSON_DEPTH, are
     bad input. With ``flat_when_valid`` the caller validates the value with
-    :func:`_validated`, which measures the nesting only on the way to an error."""
+    :func:`_validated`, which measures the nesting only on the way to an error.
+
+    A value JSON has no place for (``NaN``, a number out of range) or nesting too
+    deep names the item it stands in, where it stands in one (:func:`_item_around`)."""
     try:
         obj = json.loads(
             text,
@@ -194,7 +197,9 @@ def _loads(text: str, ctx: _Ctx, *, flat_when_valid: bool = False) -> Any:
         ) from None
     except RecursionError:
         raise ctx.error(
-            f"JSON nests deeper than {MAX_JSON_DEPTH} levels", fix="flatten the input"
+            f"JSON nests deeper than {MAX_JSON_DEPTH} levels",
+            item=_item_around(_flattened(text), _is_marker),
+            fix="flatten the input",
         ) from None
     except ValueError as exc:
         text_exc = str(exc)
@@ -202,9 +207,14 @@ def _loads(text: str, ctx: _Ctx, *, flat_when_valid: bool = False) -> Any:
             raise ctx.error(
                 f"{text_exc} in one JSON object", item=exc.item, fix="write each key once"
             ) from None
+        item = _item_around(_lenient(text), _is_marker)
         if "is not valid JSON" in text_exc:
-            raise ctx.error(text_exc, fix="write numbers as finite JSON numbers") from None
-        raise ctx.error(f"malformed JSON: {exc}", fix="write one valid JSON value") from None
+            raise ctx.error(
+                text_exc, item=item, fix="write numbers as finite JSON numbers"
+            ) from None
+        raise ctx.error(
+            f"malformed JSON: {exc}", item=item, fix="write one valid JSON value"
+        ) from None
     if not flat_when_valid:
         deep = _too_deep_error(obj, ctx)
         if deep is not None:
@@ -222,7 +232,92 @@ def _loads(text: str, ctx: _Ctx, *, flat_when_valid: bool = False) -> Any:
 
 def _too_deep_error(obj: Any, ctx: _Ctx) -> InputError | None:
     if _too_deep(obj):
-        return ctx.error(f"JSON nests deeper than {MAX_JSON_DEPTH} levels", fix="flatten the input")
+        return ctx.error(
+            f"JSON nests deeper than {MAX_JSON_DEPTH} levels",
+            item=_item_around(obj, None),
+            fix="flatten the input",
+        )
+    return None
+
+
+_MARKER = "\x00ctxproof: the value in error\x00"
+"""What :func:`_lenient` and :func:`_flattened` read in place of a value in error."""
+_ITEM_LISTS = frozenset({"items", "window", "put"})
+"""The keys whose lists hold items: of a window file, and of trace events and diffs."""
+
+
+def _is_marker(value: Any) -> bool:
+    return value is _MARKER or value == _MARKER
+
+
+def _lenient_float(text: str) -> Any:
+    value = float(text)
+    return value if math.isfinite(value) else _MARKER
+
+
+def _lenient(text: str) -> Any:
+    """The JSON text read with ``NaN``, infinities and numbers out of range as
+    :data:`_MARKER` (None when it does not read even so)."""
+    try:
+        return json.loads(text, parse_constant=lambda _name: _MARKER, parse_float=_lenient_float)
+    except (ValueError, RecursionError):
+        return None
+
+
+def _flattened(text: str) -> Any:
+    """The JSON text read with the first value nesting deeper than MAX_JSON_DEPTH
+    replaced by :data:`_MARKER` (None when it does not read even so, or when the text
+    is longer than :data:`_FLATTEN_MAX`: the message then names no item)."""
+    if len(text) > _FLATTEN_MAX:
+        return None
+    depth, start = 0, -1
+    for m in _BRACKETS(text):
+        ch = m.group()
+        if ch in "[{":
+            depth += 1
+            if depth == MAX_JSON_DEPTH + 1:
+                start = m.start()
+        elif ch in "]}":
+            depth -= 1
+            if depth == MAX_JSON_DEPTH and start >= 0:
+                return _lenient(text[:start] + json.dumps(_MARKER) + text[m.end() :])
+    return None
+
+
+_BRACKETS: Callable[[str], Iterator[re.Match[str]]] = re.compile(
+    r'"(?:[^"\\]|\\.)*"|[\[\]{}]'
+).finditer
+"""The brackets of a JSON text, and its strings whole (brackets in them are no brackets)."""
+_FLATTEN_MAX = 1 << 22
+"""The longest text :func:`_flattened` reads (4 MiB: under a second however it nests)."""
+
+
+def _item_around(obj: Any, hit: Callable[[Any], bool] | None) -> str | None:
+    """The item (an element of a list under ``items``, ``window`` or ``put``) that holds
+    the first value ``hit`` accepts, or, with ``hit`` None, the first value nesting
+    deeper than MAX_JSON_DEPTH: named by its id, or by its place (``items[3]``) when
+    its id is not a string; None when no item holds it."""
+    stack: list[tuple[Any, int, str | None]] = [(obj, 1, None)]
+    while stack:
+        node, depth, item = stack.pop()
+        if hit is not None and hit(node):
+            return item
+        if hit is None and depth > MAX_JSON_DEPTH and isinstance(node, dict | list):
+            return item
+        if isinstance(node, dict):
+            children: list[tuple[Any, int, str | None]] = []
+            for key, value in node.items():
+                if key in _ITEM_LISTS and isinstance(value, list):
+                    for k, element in enumerate(value):
+                        iid = element.get("id") if isinstance(element, dict) else None
+                        named = isinstance(iid, str) and iid and not _is_marker(iid)
+                        name = iid if named else f"{key}[{k}]"
+                        children.append((element, depth + 2, name))
+                else:
+                    children.append((value, depth + 1, item))
+            stack.extend(reversed(children))
+        elif isinstance(node, list):
+            stack.extend(reversed([(v, depth + 1, item) for v in node]))
     return None
 
 
@@ -268,7 +363,11 @@ def _str_list(value: Any, name: str, ctx: _Ctx, item: str | None) -> tuple[str, 
 
 def _formula_field(value: Any, name: str, ctx: _Ctx, item: str) -> Formula:
     if not isinstance(value, str):
-        raise ctx.error(f"{name!r} must be a formula string", item=item)
+        raise ctx.error(
+            f"{name!r} must be a formula string",
+            item=item,
+            fix=f'write "{name}": "a & b -> c", or leave the field out',
+        )
     try:
         return parse_formula(value)
     except FormulaError as exc:
@@ -366,9 +465,7 @@ shape that is bad input (the full check words why)."""
 _BUILDERS_MAX = 1 << 12
 
 
-def _shaped(
-    obj: dict[str, Any], raw: str | Unwritten, keys: frozenset[str] | None
-) -> Item | None:
+def _shaped(obj: dict[str, Any], raw: str | Unwritten, keys: frozenset[str] | None) -> Item | None:
     """The item of a valid object, built by the builder of its shape; None for an
     object that is not valid, or not plainly so (then :func:`_item_from_json` decides)."""
     kind = obj.get("kind")
@@ -455,8 +552,9 @@ def _build_shape(kind: str, keys: frozenset[str]) -> _Builder | None:
             value["digest"] = "v_digest"
         optional("source", "source", "type({v}) is not str")
         optional("exit_code", "exit_code", "type({v}) is not int")
-        optional("at", "at", "type({v}) is not str and type({v}) is not int"
-                 " and type({v}) is not float")
+        optional(
+            "at", "at", "type({v}) is not str and type({v}) is not int and type({v}) is not float"
+        )
     if kind in ("observation", "prose") and "call" in keys:
         value["call"] = read("call", "type({v}) is not str", "not 1 <= len({v}) <= MAX_ID")
     if kind == "stub":
@@ -607,7 +705,7 @@ def item_from_plain(obj: Any) -> Item:
 def _item_from_json(obj: dict[str, Any], ctx: _Ctx, raw: str | None) -> Item:
     iid = obj.get("id")
     if not isinstance(iid, str) or not 1 <= len(iid) <= MAX_ID_LENGTH:
-        shown = iid if isinstance(iid, str) and len(iid) <= 40 else None
+        shown = iid if isinstance(iid, str) and 1 <= len(iid) <= 40 else None
         raise ctx.error(
             f"item id must be a string of 1 to {MAX_ID_LENGTH} characters",
             item=shown,
@@ -630,17 +728,25 @@ def _item_from_json(obj: dict[str, Any], ctx: _Ctx, raw: str | None) -> Item:
         )
     text = obj.get("text")
     if text is not None and not isinstance(text, str):
-        raise ctx.error("'text' must be a string", item=iid)
+        raise ctx.error("'text' must be a string", item=iid, fix='write "text": "..."')
     tokens = obj.get("tokens")
     if tokens is not None and (
         isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 0
     ):
-        raise ctx.error("'tokens' must be an integer >= 0", item=iid)
+        raise ctx.error(
+            "'tokens' must be an integer >= 0",
+            item=iid,
+            fix="give a whole number of tokens, or leave it out for the default",
+        )
     score = obj.get("score")
     if score is not None and (
         isinstance(score, bool) or not isinstance(score, int) or not 0 <= score <= 100
     ):
-        raise ctx.error("'score' must be an integer from 0 to 100", item=iid)
+        raise ctx.error(
+            "'score' must be an integer from 0 to 100",
+            item=iid,
+            fix="give a whole number from 0 to 100, or leave it out",
+        )
     modality = obj.get("modality", "unverified")
     modality = _MODALITY.get(modality, modality) if isinstance(modality, str) else modality
     if modality not in MODALITIES:
@@ -651,7 +757,11 @@ def _item_from_json(obj: dict[str, Any], ctx: _Ctx, raw: str | None) -> Item:
         )
     load_bearing = obj.get("load_bearing")
     if load_bearing is not None and not isinstance(load_bearing, bool):
-        raise ctx.error("'load_bearing' must be true or false", item=iid)
+        raise ctx.error(
+            "'load_bearing' must be true or false",
+            item=iid,
+            fix='write "load_bearing": true or false (JSON booleans, unquoted)',
+        )
     fields: dict[str, Any] = {
         "id": iid,
         "kind": kind,
@@ -692,10 +802,16 @@ def _item_from_json(obj: dict[str, Any], ctx: _Ctx, raw: str | None) -> Item:
             fields["shows_text"] = obj["shows"]
         content = obj.get("content")
         if content is not None and not isinstance(content, str):
-            raise ctx.error("'content' must be a string", item=iid)
+            raise ctx.error(
+                "'content' must be a string", item=iid, fix="give the raw output as one string"
+            )
         digest = obj.get("digest")
         if digest is not None and (not isinstance(digest, str) or not _REF_RE.fullmatch(digest)):
-            raise ctx.error("'digest' must be sha256:<64 lowercase hex digits>", item=iid)
+            raise ctx.error(
+                "'digest' must be sha256:<64 lowercase hex digits>",
+                item=iid,
+                fix="write the sha256 of the raw output, or give 'content' and leave it out",
+            )
         if content is not None:
             actual = content_ref(content)
             if digest is not None and digest != actual:
@@ -709,17 +825,29 @@ def _item_from_json(obj: dict[str, Any], ctx: _Ctx, raw: str | None) -> Item:
         fields["digest"] = digest
         source = obj.get("source")
         if source is not None and not isinstance(source, str):
-            raise ctx.error("'source' must be a string", item=iid)
+            raise ctx.error(
+                "'source' must be a string",
+                item=iid,
+                fix='name the command or tool: "source": "..."',
+            )
         fields["source"] = source
         exit_code = obj.get("exit_code")
         if exit_code is not None and (
             isinstance(exit_code, bool) or not isinstance(exit_code, int)
         ):
-            raise ctx.error("'exit_code' must be an integer", item=iid)
+            raise ctx.error(
+                "'exit_code' must be an integer",
+                item=iid,
+                fix='write the exit status as a number ("exit_code": 1), or leave it out',
+            )
         fields["exit_code"] = exit_code
         at = obj.get("at")
         if at is not None and (isinstance(at, bool) or not isinstance(at, str | int | float)):
-            raise ctx.error("'at' must be a turn number, a time or a commit string", item=iid)
+            raise ctx.error(
+                "'at' must be a turn number, a time or a commit string",
+                item=iid,
+                fix='write a number or a string ("at": 12 or "at": "2026-01-01T00:00:00Z")',
+            )
         fields["at"] = at
     if kind in ("observation", "prose") and "call" in obj:
         call = obj["call"]
@@ -728,6 +856,7 @@ def _item_from_json(obj: dict[str, Any], ctx: _Ctx, raw: str | None) -> Item:
                 f"'call' must be the id of the item that requested this output"
                 f" (a string of 1 to {MAX_ID_LENGTH} characters)",
                 item=iid,
+                fix='write "call": "<id of the tool call item>", or leave it out',
             )
         fields["call"] = call
     if kind == "stub":
@@ -736,6 +865,7 @@ def _item_from_json(obj: dict[str, Any], ctx: _Ctx, raw: str | None) -> Item:
             raise ctx.error(
                 "a stub needs 'ref': sha256:<64 lowercase hex digits> of the spilled item",
                 item=iid,
+                fix="write the sha256 of the spilled item's canonical JSON (stub_for() does)",
             )
         fields["stub_ref"] = ref
     if raw is None:  # every field is valid, and yet the object is not plain JSON
@@ -876,7 +1006,13 @@ def _iterable(value: Any) -> bool:
 def _items(value: Any, ctx: _Ctx, where: str, *, unique: bool = True) -> tuple[Item, ...]:
     if not isinstance(value, list):
         raise ctx.error(f"{where} must be a list of items", fix=f'write "{where}": [...]')
-    items = tuple(item_from_json(v, ctx) for v in value)
+    built: list[Item] = []
+    for k, v in enumerate(value):
+        try:
+            built.append(item_from_json(v, ctx))
+        except InputError as exc:
+            raise _placed(exc, f"{where}[{k}]") from None
+    items = tuple(built)
     if unique:
         seen: set[str] = set()
         for it in items:
@@ -888,9 +1024,19 @@ def _items(value: Any, ctx: _Ctx, where: str, *, unique: bool = True) -> tuple[I
     return items
 
 
+def _placed(exc: InputError, place: str) -> InputError:
+    """The error of an item named by no id (none, or not a string) named by its place."""
+    if exc.item is not None:
+        return exc
+    return InputError(exc.message, file=exc.file, line=exc.line, item=place, fix=exc.fix)
+
+
 def _background(value: Any, ctx: _Ctx) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise ctx.error("'background' must be a list of formula strings")
+        raise ctx.error(
+            "'background' must be a list of formula strings",
+            fix='write "background": ["a -> b", ...]',
+        )
     for i, text in enumerate(value):
         try:
             parse_formula(text)
@@ -949,10 +1095,15 @@ def _event(obj: Any, ctx: _Ctx) -> Event | Header:
         if budget is not None and (
             isinstance(budget, bool) or not isinstance(budget, int) or budget < 0
         ):
-            raise ctx.error("'budget' must be an integer >= 0")
+            raise ctx.error(
+                "'budget' must be an integer >= 0",
+                fix="give a whole number of tokens, or leave it out",
+            )
         store = obj.get("store")
         if store is not None and not isinstance(store, str):
-            raise ctx.error("'store' must be a path string")
+            raise ctx.error(
+                "'store' must be a path string", fix='write "store": "path/to/store.sqlite"'
+            )
         return Header(line, _background(obj.get("background", []), ctx), budget, store)
     if kind == "append":
         return Append(line, _items(obj.get("items"), ctx, "items"))
@@ -960,12 +1111,12 @@ def _event(obj: Any, ctx: _Ctx) -> Event | Header:
         return Spill(line, _items(obj.get("items"), ctx, "items"))
     policy = obj.get("policy")
     if policy is not None and not isinstance(policy, str):
-        raise ctx.error("'policy' must be a string")
+        raise ctx.error("'policy' must be a string", fix='name it: "policy": "summarize-v2"')
     pressure = obj.get("pressure")
     if pressure is not None and (
         isinstance(pressure, bool) or not isinstance(pressure, int | float)
     ):
-        raise ctx.error("'pressure' must be a number")
+        raise ctx.error("'pressure' must be a number", fix='write a JSON number ("pressure": 0.93)')
     claimed = obj.get("claimed_preserved")
     claimed_t = None if claimed is None else _str_list(claimed, "claimed_preserved", ctx, None)
     if ("window" in obj) == ("diff" in obj):
@@ -978,7 +1129,10 @@ def _event(obj: Any, ctx: _Ctx) -> Event | Header:
         return Rewrite(line, policy, window, claimed_preserved=claimed_t, pressure=pressure)
     diff = obj["diff"]
     if not isinstance(diff, dict):
-        raise ctx.error("'diff' must be an object with 'remove' and 'put'")
+        raise ctx.error(
+            "'diff' must be an object with 'remove' and 'put'",
+            fix='write "diff": {"remove": [ids], "put": [items]}',
+        )
     _check_fields(diff, {"remove", "put"}, ctx, "a diff")
     remove = _str_list(diff.get("remove", []), "remove", ctx, None)
     put = _items(diff.get("put", []), ctx, "put")
@@ -1354,7 +1508,7 @@ class _ItemReader:
                 entry = (_SHAPES.setdefault(keys, keys), item)
         except InputError as exc:
             iid = raw.get("id") if isinstance(raw, dict) else None
-            raise self._located(exc, iid) from None
+            raise self._located(_placed(exc, f"items[{len(self.items)}]"), iid) from None
         it = entry[1]
         if it.id in self.read:
             twice = self.ctx.error(
@@ -1377,7 +1531,10 @@ class _ItemReader:
 
 def _window(obj: Any, ctx: _Ctx, text: str) -> Window:
     if not isinstance(obj, dict):
-        raise ctx.error("a window file must be a JSON object")
+        raise ctx.error(
+            "a window file must be a JSON object",
+            fix=f'write {{"format": "{WINDOW_FORMAT}", "items": [...]}}',
+        )
     _check_fields(obj, {"format", "background", "items"}, ctx, "a window file")
     if obj.get("format") != WINDOW_FORMAT:
         raise ctx.error(

@@ -189,6 +189,7 @@ def test_each_error_names_the_key_path_and_the_file(
         load_spec(path)
     assert err.value.file == str(path)
     assert str(path) in err.value.render()
+    assert err.value.fix, err.value.render()  # and says what to write instead
     with pytest.raises(InputError, match=message):
         load_policy(str(path))  # the CLI's POLICY argument reads specs the same way
 

@@ -198,7 +198,9 @@ def _str_list(
 ) -> tuple[str, ...]:
     example = f'["{allowed[0]}"]'
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise at.error(path, f"expected a list of {what} names like {example}")
+        raise at.error(
+            path, f"expected a list of {what} names like {example}", fix=f"use {_choices(allowed)}"
+        )
     if not value:
         raise at.error(path, "an empty list matches no item", fix=f"list {what}s, or drop the key")
     for i, v in enumerate(value):
@@ -217,15 +219,23 @@ def _comparisons(value: Any, path: str, at: _Where) -> tuple[Comparison, ...]:
         if op not in COMPARISONS:
             raise at.error(f"{path}.{op}", "unknown comparison", fix=f"use {_choices(COMPARISONS)}")
         if not _is_number(number) or not math.isfinite(number):
-            raise at.error(f"{path}.{op}", f"expected a finite number, not {number!r}")
+            raise at.error(
+                f"{path}.{op}",
+                f"expected a finite number, not {number!r}",
+                fix=f"write a number: {op} = 2",
+            )
         out.append(Comparison(op, number))
     return tuple(out)
 
 
 def _when(value: Any, path: str, at: _Where) -> When:
-    if not isinstance(value, dict):
-        raise at.error(path, 'expected a table like { kind = ["prose"] }')
     known = (*_LIST_CONDITIONS, *_BOOL_CONDITIONS, *_NUMBER_CONDITIONS)
+    if not isinstance(value, dict):
+        raise at.error(
+            path,
+            'expected a table like { kind = ["prose"] }',
+            fix=f"write when = {{ ... }} with {_choices(known)}",
+        )
     fields: dict[str, Any] = {}
     for key, v in value.items():
         sub = f"{path}.{key}"
@@ -233,7 +243,9 @@ def _when(value: Any, path: str, at: _Where) -> When:
             fields[key] = _str_list(v, sub, _LIST_CONDITIONS[key], key, at)
         elif key in _BOOL_CONDITIONS:
             if not isinstance(v, bool):
-                raise at.error(sub, f"expected true or false, not {v!r}")
+                raise at.error(
+                    sub, f"expected true or false, not {v!r}", fix=f"write {key} = true or false"
+                )
             fields[key] = v
         elif key in _NUMBER_CONDITIONS:
             fields[key] = _comparisons(v, sub, at)
@@ -244,7 +256,11 @@ def _when(value: Any, path: str, at: _Where) -> When:
 
 def _rule(value: Any, path: str, at: _Where) -> Rule:
     if not isinstance(value, dict):
-        raise at.error(path, "expected a table: write [[rule]] with do = ... and an optional when")
+        raise at.error(
+            path,
+            "expected a table",
+            fix="write [[rule]] with do = ... and an optional when",
+        )
     for key in value:
         if key not in _RULE_KEYS:
             raise at.error(f"{path}.{key}", "unknown key", fix="a rule takes when and do")
@@ -259,7 +275,11 @@ def _rule(value: Any, path: str, at: _Where) -> Rule:
 
 def _order(value: Any, at: _Where) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise at.error("order", 'expected a list of keys like ["-score", "position"]')
+        raise at.error(
+            "order",
+            'expected a list of keys like ["-score", "position"]',
+            fix=f'use {_choices(ORDER_KEYS)}, each with an optional "-" for descending',
+        )
     seen: set[str] = set()
     for i, key in enumerate(value):
         bare = key[1:] if key.startswith("-") else key
@@ -291,20 +311,30 @@ def spec_from_obj(obj: Mapping[str, Any], file: str = "<spec>", text: str = "") 
         )
     name = obj.get("name", Path(file).stem if file != "<spec>" else "spec")
     if not isinstance(name, str) or not name:
-        raise at.error("name", "expected a non-empty string")
+        raise at.error("name", "expected a non-empty string", fix='write name = "my-policy"')
     order = _order(obj["order"], at) if "order" in obj else ("position",)
     stop = obj.get("stop", "fits")
     if stop not in STOPS:
-        raise at.error("stop", f'expected "fits" or "all", not {stop!r}')
+        raise at.error(
+            "stop", f'expected "fits" or "all", not {stop!r}', fix='write stop = "fits" or "all"'
+        )
     stub_tokens = obj.get("stub_tokens", DEFAULT_STUB_TOKENS)
     if isinstance(stub_tokens, bool) or not isinstance(stub_tokens, int) or stub_tokens < 0:
-        raise at.error("stub_tokens", f"expected an integer >= 0, not {stub_tokens!r}")
+        raise at.error(
+            "stub_tokens",
+            f"expected an integer >= 0, not {stub_tokens!r}",
+            fix="write a whole number of tokens, or drop the key",
+        )
     demote_orphans = obj.get("demote_orphans", False)
     if not isinstance(demote_orphans, bool):
-        raise at.error("demote_orphans", f"expected true or false, not {demote_orphans!r}")
+        raise at.error(
+            "demote_orphans",
+            f"expected true or false, not {demote_orphans!r}",
+            fix="write demote_orphans = true or false",
+        )
     raw_rules = obj.get("rule", [])
     if not isinstance(raw_rules, list):
-        raise at.error("rule", "expected an array of tables: write each rule as [[rule]]")
+        raise at.error("rule", "expected an array of tables", fix="write each rule as [[rule]]")
     rules = tuple(_rule(r, f"rule[{i}]", at) for i, r in enumerate(raw_rules))
     return Spec(name, rules, order, stop, stub_tokens, demote_orphans, file)
 
