@@ -334,3 +334,33 @@ def test_check_json_exit_agrees_with_the_process_with_and_without_repair(
     for extra in ([], ["--store", str(store), "--repair", str(tmp_path / "o.json")]):
         code, out, _ = run("check", before, after, "--format", "json", *extra)
         assert json.loads(out)["exit"] == code == 1
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full (Linux)")
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["audit", "tests/corpus/cf007_fires.jsonl"],
+        ["audit", "tests/corpus/cf007_fires.jsonl", "--format", "json"],
+        ["--version"],
+        ["--help"],
+    ],
+    ids=["audit", "audit-json", "version", "help"],
+)
+def test_a_standard_output_that_takes_nothing_is_exit_2(argv: list[str]) -> None:
+    """A full disk behind standard output is an output that cannot be written: exit 2,
+    one line saying so, never an internal error."""
+    import subprocess
+    import sys
+
+    with open("/dev/full", "w", encoding="utf-8") as full:
+        done = subprocess.run(
+            [sys.executable, "-c", "from verifier.cli import entry; entry()", *argv],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=ROOT,
+            check=False,
+        )
+    assert done.returncode == 2, done.stderr
+    assert done.stderr == "ctxproof: standard output: cannot write: No space left on device\n"

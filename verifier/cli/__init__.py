@@ -15,6 +15,7 @@ command line"): it parses its arguments, calls the library and prints.
 from __future__ import annotations
 
 import contextlib
+import errno
 import gc
 import importlib
 import os
@@ -25,7 +26,15 @@ from typing import IO
 
 import click
 
-from verifier.cli.common import EPILOG, EXIT_INPUT, EXIT_INTERNAL, EXIT_OK, SOLVER_ENV, Out
+from verifier.cli.common import (
+    EPILOG,
+    EXIT_INPUT,
+    EXIT_INTERNAL,
+    EXIT_OK,
+    SOLVER_ENV,
+    Out,
+    stdout_error,
+)
 from verifier.errors import CtxproofError, InputError, OutputError, StoreError
 
 __all__ = ["COMMANDS", "cli", "entry", "main"]
@@ -94,9 +103,7 @@ def _imported(module: str) -> ModuleType:
             gc.enable()
 
 
-@click.group(
-    cls=_Commands, epilog=EPILOG, context_settings={"help_option_names": ["-h", "--help"]}
-)
+@click.group(cls=_Commands, epilog=EPILOG, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="ctxproof")
 def cli() -> None:
     """Formal verification harness for self-editing context windows."""
@@ -156,6 +163,14 @@ def _main(argv: Sequence[str] | None, out: Out) -> int:
     except CtxproofError as exc:
         out.note(f"ctxproof: internal error: {exc}")
         return EXIT_INTERNAL
+    except OSError as exc:
+        if _stdout_failed(out, exc):
+            # click's own writes (--version, --help) to a standard output that takes
+            # no more: an output that cannot be written, as Out.line words it
+            out.note(f"ctxproof: {stdout_error(exc)}")
+            return EXIT_INPUT
+        out.note(f"ctxproof: internal error: {type(exc).__name__}: {exc}")
+        return EXIT_INTERNAL
     except Exception as exc:
         out.note(f"ctxproof: internal error: {type(exc).__name__}: {exc}")
         if os.environ.get("CTXPROOF_DEBUG"):
@@ -168,6 +183,23 @@ def _main(argv: Sequence[str] | None, out: Out) -> int:
     return EXIT_OK
 
 
+_WRITE_REFUSED = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EPIPE})
+"""What a write that found no room (or no reader) fails with: files ctxproof writes
+itself report it as an OutputError, so one escaping a command is a standard stream's."""
+
+
+def _stdout_failed(out: Out, exc: OSError) -> bool:
+    """Whether the error is standard output refusing a write (click's own, of --version or
+    --help): a write error, or a flush of what it holds that fails."""
+    if exc.errno in _WRITE_REFUSED:
+        return True
+    try:
+        out.stdout.flush()
+    except (OSError, ValueError):  # ValueError: closed
+        return True
+    return False
+
+
 def entry() -> None:
     """Console-script entry point.
 
@@ -178,6 +210,12 @@ def entry() -> None:
     """
     _OWNED[0] = True
     code = main()
+    try:
+        sys.stdout.flush()  # what is buffered still: a refusal here is exit 2 as well
+    except OSError as exc:
+        sys.stderr.write(f"ctxproof: {stdout_error(exc)}\n")
+        code = EXIT_INPUT
+        with contextlib.suppress(OSError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # nothing at exit
     gc.freeze()
     sys.exit(code)
-

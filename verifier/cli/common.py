@@ -13,7 +13,7 @@ from typing import IO, Any
 
 import click
 
-from verifier.errors import suggestion
+from verifier.errors import OutputError, suggestion
 from verifier.findings import Finding, cause_item
 
 __all__ = [
@@ -59,7 +59,12 @@ class Out:
         self.stderr = stderr
 
     def line(self, text: str) -> None:
-        self.stdout.write(text + "\n")
+        """A result line; standard output that takes no more (a full disk, a closed
+        device) is an output that cannot be written (exit 2), not an internal error."""
+        try:
+            self.stdout.write(text + "\n")
+        except OSError as exc:
+            raise stdout_error(exc) from None
 
     def note(self, text: str) -> None:
         """An error or usage message: always shown."""
@@ -69,6 +74,11 @@ class Out:
         """A summary or progress line: shown only when stderr is a terminal."""
         if self.stderr.isatty():
             self.stderr.write(text + "\n")
+
+
+def stdout_error(exc: OSError) -> OutputError:
+    """The error of a write to standard output that failed."""
+    return OutputError(f"standard output: cannot write: {exc.strerror or exc}")
 
 
 def format_finding(name: str, f: Finding, related: Sequence[str] = ()) -> str:
