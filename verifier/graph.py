@@ -20,6 +20,7 @@ of a pass does not grow with the number of passes.
 from __future__ import annotations
 
 import json
+import re
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -393,6 +394,30 @@ def _scalar(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=True)
 
 
+_NOT_XML = re.compile(r"[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+"""A character XML 1.0 cannot hold, even as a character reference: C0 controls but tab,
+newline and carriage return, lone surrogates, U+FFFE and U+FFFF."""
+
+
+def _u_escape(m: re.Match[str]) -> str:
+    return f"\\u{ord(m.group()):04x}"
+
+
+def _xml_name(node: str) -> str:
+    """A node's name as GraphML writes it: a backslash as two, and each character XML
+    cannot hold as ``\\uXXXX``, so that no two names become one (the node's ``id``
+    attribute keeps the item's id exactly)."""
+    if "\\" not in node and _NOT_XML.search(node) is None:
+        return node
+    return _NOT_XML.sub(_u_escape, node.replace("\\", "\\\\"))
+
+
+def _xml_scalar(value: Any) -> str:
+    """An attribute as GraphML writes it: JSON-encoded, the characters XML cannot hold
+    written as JSON escapes (they only stand in strings), so it decodes to the same."""
+    return _NOT_XML.sub(_u_escape, _scalar(value))
+
+
 def export(graph: JustificationGraph, path: str | Path) -> Path:
     """Write the graph as GraphML, node-link JSON or DOT, by the file's suffix, atomically.
 
@@ -407,9 +432,11 @@ def export(graph: JustificationGraph, path: str | Path) -> Path:
         networkx = _networkx()
         flat: nx.DiGraph[str] = networkx.DiGraph()
         for node, attrs in g.nodes(data=True):
-            flat.add_node(node, **{k: _scalar(v) for k, v in attrs.items()})
+            flat.add_node(_xml_name(node), **{k: _xml_scalar(v) for k, v in attrs.items()})
         for u, v, attrs in g.edges(data=True):
-            flat.add_edge(u, v, **{k: _scalar(val) for k, val in attrs.items()})
+            flat.add_edge(
+                _xml_name(u), _xml_name(v), **{k: _xml_scalar(val) for k, val in attrs.items()}
+            )
         text = "\n".join(networkx.generate_graphml(flat)) + "\n"
     elif suffix == ".json":
         data = _networkx().node_link_data(g, edges="edges")

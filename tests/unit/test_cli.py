@@ -284,6 +284,33 @@ def test_graph_exports(tmp_path: Path) -> None:
     assert code == 2
 
 
+def test_graphml_holds_ids_xml_cannot(tmp_path: Path) -> None:
+    """Ids with characters XML 1.0 cannot hold (a C0 control, U+FFFE) or with a backslash:
+    the GraphML reads back, one node per version, each ``id`` attribute the item's id."""
+    ids = ["c\x01x", "o\ufffe", "a\\u0001", "t\tab", "plain"]
+    items = [{"id": i, "kind": "observation", "shows": "a", "modality": "verified"} for i in ids]
+    trace = tmp_path / "t.jsonl"
+    header = {"event": "header", "format": "ctxproof-trace/1"}
+    rewrite = {"event": "rewrite", "policy": "p", "window": items[1:]}
+    events = [header, {"event": "append", "items": items}, rewrite]
+    trace.write_text("".join(json.dumps(e) + "\n" for e in events), "utf-8")
+    out = tmp_path / "g.graphml"
+    code, _, err = run("graph", str(trace), "--out", str(out))
+    assert code == 0, err
+    g = nx.read_graphml(out)
+    from verifier.audit import audit_trace
+    from verifier.graph import JustificationGraph
+    from verifier.io import parse_trace_text
+
+    graph = JustificationGraph()
+    audit_trace(parse_trace_text(trace.read_text("utf-8"), "t"), graph=graph)
+    assert g.number_of_nodes() == graph.g.number_of_nodes()
+    assert g.number_of_edges() == graph.g.number_of_edges()
+    read = sorted(json.loads(a["id"]) for _, a in g.nodes(data=True) if "id" in a)
+    assert read == sorted(a["id"] for _, a in graph.g.nodes(data=True) if "id" in a)
+    assert set(read) == set(ids)
+
+
 def test_why_names_the_rewrite_that_broke_the_chain() -> None:
     trace = str(SCENARIOS / "tests_passed_loses_run.jsonl")
     code, out, _ = run("why", trace, "d1", "--format", "json")
