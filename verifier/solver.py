@@ -230,7 +230,20 @@ class Core:
 
 
 def describe_core(labels: Sequence[str]) -> str:
-    return ", ".join(repr(label) for label in labels) if labels else "the background"
+    """The labels of a core, each once; a label that stands for several premises (two
+    stored versions of one id) says how many.
+
+    >>> describe_core(["c9", "a1", "c9"])
+    "'c9' (2 versions), 'a1'"
+    """
+    if not labels:
+        return "the background"
+    counts: dict[str, int] = {}
+    for label in labels:
+        counts[label] = counts.get(label, 0) + 1
+    return ", ".join(
+        repr(label) if n == 1 else f"{label!r} ({n} versions)" for label, n in counts.items()
+    )
 
 
 def _literal(f: Formula) -> tuple[str, bool] | None:
