@@ -662,3 +662,24 @@ def test_commands_run_in_process_leave_their_garbage_collectable(
         assert left() is None, argv
     assert not cli_module._OWNED[0]
     sys.modules.pop("probe_command_module", None)
+
+
+def test_check_reads_both_backgrounds_together(tmp_path: Path) -> None:
+    """A background holds in every window: AFTER's background is read for BEFORE too (no
+    CF005 for a claim it entails), and two that contradict each other are bad input."""
+    claim = {"id": "n1", "kind": "claim", "formula": "db.replicas3"}
+
+    def window(name: str, background: list[str], items: list[dict[str, Any]]) -> str:
+        path = tmp_path / name
+        obj = {"format": "ctxproof-window/1", "background": background, "items": items}
+        path.write_text(json.dumps(obj), "utf-8")
+        return str(path)
+
+    before = window("b.json", [], [])
+    code, out, _ = run("check", before, window("a0.json", [], [claim]), "--format", "json")
+    assert code == 1 and [f["code"] for f in json.loads(out)["findings"]] == ["CF005"]
+    after = window("a1.json", ["db.replicas3"], [claim])
+    code, out, _ = run("check", before, after, "--format", "json")
+    assert code == 0 and json.loads(out)["findings"] == []
+    code, _, err = run("check", window("b2.json", ["!db.replicas3"], []), after)
+    assert code == 2 and "unsatisfiable" in err
