@@ -175,6 +175,52 @@ def test_claude_code_without_parent_or_uuid_is_the_file_order() -> None:
     assert findings(trace) == []
 
 
+def _parallel_turn(order: list[int], after_parent: str) -> list[dict[str, Any]]:
+    """One user prompt, three parallel calls (a record each, each the parent of the next),
+    their results (each a child of its own call's record) in the given order, then a reply
+    whose parent is ``after_parent``, then the user again."""
+    recs = [cc("u1", None, "user", "go")]
+    parent = "u1"
+    for k in (1, 2, 3):
+        call = {"type": "tool_use", "id": f"t{k}", "name": "Bash", "input": {"command": f"c{k}"}}
+        recs.append(cc(f"a{k}", parent, "assistant", [call]))
+        parent = f"a{k}"
+    for k in order:
+        failed = {"is_error": True} if k == 2 else {}
+        out = "Exit code 1\nboom" if k == 2 else f"out {k}"
+        block = {"type": "tool_result", "tool_use_id": f"t{k}", "content": out, **failed}
+        recs.append(cc(f"r{k}", f"a{k}", "user", [block]))
+    recs.append(cc("a4", after_parent, "assistant", [{"type": "text", "text": "done"}]))
+    recs.append(cc("u2", "a4", "user", "next"))
+    return recs
+
+
+@pytest.mark.parametrize(
+    ("order", "after_parent"),
+    [([1, 2, 3], "r3"), ([3, 2, 1], "r1"), ([3, 2, 1], "r3"), ([2, 1, 3], "r2")],
+)
+def test_claude_code_parallel_calls_are_one_append(order: list[int], after_parent: str) -> None:
+    """Each result of parallel calls hangs off its own call's record, not off the chain's
+    end: the model saw every call and result in one request, so no rewrite is made up, and
+    what follows the reply chains through all of them."""
+    trace = imported("claude-code", jsonl(_parallel_turn(order, after_parent)))
+    assert [type(ev).__name__ for ev in trace.events] == ["Append"]
+    ids = [it.id for it in windows(trace)[-1][1]]
+    results = [f"t{k}:result" for k in order]
+    assert ids == ["u1", "t1", "t2", "t3", *results, "a4", "u2"]
+    assert findings(trace) == []
+
+
+def test_claude_code_a_result_off_the_chain_after_text_is_still_a_branch() -> None:
+    """A result whose call's record is followed by assistant text is no parallel result:
+    the chain went on past it, and a message hanging off the call is a branch (a rewind)."""
+    recs = _parallel_turn([1], "r1")[:5]  # u1, a1..a3, r1
+    recs.insert(4, cc("x1", "a3", "assistant", [{"type": "text", "text": "thinking"}]))
+    trace = imported("claude-code", jsonl(recs))
+    assert "Rewrite" in [type(ev).__name__ for ev in trace.events]
+    assert [it.id for it in windows(trace)[-1][1]] == ["u1", "t1", "t1:result"]
+
+
 def test_claude_code_two_sessions_are_refused_naming_both(tmp_path: Path) -> None:
     a = tmp_path / "a.jsonl"
     b = tmp_path / "b.jsonl"

@@ -84,7 +84,9 @@ class _Session:
     keep: bool = True
     """Keep each message's record and body (for an extractor)."""
     loose: set[str] = field(default_factory=set)
-    """Messages that continued the session by the file's order (no uuid or no parentUuid)."""
+    """Messages that continued the chain without being the child of its end: by the file's
+    order (no uuid or no parentUuid), past such messages, or as results of parallel tool
+    calls; a message whose parent they follow continues the chain too."""
 
     def snapshot(self, policy: str | None = None) -> None:
         self.out.append(Snapshot(tuple(self.message(u) for u in self.current), policy))
@@ -300,15 +302,37 @@ def _extend(key: str, s: _Session) -> None:
     or an edited prompt.
     """
     parent = _message_parent(key, s)
-    if _continues(parent, s):
-        if parent is None:
-            s.loose.add(key)
+    if _continues(parent, s) or _parallel_result(key, parent, s):
+        if not s.current or parent != s.current[-1]:
+            s.loose.add(key)  # the chain's end may be its parent's child: skipped over
             if s.current:
                 s.parents[key] = s.current[-1]  # what follows it chains through the session
         s.current.append(key)
         return
     s.snapshot()
     s.move(_chain(key, s))
+
+
+def _parallel_result(key: str, parent: str | None, s: _Session) -> bool:
+    """Is the message the result of one of several parallel tool calls, hanging off the
+    record of its own call while the chain went on through the other calls and results?
+
+    Claude Code writes each call of one assistant turn as a record of its own (each
+    the parent of the next) and each result as a record whose parent is its call's:
+    the model saw every call and every result, in one request. A message is such a
+    result when it holds tool results only, each answering a call of the chain from
+    its parent on, and the chain after its parent holds tool calls and results only.
+    """
+    if parent is None or parent not in s.current:
+        return False
+    message = s.live[key]
+    if message.text or message.calls or not message.results:
+        return False
+    after = s.current[s.current.index(parent) :]
+    calls = {c.id for k in after for c in s.message(k).calls}
+    if not all(r.call_id in calls for r in message.results):
+        return False
+    return all(not s.message(k).text for k in after[1:])
 
 
 def _continues(parent: str | None, s: _Session) -> bool:
