@@ -61,6 +61,7 @@ from verifier.parser import parse_formula
 from verifier.policies import (
     Policy,
     PolicyResult,
+    ids_checked_by_caller,
     item_tokens,
     load_policy,
     policy_argument,
@@ -813,7 +814,11 @@ class _Agent:
         before = self.tokens()
         pressure = _ratio(before, self.budget)
         res = call()
-        finding = res.finding(self.line()) if not res.ok else self.dangling(res.window, pass_no)
+        finding = (
+            res.finding(self.line())
+            if not res.ok
+            else self.dangling(res.window, pass_no, res.claimed_preserved)
+        )
         if finding is not None:
             self.result.findings.append(
                 Finding(finding.code, pass_no, finding.items, finding.message, self.line())
@@ -851,11 +856,26 @@ class _Agent:
         self.result.pressures.append((pressure, len(self.auditor.findings) - count))
         return self.fits(pass_no)
 
-    def dangling(self, window: Sequence[Item], pass_no: int) -> Finding | None:
-        """PL001 when an item of the policy's window cites an id no event of the session
-        defines and the store does not hold (a trace holding it would be bad input)."""
+    def dangling(
+        self, window: Sequence[Item], pass_no: int, claimed: Sequence[str] | None = None
+    ) -> Finding | None:
+        """PL001 when an item of the policy's window cites, or its ``claimed_preserved``
+        names, an id no event of the session defines and the store does not hold (a trace
+        holding it would be bad input); an id dropped at an earlier pass is defined, and
+        the rules judge it (CF006 for a claim, CF004 for a citation)."""
         own = {it.id for it in window}
         seen, store = self.auditor.history.last_seen, self.auditor.store
+        for cid in claimed or ():
+            if cid in own or cid in seen or store.has_id(cid):
+                continue
+            return Finding(
+                "PL001",
+                pass_no,
+                (cid,),
+                f"policy {self.policy.name!r}: 'claimed_preserved' names {cid!r}, which no"
+                " event defines and the store does not hold",
+                self.line(),
+            )
         given = {id(it) for it in self.items}
         for it in window:
             if id(it) in given:
@@ -960,7 +980,14 @@ def send_twice(
     if isinstance(policy, PolicyProcess):
         return policy.send(items, budget, pass_no=pass_no, ages=ages, store=store)
     return lambda: run_policy(
-        policy, items, budget, pass_no=pass_no, ages=ages, store=store, check_determinism=True
+        policy,
+        items,
+        budget,
+        pass_no=pass_no,
+        ages=ages,
+        store=store,
+        known=ids_checked_by_caller,  # the ids are checked against the session: dangling()
+        check_determinism=True,
     )
 
 

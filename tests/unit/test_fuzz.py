@@ -170,8 +170,8 @@ def test_the_scorecard_and_the_plot_are_written(tmp_path: Path) -> None:
     assert "WR004 negative-laundered" in out and "tokens" in out
 
 
-def _write_policy(tmp_path: Path, body: str) -> str:
-    path = tmp_path / "pol.py"
+def _write_policy(tmp_path: Path, body: str, name: str = "pol.py") -> str:
+    path = tmp_path / name
     path.write_text(body, "utf-8")
     return f"{path}:policy"
 
@@ -224,6 +224,43 @@ def test_a_policy_citing_an_id_defined_nowhere_is_pl001(
     # the counterexample is a valid trace: it ends before the rewrite that cited it
     assert run("audit", cex["path"])[0] == 0
     assert "PL001 policy-error" in out
+
+
+def test_claiming_an_id_dropped_earlier_is_cf006_and_one_defined_nowhere_is_pl001(
+    tmp_path: Path,
+) -> None:
+    """An id the session defined and an earlier rewrite dropped is known to the trace:
+    claiming it preserved is CF006, as ``audit`` of the same rewrite says; an id no event
+    defines would be bad input in a trace, so claiming it is the policy's PL001."""
+    seen = _write_policy(
+        tmp_path,
+        "def policy(window, budget, *, ages):\n"
+        "    kept = window[len(window) // 2:]\n"
+        "    gone = sorted(set(ages) - {i['id'] for i in window})\n"
+        "    return {'window': kept, 'claimed_preserved': [i['id'] for i in kept] + gone}\n",
+        name="seen.py",
+    )
+    code, _out, err = run(
+        "fuzz", seen, "--sessions", "4", "--passes", "3", "--out", str(tmp_path / "a")
+    )
+    card = json.loads((tmp_path / "a" / "scorecard.json").read_text("utf-8"))
+    assert code == 1 and "CF006" in card["findings_by_rule"], err
+    assert "PL001" not in card["findings_by_rule"]
+    cex = next(c for c in card["counterexamples"] if c["code"] == "CF006")
+    replayed = json.loads(run("audit", cex["path"], "--format", "json")[1])
+    assert next(f["items"] for f in replayed["findings"] if f["code"] == "CF006") == cex["items"]
+    ghost = _write_policy(
+        tmp_path,
+        "def policy(window, budget):\n"
+        "    return {'window': window[1:], 'claimed_preserved': ['ghost']}\n",
+        name="ghost.py",
+    )
+    code, _out, err = run(
+        "fuzz", ghost, "--sessions", "2", "--passes", "2", "--out", str(tmp_path / "b")
+    )
+    card = json.loads((tmp_path / "b" / "scorecard.json").read_text("utf-8"))
+    assert code == 1 and set(card["findings_by_rule"]) == {"PL001"}, err
+    assert card["counterexamples"][0]["items"] == ["ghost"]
 
 
 def test_a_random_policy_is_pl002(tmp_path: Path) -> None:
@@ -519,4 +556,3 @@ def test_the_agent_sees_through_a_stub_only_to_the_item_of_its_own_id() -> None:
     assert agent.visible() == [stored]
     agent.window = [{"id": "p9", "kind": "stub", "ref": ref}]
     assert agent.visible() == []
-

@@ -58,7 +58,15 @@ from typing import Any
 
 from verifier.errors import InputError
 from verifier.io import item_from_canonical
-from verifier.policies import Given, Outcome, PolicyResult, StoreLike, StoreView, outcome_twice
+from verifier.policies import (
+    Given,
+    Outcome,
+    PolicyResult,
+    StoreLike,
+    StoreView,
+    ids_checked_by_caller,
+    outcome_twice,
+)
 from verifier.policies.loading import Policy, as_policy, is_spec_name, load_policy, one_line
 from verifier.window import Item
 
@@ -235,6 +243,7 @@ def _answer(policy: Policy, reader: int, writer: int) -> None:
             args["budget"],
             args["pass_no"],
             args["ages"],
+            ids_checked_by_caller,  # the harness holds the session: it checks the ids
             between=lambda: _send(writer, b"1"),
             contained=True,
             store=store if policy.takes_store else None,
