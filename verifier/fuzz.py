@@ -256,6 +256,9 @@ class SessionResult:
     the limit on them was reached (``bounded``) and the ``seconds`` it took."""
     over_budget: int = 0
     """Rewrites that left the window over its budget."""
+    undecided: int = 0
+    """Checks the solver left undecided (unknown, or its budget spent): rewrites whose
+    verdict is ``undecided`` and questions at appends; never counted as accepted."""
 
     def codes(self) -> set[str]:
         return {f.code for f in self.findings}
@@ -274,6 +277,7 @@ class SessionResult:
             "shapes": self.shapes,
             **({"shrink": self.shrink} if self.shrink is not None else {}),
             "over_budget": self.over_budget,
+            "undecided": self.undecided,
         }
 
     @classmethod
@@ -288,6 +292,7 @@ class SessionResult:
             dict(obj.get("shapes", {})),
             dict(obj["shrink"]) if obj.get("shrink") is not None else None,
             obj.get("over_budget", 0),
+            obj.get("undecided", 0),
         )
 
 
@@ -375,6 +380,10 @@ class _Agent:
         for _ in self.turns():
             if stop_on is not None and any(f.code == stop_on for f in findings):
                 break  # what is sought is found: the rest of the session cannot matter
+        auditor = self.auditor
+        self.result.undecided = len(auditor.undecided) + sum(
+            r.verdict == "undecided" for r in auditor.rewrites
+        )
         return self.result
 
     def turns(self) -> Iterator[None]:
@@ -1233,6 +1242,9 @@ class FuzzReport:
     on sessions per rule; in ``scorecard.json``."""
     over_budget: int = 0
     """Rewrites that left the window over its budget (each a PL004 with require_fit)."""
+    undecided: int = 0
+    """Checks the solver left undecided in the sessions explored (:attr:`SessionResult.
+    undecided`): with no finding, the run is undecided (exit 3), never safe."""
 
     @property
     def saves_nothing(self) -> bool:
@@ -1242,7 +1254,10 @@ class FuzzReport:
 
     @property
     def exit_code(self) -> int:
-        return 1 if self.findings_by_rule else 0
+        """1 with a finding; else 3 when a check was left undecided; else 0."""
+        if self.findings_by_rule:
+            return 1
+        return 3 if self.undecided else 0
 
     def to_json(self) -> Obj:
         return {
@@ -1255,6 +1270,7 @@ class FuzzReport:
             "tokens_before": self.tokens_before,
             "tokens_after": self.tokens_after,
             "over_budget": self.over_budget,
+            "undecided": self.undecided,
             "seconds": round(self.seconds, 3),
         }
 
@@ -1318,6 +1334,7 @@ class _Chunk:
     pressures: list[tuple[float, int]] = field(default_factory=list)
     shapes: dict[str, int] = field(default_factory=dict)
     over_budget: int = 0
+    undecided: int = 0
 
     def to_json(self) -> Obj:
         return {
@@ -1331,6 +1348,7 @@ class _Chunk:
             "pressures": self.pressures,
             "shapes": self.shapes,
             "over_budget": self.over_budget,
+            "undecided": self.undecided,
         }
 
     @classmethod
@@ -1346,6 +1364,7 @@ class _Chunk:
             [(p, n) for p, n in obj["pressures"]],
             dict(obj.get("shapes", {})),
             obj.get("over_budget", 0),
+            obj.get("undecided", 0),
         )
 
 
@@ -1382,6 +1401,7 @@ def explore_chunk(
         out.pressures.extend(res.pressures)
         merge_shapes(out.shapes, res.shapes)
         out.over_budget += res.over_budget
+        out.undecided += res.undecided
 
     with _own_draws_only():
         explore()
@@ -2007,6 +2027,7 @@ def fuzz(
                 report.pressures.extend(ch.pressures)
                 merge_shapes(report.shapes, ch.shapes)
                 report.over_budget += ch.over_budget
+                report.undecided += ch.undecided
                 for code, n in ch.counts.items():
                     report.findings_by_rule[code] = report.findings_by_rule.get(code, 0) + n
                 for code, at in ch.first.items():
@@ -2310,8 +2331,13 @@ def scorecard_text(report: FuzzReport, by_pressure: Sequence[Mapping[str, Any]])
             " window over its budget"
             + ("" if "PL004" in report.findings_by_rule else " (--require-fit makes each PL004)")
         )
+    if report.undecided:
+        lines.append(
+            f"  undecided: {report.undecided} check(s) the solver left undecided (unknown, or"
+            " its budget spent), none taken as accepted; raise --rlimit or --timeout"
+        )
     if not report.findings_by_rule:
-        lines.append("  no findings")
+        lines.append("  no findings" + (", and not all decided" if report.undecided else ""))
     for code, n in sorted(report.findings_by_rule.items()):
         cex = next((c for c in report.counterexamples if c.code == code), None)
         where = ""

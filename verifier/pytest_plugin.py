@@ -87,7 +87,8 @@ class CtxproofChecks:
         mode: str = "support",
         require_fit: bool = False,
     ) -> FuzzReport:
-        """Fuzz the policy; fail when any session makes a finding.
+        """Fuzz the policy; fail when any session makes a finding, or leaves a check
+        undecided (the solver's unknown, or its budget spent, is never a pass).
 
         ``policy`` is a ``(window, budget)`` callable, or a string as the
         command line takes it (``path/to/file.py:function``, ``module:function``,
@@ -111,7 +112,7 @@ class CtxproofChecks:
             mode=mode,
             require_fit=require_fit,
         )
-        if report.findings_by_rule:
+        if report.findings_by_rule or report.undecided:
             raise AssertionError("\n".join(_policy_failure(report, _cli_name(policy))))
         return report
 
@@ -122,9 +123,13 @@ def _policy_failure(report: FuzzReport, policy: str) -> list[str]:
     from verifier.findings import RULES
     from verifier.fuzz import REPLAYABLE
 
-    lines = [
-        f"policy {report.policy} is not safe: {report.sessions} session(s), seed {report.seed}"
-    ]
+    verdict = "is not safe" if report.findings_by_rule else "is not shown safe"
+    lines = [f"policy {report.policy} {verdict}: {report.sessions} session(s), seed {report.seed}"]
+    if report.undecided:
+        lines.append(
+            f"  {report.undecided} check(s) left undecided (the solver's unknown, or its budget"
+            " spent): raise CTXPROOF_RLIMIT or CTXPROOF_TIMEOUT"
+        )
     shrunk: Mapping[str, Any] = {c.code: c for c in report.counterexamples}
     for code, n in sorted(report.findings_by_rule.items()):
         cex = shrunk.get(code)

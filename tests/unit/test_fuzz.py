@@ -263,6 +263,30 @@ def test_claiming_an_id_dropped_earlier_is_cf006_and_one_defined_nowhere_is_pl00
     assert card["counterexamples"][0]["items"] == ["ghost"]
 
 
+def test_checks_left_undecided_are_exit_3_never_a_clean_run(tmp_path: Path) -> None:
+    """A solver budget too small to decide: the fabricating policy is never called safe
+    (exit 0, "no findings"); the run says how many checks were left undecided and exits 3,
+    while with the default budget the same run finds CF005."""
+    arg = _write_policy(
+        tmp_path,
+        "def policy(window, budget):\n"
+        "    if any(i['id'] == 'fab' for i in window):\n"
+        "        return window\n"
+        "    return window + [{'id': 'fab', 'kind': 'claim', 'formula': 'deploy.done'}]\n",
+    )
+    common = ["--sessions", "3", "--passes", "2", "--seed", "1"]
+    code, out, err = run("fuzz", arg, *common, "--rlimit", "1", "--out", str(tmp_path / "u"))
+    card = json.loads((tmp_path / "u" / "scorecard.json").read_text("utf-8"))
+    assert code == 3, err
+    assert card["findings_by_rule"] == {} and card["undecided"] > 0
+    assert f"undecided: {card['undecided']} check(s)" in out
+    assert "no findings, and not all decided" in out
+    code, out, err = run("fuzz", arg, *common, "--out", str(tmp_path / "d"))
+    card = json.loads((tmp_path / "d" / "scorecard.json").read_text("utf-8"))
+    assert code == 1 and "CF005" in card["findings_by_rule"], err
+    assert card["undecided"] == 0 and "  undecided:" not in out
+
+
 def test_a_random_policy_is_pl002(tmp_path: Path) -> None:
     arg = _write_policy(
         tmp_path,

@@ -53,3 +53,27 @@ def test_the_fixture_passes_a_safe_rewrite_and_fails_an_unsafe_policy(
             "*CF001 commitment-dropped: * finding(s); shrunk session: *cex-CF001.jsonl*",
         ]
     )
+
+
+def test_a_policy_whose_checks_are_left_undecided_is_not_shown_safe(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A solver budget too small to decide fails the test (the solver's unknown is never a
+    pass), saying how many checks were left undecided."""
+    monkeypatch.setenv("CTXPROOF_RLIMIT", "1")
+    pytester.makepyfile(
+        """
+        def fabricate(window, budget):
+            if any(i["id"] == "fab" for i in window):
+                return window
+            return window + [{"id": "fab", "kind": "claim", "formula": "deploy.done"}]
+
+        def test_policy(ctxproof):
+            ctxproof.assert_policy_safe(fabricate, sessions=3, passes=2, seed=1)
+        """
+    )
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        ["*policy fabricate is not shown safe*", "*check(s) left undecided*"]
+    )
