@@ -315,6 +315,10 @@ def test_the_hand_written_specs_use_every_key_and_action() -> None:
         ("tokens = { gt = 1048575 }", False),
         ("tokens = { ge = 30000000 }", True),
         ("age = { gt = 65535 }", True),
+        ("age = { gt = 268435455 }", True),  # an age wider than the budget's numbers
+        ("tokens = { ge = 1 }, pressure = { lt = 1e-9 }", False),  # a budget of 10**9 tokens
+        ("tokens = { ge = 1 }, pressure = { lt = 1e-9 }", True),
+        ("pressure = { gt = 1e7, lt = 1e300 }", True),  # tokens ten million times the budget
     ],
 )
 def test_a_threshold_past_the_default_ranges_is_still_reached(
@@ -345,6 +349,11 @@ def test_the_ranges_grow_with_the_spec_only() -> None:
     bounds = spec_bounds(big)
     assert bounds.tokens >= 4 * 5_000_000 and bounds.age >= 4 * 10**6
     assert bounds.budget > 6 * bounds.tokens  # a budget above a window of such items
+    tiny = parse_spec(
+        'format = "ctxproof-policy/1"\n[[rule]]\nwhen = { pressure = { le = 1e-9 } }\n'
+        'do = "keep"\n'
+    )
+    assert spec_bounds(tiny).budget >= 4 * 10**9  # one token in it: a pressure under 1e-9
 
 
 def test_bad_bounds_are_bad_input(tmp_path: Path) -> None:

@@ -147,11 +147,18 @@ def spec_bounds(spec: Spec) -> Bounds:
     def finite(values: Iterable[float]) -> list[float]:
         return [v for v in values if math.isfinite(v)]
 
-    tokens = finite(
-        [spec.stub_tokens, *(c.value for r in spec.rules for c in r.when.tokens or ())]
-    )
+    tokens = finite([spec.stub_tokens, *(c.value for r in spec.rules for c in r.when.tokens or ())])
     ages = finite(c.value for r in spec.rules for c in r.when.age or ())
-    return Bounds.beyond(max(tokens, default=0), max(ages, default=0))
+    # a pressure v is told apart by an item of v tokens in a budget of 1, and by an item
+    # of 1 token in a budget of 1/v: both in range
+    pressures = [
+        v for v in finite(c.value for r in spec.rules for c in r.when.pressure or ()) if v > 0
+    ]
+    return Bounds.beyond(
+        max([*tokens, *pressures], default=0),
+        max(ages, default=0),
+        max((1 / v for v in pressures), default=0),
+    )
 
 
 class Encoding:
@@ -174,7 +181,11 @@ class Encoding:
         slots = items if induction else items + passes - 1
         self.bounds = bounds = spec_bounds(spec)
         biggest = max(bounds.tokens, spec.stub_tokens)
-        width = max(bounds.budget.bit_length() + 1, (slots * biggest).bit_length() + 3)
+        width = max(
+            bounds.budget.bit_length() + 1,
+            (slots * biggest).bit_length() + 3,
+            bounds.age.bit_length() + 1,  # an age is a number of the proof as well
+        )
         self.ar: Arith = (BitVecArith if arith == "bv" else IntArith)(smt, width)
         if induction:
             self.world: World = induction_world(smt, self.ar, items, bounds)
@@ -720,4 +731,3 @@ def _reason(res: CheckResult) -> str:
     if why in ("timeout", "canceled"):
         return "z3 ran out of time (--timeout)"
     return f"z3 answered unknown ({why})"
-

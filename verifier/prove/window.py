@@ -76,11 +76,13 @@ class Bounds:
     age: int = AGE_MAX
 
     @classmethod
-    def beyond(cls, tokens: float = 0, age: float = 0) -> Bounds:
-        """Ranges that go past the largest token count and age a spec compares with
-        (four times over, rounded up to a power of two less one)."""
+    def beyond(cls, tokens: float = 0, age: float = 0, budget: float = 0) -> Bounds:
+        """Ranges that go past the largest token count, age and budget a spec compares
+        with, or needs to tell a pressure apart (four times over, rounded up to a power
+        of two less one)."""
         top = max(TOKENS_MAX, _past(tokens))
-        return cls(top, max(BUDGET_MAX, (top + 1) * 64 - 1), max(AGE_MAX, _past(age)))
+        widest = max(BUDGET_MAX, (top + 1) * 64 - 1, _past(budget))
+        return cls(top, widest, max(AGE_MAX, _past(age)))
 
 
 def _past(value: float) -> int:
