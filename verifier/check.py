@@ -417,6 +417,20 @@ def _plan(
                 else:
                     remove(iid)
                     act(f"remove new item {iid!r}")
+    if not mend_only:
+        # a question the solver left undecided: the item it is about goes back to what the
+        # window before held (or, new, goes): the repaired rewrite must be accepted
+        for iid in ctx.undecided_items:
+            prev = before.get(iid)
+            cur_it = ctx.after.get(iid)
+            if cur_it is None or (prev is not None and prev.same_version(cur_it)):
+                continue
+            if prev is not None:
+                put(prev)
+                act(f"revert {iid!r} (its check was left undecided)")
+            elif iid in edit:
+                remove(iid)
+                act(f"remove new item {iid!r} (its check was left undecided)")
     window[:] = edit.items()
     return len(actions) - taken
 
@@ -492,7 +506,7 @@ def repair_rewrite(
             history=history.copy(),
         )
         verdict = verdict_of(ctx)
-        if verdict != "refuse":
+        if verdict in ("accept", "accept-demoted"):
             return Repair(tuple(spill.values()), tuple(window), claimed, verdict, tuple(actions))
     # nothing smaller worked: keep the window as it was
     trial = LayeredStore(store)

@@ -67,6 +67,28 @@ def test_a_call_whose_result_is_an_unresolvable_stub_is_not_orphaned() -> None:
     assert codes(res.findings) == [("WR006", ("o1",))]
 
 
+def test_a_call_behind_an_unresolvable_stub_whose_result_is_dropped_is_tp002() -> None:
+    """A call is known by its id: standing as a stub the store cannot resolve, it is still
+    a call in the window, and dropping its only result is TP002 (the stub itself is
+    WR006's); with the result kept, the stub is charged WR006 alone."""
+    res = check_rewrite(its(CALL, RESULT), its(stub(CALL, MISSING)))
+    assert sorted(codes(res.findings)) == [("TP002", ("call1", "o1")), ("WR006", ("call1",))]
+    assert res.verdict == "refuse"
+    kept = check_rewrite(its(CALL, RESULT), its(stub(CALL, MISSING), RESULT))
+    assert codes(kept.findings) == [("WR006", ("call1",))]
+
+
+def test_a_call_stub_kept_while_a_later_rewrite_drops_its_result_is_tp002() -> None:
+    report = audit(
+        append(CALL, RESULT),
+        spill(RESULT),
+        window(stub(CALL, MISSING), stub(RESULT)),
+        window(stub(CALL, MISSING)),
+    )
+    assert ("TP002", ("call1", "o1")) in codes(report.findings)
+    assert [f.pass_ for f in report.findings if f.code == "TP002"] == [2]
+
+
 def test_a_stub_naming_another_stored_item_is_unresolvable_and_charged_nothing_else() -> None:
     store = MemoryStore()
     store.spill(its(NOTE))
@@ -260,8 +282,9 @@ def test_guard_takes_a_demoted_repair() -> None:
 
 
 def test_guard_of_an_undecided_rewrite_keeps_the_window_as_its_repair() -> None:
-    # contradictory premises: whether n1 follows cannot be told; the repair keeps the
-    # window as it was, which asks nothing (unknown is never read as accept)
+    # contradictory premises: whether n1 follows cannot be told; the repair removes the
+    # new item whose check was left undecided, which leaves the window as it was and asks
+    # nothing (unknown is never read as accept)
     a = {"id": "c", "kind": "commitment", "type": "decision", "formula": "a"}
     not_a = {**a, "id": "d", "formula": "!a"}
     before = its(a, not_a, NOTE)
@@ -270,6 +293,28 @@ def test_guard_of_an_undecided_rewrite_keeps_the_window_as_its_repair() -> None:
     assert g.result.repair is not None
     assert (g.result.repair.verdict, g.result.repair.actions) == (
         "accept",
-        ("keep the window as it was",),
+        ("remove new item 'n1' (its check was left undecided)",),
     )
     assert (g.verdict, g.window) == ("repaired", tuple(before))
+
+
+def test_a_refusal_whose_repair_would_keep_an_undecided_item_removes_it() -> None:
+    """A repair must be accepted when checked again: mending the refusal (a commitment
+    dropped: spill it) is not enough while a new claim's check is left undecided (the
+    window before contradicts itself); the repair removes that claim too."""
+    a = {"id": "n2", "kind": "claim", "formula": "a"}
+    not_a = {"id": "n5", "kind": "claim", "formula": "!a"}
+    c = {"id": "c1", "kind": "commitment", "type": "decision", "formula": "y"}
+    new = {"id": "n6", "kind": "claim", "formula": "x"}
+    res = check_rewrite(its(c, a, not_a), its(a, not_a, new), store=MemoryStore())
+    assert codes(res.findings) == [("CF001", ("c1",))] and res.undecided
+    assert res.repair is not None and res.repair.verdict == "accept"
+    assert res.repair.actions == (
+        "spill 'c1' and leave a stub",
+        "remove new item 'n6' (its check was left undecided)",
+    )
+    assert [(it.id, it.kind) for it in res.repair.window] == [
+        ("c1", "stub"),
+        ("n2", "claim"),
+        ("n5", "claim"),
+    ]

@@ -90,7 +90,7 @@ class _Merges:
         ctx = self.ctx
         problem = _merge_problem(ctx, merged)
         if isinstance(problem, Result):
-            ctx.unknown(f"merge {merged.id!r}", problem)
+            ctx.unknown(f"merge {merged.id!r}", problem, merged.id)
             ok = False
         elif problem is None:
             ok = True
@@ -173,7 +173,7 @@ def _cf001_to_003(ctx: RewriteContext, merges: _Merges) -> None:
             continue
         stronger = ctx.session.entails([old.formula], new.formula, [old.id])
         if stronger.unknown:
-            ctx.unknown(f"formula of {old.id!r}", stronger)
+            ctx.unknown(f"formula of {old.id!r}", stronger, old.id)
             continue
         if stronger.fails:
             ctx.report(
@@ -189,7 +189,7 @@ def _cf001_to_003(ctx: RewriteContext, merges: _Merges) -> None:
             continue  # weaker or equivalent, the original is recorded: nothing to report
         weaker = ctx.session.entails([new.formula], old.formula, [old.id])
         if weaker.unknown:
-            ctx.unknown(f"formula of {old.id!r}", weaker)
+            ctx.unknown(f"formula of {old.id!r}", weaker, old.id)
             continue
         if weaker.fails:
             # a failed result is never softened, stored original or not (WR004)
@@ -297,7 +297,7 @@ def _cf005(ctx: RewriteContext) -> None:
         goal = it.formula
         res = premises.entails(goal)
         if res.unknown:
-            ctx.unknown(f"content of {it.id!r}", res)
+            ctx.unknown(f"content of {it.id!r}", res, it.id)
         elif res.fails:
             earlier = ctx.before.resolve(it.id)
             if earlier is not None and earlier.kind == it.kind:

@@ -563,6 +563,11 @@ class _Before(LookedUpView):
 
 
 
+_THROUGH_STUBS = frozenset({"WR006", "TP002"})
+"""The rules a stub the store cannot resolve does not silence when it is a finding's first
+item: WR006 (the stub's own), and TP002 (a call is known by its id alone)."""
+
+
 @dataclass
 class RewriteContext:
     """Everything the rules of one rewrite read, and the findings they report."""
@@ -580,6 +585,9 @@ class RewriteContext:
     """The justification graph so far (audits keep one; CP001 asks it)."""
     findings: list[Finding] = field(default_factory=list)
     undecided: list[str] = field(default_factory=list)
+    undecided_items: list[str] = field(default_factory=list)
+    """The ids of the items whose questions were left undecided (a repair reverts or
+    removes them: a repaired rewrite must be accepted)."""
     demoted: list[str] = field(default_factory=list)
     newly_excluded: list[str] = field(default_factory=list)
     """Ids this event's CP003/CP004 findings exclude (from the next event on)."""
@@ -601,11 +609,15 @@ class RewriteContext:
     def report(
         self, code: str, items: Iterable[str], message: str, result: Result | None = None
     ) -> None:
-        """Record a finding; a CF, WR or TP finding concerning a stub of the window after
+        """Record a finding; a CF, WR or TP001 finding concerning a stub of the window after
         that the store cannot resolve is dropped: that stub is WR006's, and nothing else
-        is charged for it (docs/rules.md, "Stubs the store cannot resolve")."""
+        is charged for what it stands for (docs/rules.md, "Stubs the store cannot
+        resolve"). TP002 reads only its id: a call standing as such a stub is still a call
+        in the window, and a rewrite that drops its last result is charged."""
         items = tuple(items)
-        if code != "WR006" and not code.startswith("CP") and self._unresolvable(items[0]):
+        if code in _THROUGH_STUBS or code.startswith("CP"):
+            pass
+        elif self._unresolvable(items[0]):
             return
         if self.kept_content is not None:
             raise ReadWhole(code)
@@ -685,10 +697,13 @@ class RewriteContext:
     def _unresolvable(self, item_id: str) -> bool:
         return self.after.is_stub(item_id) and self.after.resolve(item_id) is None
 
-    def unknown(self, what: str, result: Result) -> None:
+    def unknown(self, what: str, result: Result, item: str | None = None) -> None:
+        """A question the solver left undecided; ``item``: the id of the item it is about."""
         if self.kept_content is not None:
             raise ReadWhole(what)
         self.undecided.append(f"{what}: {result.reason or 'unknown'}")
+        if item is not None and item not in self.undecided_items:
+            self.undecided_items.append(item)
 
     # -- identity -------------------------------------------------------------------------
     def changed(self) -> list[Item]:
@@ -794,13 +809,13 @@ class RewriteContext:
         goal = item.formula
         valid = self.valid(goal)
         if valid.unknown:
-            self.unknown(what, valid)
+            self.unknown(what, valid, item.id)
             return None
         if valid.holds:
             return False
         res = self.session.entails([w.formula for w in witnesses], goal, [w.id for w in witnesses])
         if res.unknown:
-            self.unknown(what, res)
+            self.unknown(what, res, item.id)
             return None
         return res.holds
 

@@ -164,7 +164,7 @@ def _wr004(ctx: RewriteContext) -> None:
             continue
         res = ctx.session.entails([new.formula], old.formula, [old.id])
         if res.unknown:
-            ctx.unknown(f"formula of {old.id!r}", res)
+            ctx.unknown(f"formula of {old.id!r}", res, old.id)
         elif res.fails:
             ctx.report(
                 "WR004",
@@ -209,7 +209,7 @@ def check_item_witnesses(
     goal = item.formula
     valid = ctx.valid(goal)
     if valid.unknown:
-        ctx.unknown(f"witnesses of {item.id!r}", valid)
+        ctx.unknown(f"witnesses of {item.id!r}", valid, item.id)
         return
     if valid.holds:
         ctx.report(
@@ -222,7 +222,7 @@ def check_item_witnesses(
     witnesses = view.retained_witnesses(item, excluded=ctx.excluded)
     res = ctx.session.entails([w.formula for w in witnesses], goal, [w.id for w in witnesses])
     if res.unknown:
-        ctx.unknown(f"witnesses of {item.id!r}", res)
+        ctx.unknown(f"witnesses of {item.id!r}", res, item.id)
         return
     if not res.fails:
         return
