@@ -375,10 +375,16 @@ def why(graph: JustificationGraph, item_id: str) -> WhyAnswer:
 
 
 def _dropped(graph: JustificationGraph, node: str) -> tuple[int, str | None, int | None] | None:
-    """The rewrite that took this version out of the window, when nothing retains it."""
+    """The rewrite that took this version out of the window, when nothing retains it (a
+    stub whose store entry the graph holds is retained: the item is in the store)."""
     attrs = graph.g.nodes[node]
     lost = attrs.get("lost_at")
     if lost is None or attrs.get("kind") == "store" or graph.retained(node):
+        return None
+    if attrs.get("kind") == "stub" and any(
+        "stub" in str(data.get("relation", "")).split(",")
+        for _, _, data in graph.g.out_edges(node, data=True)
+    ):
         return None
     return int(lost), attrs.get("lost_by"), graph.lines.get(int(lost))
 

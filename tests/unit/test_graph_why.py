@@ -63,6 +63,26 @@ def test_a_spilled_witness_behind_a_stub_still_answers() -> None:
     assert graph.current["o1"] != "o1@0" and graph.retained("o1@0")
 
 
+def test_a_stub_dropped_from_the_window_is_no_item_lost_when_the_store_holds_it() -> None:
+    """The item was spilled and stubbed, then the stub left the window: the store still
+    holds the item, so why answers through its store entry and says nothing of a drop."""
+    graph, _ = graph_of(
+        {"event": "append", "items": [O1, D1]},
+        {"event": "spill", "items": [O1, D1]},
+        {"event": "rewrite", "window": [{"id": "d1", "kind": "stub", "ref": ref_of(D1)}]},
+        {"event": "rewrite", "window": []},
+    )
+    answer = why(graph, "d1")
+    assert answer.chain is not None and answer.dropped is None
+    assert graph.g.nodes[answer.chain[1]]["kind"] == "store"
+    # an item dropped with no store record is still named as dropped
+    graph, _ = graph_of(
+        {"event": "append", "items": [O1, D1]},
+        {"event": "rewrite", "window": [O1]},
+    )
+    assert why(graph, "d1").dropped is not None
+
+
 def test_another_observation_reusing_the_id_is_not_the_evidence() -> None:
     other = {**O1, "shows": "!t.pass", "modality": "failed", "exit_code": 1}
     user = {"id": "c8", "kind": "commitment", "type": "decision", "rationale": ["d1"]}
