@@ -329,10 +329,10 @@ def _parallel_result(key: str, parent: str | None, s: _Session) -> bool:
     if message.text or message.calls or not message.results:
         return False
     after = s.current[s.current.index(parent) :]
+    if any(s.message(k).text for k in after[1:]):
+        return False  # the conversation went on past the call: a branch
     calls = {c.id for k in after for c in s.message(k).calls}
-    if not all(r.call_id in calls for r in message.results):
-        return False
-    return all(not s.message(k).text for k in after[1:])
+    return all(r.call_id in calls for r in message.results)
 
 
 def _continues(parent: str | None, s: _Session) -> bool:
