@@ -334,6 +334,20 @@ def _plan(
             done.add(text)
             actions.append(text)
 
+    def back_to_before(iid: str, why: str = "", *, held_only: bool = False) -> None:
+        """Revert iid to its version before the rewrite, or remove it when it is new (with
+        ``held_only``, only while the repaired window still holds it)."""
+        prev = before.get(iid)
+        cur_it = ctx.after.get(iid)
+        if cur_it is None or (prev is not None and prev.same_version(cur_it)):
+            return
+        if prev is not None:
+            put(prev)
+            act(f"revert {iid!r}{why}")
+        elif not held_only or iid in edit:
+            remove(iid)
+            act(f"remove new item {iid!r}{why}")
+
     for f in ctx.findings:
         head = f.items[0]
         old = before.get(head)
@@ -407,30 +421,12 @@ def _plan(
                 act(f"demote {head!r} to unwitnessed")
         elif f.code in _REVERT and not mend_only:
             for iid in f.items if f.code in ("CF007", "CP002") else (head,):
-                prev = before.get(iid)
-                cur_it = ctx.after.get(iid)
-                if cur_it is None or (prev is not None and prev.same_version(cur_it)):
-                    continue
-                if prev is not None:
-                    put(prev)
-                    act(f"revert {iid!r}")
-                else:
-                    remove(iid)
-                    act(f"remove new item {iid!r}")
+                back_to_before(iid)
     if not mend_only:
         # a question the solver left undecided: the item it is about goes back to what the
         # window before held (or, new, goes): the repaired rewrite must be accepted
         for iid in ctx.undecided_items:
-            prev = before.get(iid)
-            cur_it = ctx.after.get(iid)
-            if cur_it is None or (prev is not None and prev.same_version(cur_it)):
-                continue
-            if prev is not None:
-                put(prev)
-                act(f"revert {iid!r} (its check was left undecided)")
-            elif iid in edit:
-                remove(iid)
-                act(f"remove new item {iid!r} (its check was left undecided)")
+            back_to_before(iid, " (its check was left undecided)", held_only=True)
     window[:] = edit.items()
     return len(actions) - taken
 

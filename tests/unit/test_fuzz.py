@@ -176,6 +176,12 @@ def _write_policy(tmp_path: Path, body: str, name: str = "pol.py") -> str:
     return f"{path}:policy"
 
 
+def _fuzz_card(arg: str, out: Path, *options: str) -> tuple[int, str, str, dict[str, Any]]:
+    """``ctxproof fuzz ARG OPTIONS --out OUT``: its exit code, stdout, stderr and scorecard."""
+    code, text, err = run("fuzz", arg, *options, "--out", str(out))
+    return code, text, err, json.loads((out / "scorecard.json").read_text("utf-8"))
+
+
 def test_a_policy_that_raises_is_pl001_with_a_shrunk_session(tmp_path: Path) -> None:
     arg = _write_policy(
         tmp_path,
@@ -240,10 +246,7 @@ def test_claiming_an_id_dropped_earlier_is_cf006_and_one_defined_nowhere_is_pl00
         "    return {'window': kept, 'claimed_preserved': [i['id'] for i in kept] + gone}\n",
         name="seen.py",
     )
-    code, _out, err = run(
-        "fuzz", seen, "--sessions", "4", "--passes", "3", "--out", str(tmp_path / "a")
-    )
-    card = json.loads((tmp_path / "a" / "scorecard.json").read_text("utf-8"))
+    code, _out, err, card = _fuzz_card(seen, tmp_path / "a", "--sessions", "4", "--passes", "3")
     assert code == 1 and "CF006" in card["findings_by_rule"], err
     assert "PL001" not in card["findings_by_rule"]
     cex = next(c for c in card["counterexamples"] if c["code"] == "CF006")
@@ -255,10 +258,7 @@ def test_claiming_an_id_dropped_earlier_is_cf006_and_one_defined_nowhere_is_pl00
         "    return {'window': window[1:], 'claimed_preserved': ['ghost']}\n",
         name="ghost.py",
     )
-    code, _out, err = run(
-        "fuzz", ghost, "--sessions", "2", "--passes", "2", "--out", str(tmp_path / "b")
-    )
-    card = json.loads((tmp_path / "b" / "scorecard.json").read_text("utf-8"))
+    code, _out, err, card = _fuzz_card(ghost, tmp_path / "b", "--sessions", "2", "--passes", "2")
     assert code == 1 and set(card["findings_by_rule"]) == {"PL001"}, err
     assert card["counterexamples"][0]["items"] == ["ghost"]
 
@@ -275,14 +275,12 @@ def test_checks_left_undecided_are_exit_3_never_a_clean_run(tmp_path: Path) -> N
         "    return window + [{'id': 'fab', 'kind': 'claim', 'formula': 'deploy.done'}]\n",
     )
     common = ["--sessions", "3", "--passes", "2", "--seed", "1"]
-    code, out, err = run("fuzz", arg, *common, "--rlimit", "1", "--out", str(tmp_path / "u"))
-    card = json.loads((tmp_path / "u" / "scorecard.json").read_text("utf-8"))
+    code, out, err, card = _fuzz_card(arg, tmp_path / "u", *common, "--rlimit", "1")
     assert code == 3, err
     assert card["findings_by_rule"] == {} and card["undecided"] > 0
     assert f"undecided: {card['undecided']} check(s)" in out
     assert "no findings, and not all decided" in out
-    code, out, err = run("fuzz", arg, *common, "--out", str(tmp_path / "d"))
-    card = json.loads((tmp_path / "d" / "scorecard.json").read_text("utf-8"))
+    code, out, err, card = _fuzz_card(arg, tmp_path / "d", *common)
     assert code == 1 and "CF005" in card["findings_by_rule"], err
     assert card["undecided"] == 0 and "  undecided:" not in out
 

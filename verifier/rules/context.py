@@ -562,7 +562,6 @@ class _Before(LookedUpView):
         return out
 
 
-
 _THROUGH_STUBS = frozenset({"WR006", "TP002"})
 """The rules a stub the store cannot resolve does not silence when it is a finding's first
 item: WR006 (the stub's own), and TP002 (a call is known by its id alone)."""
@@ -615,9 +614,8 @@ class RewriteContext:
         resolve"). TP002 reads only its id: a call standing as such a stub is still a call
         in the window, and a rewrite that drops its last result is charged."""
         items = tuple(items)
-        if code in _THROUGH_STUBS or code.startswith("CP"):
-            pass
-        elif self._unresolvable(items[0]):
+        silenced = code not in _THROUGH_STUBS and not code.startswith("CP")
+        if silenced and self._unresolvable(items[0]):
             return
         if self.kept_content is not None:
             raise ReadWhole(code)
