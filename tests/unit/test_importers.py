@@ -412,6 +412,70 @@ def test_bad_input_is_an_input_error() -> None:
         import_history("openai", ['{"nothing": 1}'])
 
 
+_ONE_OF_EACH = {
+    "openai": [{"role": "user", "content": "hello"}, {"role": "assistant", "content": "hi"}],
+    "anthropic": [{"role": "user", "content": "hello"}, {"role": "assistant", "content": "hi"}],
+    "langchain": [
+        {"type": "human", "data": {"content": "hello"}},
+        {"type": "ai", "data": {"content": "hi"}},
+    ],
+}
+
+
+@pytest.mark.parametrize("fmt", sorted(_ONE_OF_EACH))
+@pytest.mark.parametrize("empty", ["[]", '{"messages": []}'])
+def test_a_file_of_no_message_among_several_is_refused(
+    fmt: str, empty: str, tmp_path: Path
+) -> None:
+    """Each FILE must hold a message of the format, not only the first: an empty snapshot
+    file read as a window of nothing made up a rewrite that dropped everything."""
+    first, second = tmp_path / "one.json", tmp_path / "two.json"
+    first.write_text(json.dumps(_ONE_OF_EACH[fmt]))
+    second.write_text(empty)
+    with pytest.raises(InputError, match="no message of the") as err:
+        import_history(fmt, [first, second])
+    assert err.value.file is not None and err.value.file.endswith("two.json")
+    both = imported(fmt, first, first)
+    assert [type(ev).__name__ for ev in both.events] == ["Append"]
+
+
+_ANTHROPIC_CALL = {
+    "role": "assistant",
+    "content": [{"type": "tool_use", "id": "toolu_1", "name": "bash", "input": {}}],
+}
+_OPENAI_CALL = {
+    "role": "assistant",
+    "content": None,
+    "tool_calls": [
+        {"id": "call_1", "type": "function", "function": {"name": "bash", "arguments": "{}"}}
+    ],
+}
+
+
+@pytest.mark.parametrize(
+    ("fmt", "foreign", "what"),
+    [
+        ("openai", {"type": "human", "data": {"content": "x"}}, "a LangChain message"),
+        ("openai", _ANTHROPIC_CALL, "an Anthropic Messages API message"),
+        ("anthropic", _OPENAI_CALL, "a chat-completions message"),
+        (
+            "anthropic",
+            {"role": "user", "content": [{"type": "input_text", "text": "x"}]},
+            "a chat-completions message",
+        ),
+    ],
+)
+def test_a_message_of_another_format_inside_a_history_is_refused(
+    fmt: str, foreign: dict[str, Any], what: str
+) -> None:
+    """Its reader finds no text, call or result of its own in it: skipped, it would leave
+    the import quietly short of that message (its call, its text)."""
+    own = {"openai": {"role": "developer", "content": "start"}, "anthropic": _ANTHROPIC_CALL}
+    msgs = [own[fmt], foreign]  # one message of each: the file is of neither by its shape
+    with pytest.raises(InputError, match=f"message 1: this message is {what}"):
+        import_history(fmt, [json.dumps(msgs)])
+
+
 # --- claude-code --------------------------------------------------------------------------
 
 CC = FIXTURES / "claude-code"

@@ -147,6 +147,45 @@ def test_claude_code_summary_parent_with_kept_messages() -> None:
     assert [it.id for it in seen[-1][1]] == ["cs2", "a3"]
 
 
+def _boundary(logical: str) -> dict[str, Any]:
+    return {
+        "type": "system",
+        "subtype": "compact_boundary",
+        "uuid": "b1",
+        "parentUuid": None,
+        "logicalParentUuid": logical,
+    }
+
+
+def test_claude_code_compaction_naming_no_record_is_refused() -> None:
+    """A compaction whose logicalParentUuid names no record before it: its window before
+    cannot be told (read as empty, it made up a rewrite that dropped everything)."""
+    recs = [
+        cc("u1", None, "user", "start"),
+        cc("a1", "u1", "assistant", [{"type": "text", "text": "step one"}]),
+        _boundary("a1-typo"),
+        cc("cs", "b1", "user", "summary", isCompactSummary=True),
+    ]
+    with pytest.raises(InputError, match="logicalParentUuid 'a1-typo' names no record") as err:
+        imported("claude-code", jsonl(recs))
+    assert err.value.line == 3
+    recs[2] = _boundary("a1")
+    seen = windows(imported("claude-code", jsonl(recs)))
+    assert [p for p, _ in seen] == ["append", "claude-code:compact_boundary"]
+
+
+def test_claude_code_file_starting_at_its_compaction_imports() -> None:
+    """A file that starts at a compaction (a session resumed from one) has no window before
+    it whatever its logicalParentUuid names."""
+    recs = [
+        _boundary("in-an-earlier-file"),
+        cc("cs", "b1", "user", "summary", isCompactSummary=True),
+        cc("a2", "cs", "assistant", [{"type": "text", "text": "going on"}]),
+    ]
+    seen = windows(imported("claude-code", jsonl(recs)))
+    assert [it.id for it in seen[-1][1]] == ["cs", "a2"]
+
+
 def test_claude_code_without_parent_or_uuid_is_the_file_order() -> None:
     recs = [
         cc("m1", None, "user", "one"),

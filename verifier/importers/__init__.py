@@ -38,7 +38,7 @@ from verifier.importers.common import (
     stream_trace,
 )
 from verifier.importers.coverage import Coverage, coverage
-from verifier.importers.detect import describe, detect_format, mismatch
+from verifier.importers.detect import detect_format, mismatch, no_items
 from verifier.importers.extract import load_extractor
 from verifier.importers.sources import Input, Source, load_sources, read_jsonl
 
@@ -121,15 +121,7 @@ def _snapshots(
     fmt, module = _reader(fmt, sources, sample)
     snaps = list(_read(fmt, module, sources, sample, keep_records=keep_records))
     if not gives_items(snaps):
-        shape = describe(sources[0])
-        raise InputError(
-            f"no message of the {fmt} format gives an item (text, a tool call or a result):"
-            f" this is {shape.what}",
-            file=sources[0].name,
-            fix=shape.fix_for(fmt)
-            if not shape.fits(fmt)
-            else "check that the file holds a session with messages",
-        )
+        raise no_items(fmt, sources[0])
     return fmt, snaps
 
 

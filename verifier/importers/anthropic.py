@@ -18,13 +18,16 @@ from verifier.importers.common import (
     ToolCall,
     ToolResult,
     canonical,
+    gives_items,
     metadata_annotations,
     split_at_markers,
 )
+from verifier.importers.detect import foreign_message, no_items
 from verifier.importers.sources import Source, read_json, texts
 
 __all__ = ["snapshots"]
 
+FORMAT = "anthropic"
 COMPACTION = "anthropic:compaction"
 _CALLS = frozenset({"tool_use", "server_tool_use", "mcp_tool_use"})
 _RESULTS = frozenset({"tool_result", "mcp_tool_result", "web_search_tool_result"})
@@ -35,12 +38,16 @@ def snapshots(sources: Sequence[Source]) -> list[Snapshot]:
     seen: set[str] = set()
     out: list[Snapshot] = []
     for src in sources:
+        got: list[Snapshot] = []
         for where, raw in _lists(src):
             messages: list[Message] = []
             for i, obj in enumerate(raw):
                 messages.extend(_messages(obj, src.name, f"{where}message {i}"))
             marks = [m.role == "compaction" for m in messages]
-            out.extend(split_at_markers(messages, marks, seen, COMPACTION))
+            got.extend(split_at_markers(messages, marks, seen, COMPACTION))
+        if not gives_items(got):
+            raise no_items(FORMAT, src)  # each file, not only the first: never an empty window
+        out.extend(got)
     return out
 
 
@@ -65,6 +72,7 @@ def _messages(obj: Any, file: str, where: str) -> list[Message]:
     """One message; an assistant message with a compaction block is cut in three."""
     if not isinstance(obj, dict):
         raise InputError(f"{where}: a message must be a JSON object", file=file)
+    foreign_message(obj, FORMAT, file, where)
     role = obj.get("role")
     base = Message(str(role), canonical(obj), file, where)
     if role not in ("user", "assistant", "system"):

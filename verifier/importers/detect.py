@@ -387,6 +387,45 @@ def foreign_line(obj: Any, reading: str) -> str | None:
     return None
 
 
+_READING = {
+    "openai": "an OpenAI message (Chat Completions or Responses)",
+    "anthropic": _ONE_OF["anthropic"],
+}
+_READ_AS: Mapping[str, frozenset[str]] = {
+    "openai": frozenset({"openai", "responses"}),
+    "anthropic": frozenset({"anthropic"}),
+}
+
+
+def foreign_message(obj: Mapping[str, Any], reading: str, file: str, where: str) -> None:
+    """Refuse one message of a JSON history read as ``reading`` (``openai`` or
+    ``anthropic``) that is unmistakably a message of another format: its reader would
+    find no text, call or result of its own in it, and skipping it would leave the
+    import quietly short of that message (what :func:`foreign_line` does for a line)."""
+    fmt = _message_format(obj)
+    if fmt is None or fmt in _READ_AS.get(reading, frozenset({reading})):
+        return
+    raise InputError(
+        f"{where}: this message is {_ONE_OF[fmt]}, not {_READING.get(reading, reading)}: a"
+        " file holds one history of one format",
+        file=file,
+        fix="import each format's history on its own",
+    )
+
+
+def no_items(fmt: str, src: Source) -> InputError:
+    """The error for a file none of whose messages gives an item in FORMAT ``fmt``."""
+    shape = describe(src)
+    return InputError(
+        f"no message of the {fmt} format gives an item (text, a tool call or a result):"
+        f" this is {shape.what}",
+        file=src.name,
+        fix=shape.fix_for(fmt)
+        if not shape.fits(fmt)
+        else "check that the file holds a session with messages",
+    )
+
+
 def mismatch(fmt: str, src: Source, shape: Shape | None = None) -> InputError | None:
     """The error for a file that FORMAT ``fmt`` cannot read by its shape, or None."""
     shape = shape if shape is not None else describe(src)

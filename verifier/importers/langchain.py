@@ -20,12 +20,15 @@ from verifier.importers.common import (
     ToolCall,
     ToolResult,
     canonical,
+    gives_items,
     metadata_annotations,
 )
+from verifier.importers.detect import no_items
 from verifier.importers.sources import Source, read_json, texts
 
 __all__ = ["snapshots"]
 
+FORMAT = "langchain"
 SUMMARIZATION = "langchain:summarization"
 CONTEXT_EDITING = "langchain:context_editing"
 _ROLES = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool"}
@@ -37,10 +40,14 @@ def snapshots(sources: Sequence[Source]) -> list[Snapshot]:
     out: list[Snapshot] = []
     before: set[str] = set()
     for src in sources:
+        got: list[Snapshot] = []
         for where, raw in _lists(src):
             messages = [_message(obj, src.name, f"{where}message {i}") for i, obj in enumerate(raw)]
-            out.append(Snapshot(tuple(messages), _policy(messages, before)))
+            got.append(Snapshot(tuple(messages), _policy(messages, before)))
             before = {m.key for m in messages}
+        if not gives_items(got):
+            raise no_items(FORMAT, src)  # each file, not only the first: never an empty window
+        out.extend(got)
     return out
 
 

@@ -21,10 +21,11 @@ from verifier.importers.common import (
     ToolCall,
     ToolResult,
     canonical,
+    gives_items,
     metadata_annotations,
     split_at_markers,
 )
-from verifier.importers.detect import foreign_line
+from verifier.importers.detect import foreign_line, foreign_message, no_items
 from verifier.importers.sources import Source, is_jsonl, read_json, read_jsonl, texts
 
 __all__ = ["item_message", "snapshots"]
@@ -44,23 +45,28 @@ def snapshots(sources: Sequence[Source]) -> list[Snapshot]:
     seen: set[str] = set()
     out: list[Snapshot] = []
     for src in sources:
-        if is_jsonl(src):
-            records = list(read_jsonl(src))
-            if any(_is_codex_record(obj) for _, obj in records):
-                out.extend(_codex(src, records))
-            else:
-                messages = [
-                    item_message(obj, src.name, f"line {n}")
-                    for n, obj in records
-                    if not _is_meta_line(obj)
-                ]
-                out.extend(_marked(messages, seen))
-            continue
-        for where, items in _lists(src):
-            messages = [
-                item_message(obj, src.name, f"{where}message {i}") for i, obj in enumerate(items)
-            ]
-            out.extend(_marked(messages, seen))
+        got = _file_snapshots(src, seen)
+        if not gives_items(got):
+            raise no_items(FORMAT, src)  # each file, not only the first: never an empty window
+        out.extend(got)
+    return out
+
+
+def _file_snapshots(src: Source, seen: set[str]) -> list[Snapshot]:
+    if is_jsonl(src):
+        records = list(read_jsonl(src))
+        if any(_is_codex_record(obj) for _, obj in records):
+            return _codex(src, records)
+        messages = [
+            item_message(obj, src.name, f"line {n}") for n, obj in records if not _is_meta_line(obj)
+        ]
+        return _marked(messages, seen)
+    out: list[Snapshot] = []
+    for where, items in _lists(src):
+        messages = [
+            item_message(obj, src.name, f"{where}message {i}") for i, obj in enumerate(items)
+        ]
+        out.extend(_marked(messages, seen))
     return out
 
 
@@ -166,6 +172,7 @@ def item_message(obj: Any, file: str, where: str, *, at: str | None = None) -> M
     """One Chat Completions message or Responses item as a :class:`Message`."""
     if not isinstance(obj, dict):
         raise InputError(f"{where}: a message must be a JSON object", file=file)
+    foreign_message(obj, FORMAT, file, where)
     kind = obj.get("type")
     if kind in (None, "message"):
         return _chat(obj, file, where, at)
