@@ -476,6 +476,36 @@ def test_a_message_of_another_format_inside_a_history_is_refused(
         import_history(fmt, [json.dumps(msgs)])
 
 
+def test_anthropic_declined_call_is_the_users_word() -> None:
+    """A result whose text says the user declined the call (is_error) is what the user
+    said, as in a Claude Code session: no failed command, no WR008 when it leaves."""
+    call = {"type": "tool_use", "id": "toolu_d", "name": "Bash", "input": {"command": "rm -r x"}}
+    refusal = "The user doesn't want to proceed with this tool use. The tool use was rejected."
+    msgs = [
+        {"role": "user", "content": "clean up"},
+        {"role": "assistant", "content": [call]},
+        {
+            "role": "user",
+            "content": [
+                {
+                    "type": "tool_result",
+                    "tool_use_id": "toolu_d",
+                    "is_error": True,
+                    "content": refusal,
+                },
+            ],
+        },
+    ]
+    first = imported("anthropic", json.dumps(msgs)).events[0]
+    assert isinstance(first, Append)
+    result = {it.id: it for it in first.items}["toolu_d:result"]
+    assert (result.kind, result.source, result.modality) == ("observation", "user", "unverified")
+    msgs[2]["content"][0]["content"] = "Exit code 1\nrm: x: No such file"  # type: ignore[index]
+    first = imported("anthropic", json.dumps(msgs)).events[0]
+    assert isinstance(first, Append)
+    assert {it.id: it for it in first.items}["toolu_d:result"].modality == "failed"
+
+
 # --- claude-code --------------------------------------------------------------------------
 
 CC = FIXTURES / "claude-code"

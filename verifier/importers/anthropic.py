@@ -18,6 +18,7 @@ from verifier.importers.common import (
     ToolCall,
     ToolResult,
     canonical,
+    declined,
     gives_items,
     metadata_annotations,
     split_at_markers,
@@ -142,4 +143,5 @@ def _result(block: Mapping[str, Any], base: Message) -> ToolResult:
     error = block.get("is_error") is True or (
         isinstance(content, dict) and str(content.get("type", "")).endswith("_error")
     )
-    return ToolResult(call_id, text, error=error)
+    refused = declined(block.get("is_error"), text)
+    return ToolResult(call_id, text, error=error and not refused, declined=refused)

@@ -17,7 +17,6 @@ long session is never held whole.
 
 from __future__ import annotations
 
-import re
 import sys
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -30,6 +29,7 @@ from verifier.importers.common import (
     ToolCall,
     ToolResult,
     canonical,
+    declined,
     metadata_annotations,
 )
 from verifier.importers.detect import describe, foreign_line
@@ -40,11 +40,6 @@ __all__ = ["iter_snapshots", "record_message", "snapshots"]
 
 COMPACTION = "claude-code:compact_boundary"
 _HARNESS_ERROR = "<tool_use_error>"
-_DECLINED = re.compile(
-    r"doesn't want to (?:proceed|take this action)|does not want to proceed"
-    r"|\[Request interrupted by user for tool use\]",
-    re.IGNORECASE,
-)
 
 
 def _place(index: int, offset: int, size: int, lineno: int) -> int:
@@ -466,5 +461,5 @@ def _result(block: Mapping[str, Any], base: Message) -> ToolResult:
         raise base.error("a tool_result block needs a 'tool_use_id'")
     content = texts(block.get("content"))
     error = block.get("is_error") is True or content.lstrip().startswith(_HARNESS_ERROR)
-    declined = block.get("is_error") is True and _DECLINED.search(content) is not None
-    return ToolResult(call_id, content, error=error and not declined, declined=declined)
+    refused = declined(block.get("is_error"), content)
+    return ToolResult(call_id, content, error=error and not refused, declined=refused)

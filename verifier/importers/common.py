@@ -124,6 +124,19 @@ def kept_text(old: str, new: str) -> str | None:
     return None
 
 
+_DECLINED = re.compile(
+    r"doesn't want to (?:proceed|take this action)|does not want to proceed"
+    r"|\[Request interrupted by user for tool use\]",
+    re.IGNORECASE,
+)
+
+
+def declined(is_error: object, content: str) -> bool:
+    """Is a tool result the user's refusal of the call (``is_error``, and its text says
+    the user did not want to proceed), not a failed command?"""
+    return is_error is True and _DECLINED.search(content) is not None
+
+
 def exit_code_in(content: str) -> int | None:
     """The exit code a tool result states by the text conventions, or None.
 
