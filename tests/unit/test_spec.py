@@ -520,6 +520,23 @@ def test_an_unresolvable_stub_cites_nothing() -> None:
     assert evicted(EVICT_UNCITED_PROSE, [wrong, WHY], store={wrong["ref"]: DECISION}) == []
 
 
+def test_a_stub_of_a_stub_reads_through_to_the_item() -> None:
+    """A stub spilled again (``stub_for(stub)``) stands for what the inner stub stands for,
+    as the checks follow stubs through the store: the call its result answers is cited,
+    and the result is a result (a spec guarded by cited/result keeps the pair)."""
+    inner = {**stub_for(PLACEHOLDER), "tokens": 8}
+    outer = {**stub_for(inner), "tokens": 8}
+    window = [ASK, outer, FREE]
+    store = {ref_of(PLACEHOLDER): PLACEHOLDER, ref_of(inner): inner}
+    assert evicted(EVICT_UNCITED_PROSE, window, store=store) == ["free"]
+    result = 'stop = "all"\n[[rule]]\nwhen = { result = true }\ndo = "evict"\n'
+    assert evicted(result, window, store=store) == ["ph"]
+    # the chain broken (the inner stub not stored): nothing it could stand for
+    broken = {ref_of(PLACEHOLDER): PLACEHOLDER}
+    assert evicted(EVICT_UNCITED_PROSE, window, store=broken) == ["ask", "free"]
+    assert evicted(result, window, store=broken) == []
+
+
 def test_result_holds_for_observations_and_placeholders_with_call() -> None:
     text = 'stop = "all"\n[[rule]]\nwhen = { result = true }\ndo = "evict"\n'
     plain = {"id": "o2", "kind": "observation", "tokens": 3}

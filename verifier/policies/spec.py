@@ -491,18 +491,26 @@ def summary_id(pass_no: int) -> str:
 
 def _resolve(stub: Item, store: Mapping[str, Mapping[str, Any]] | None) -> Item | None:
     """The item a stub stands for, where the store resolves it: an entry under the stub's
-    ``ref`` that hashes to it and has the stub's id (else None)."""
-    ref = stub.stub_ref
-    if store is None or ref is None:
-        return None
-    obj = store.get(ref)
-    if not isinstance(obj, Mapping):
-        return None
-    try:
-        item = item_from_json(dict(obj))
-    except (InputError, ValueError, TypeError, RecursionError):
-        return None  # not an item: nothing it could stand for
-    return item if item.id == stub.id and item.ref == ref else None
+    ``ref`` that hashes to it and has the stub's id (else None). An entry that is itself
+    a stub (a stub of a stub) stands for what that one stands for, as the checks follow
+    stubs through the store."""
+    seen: set[str] = set()
+    item = stub
+    while item.kind == "stub":
+        ref = item.stub_ref
+        if store is None or ref is None or ref in seen:
+            return None
+        seen.add(ref)
+        obj = store.get(ref)
+        if not isinstance(obj, Mapping):
+            return None
+        try:
+            item = item_from_json(dict(obj))
+        except (InputError, ValueError, TypeError, RecursionError):
+            return None  # not an item: nothing it could stand for
+        if item.id != stub.id or item.ref != ref:
+            return None
+    return item
 
 
 def _cited_ids(items: Sequence[Item]) -> set[str]:
