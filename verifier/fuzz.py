@@ -354,13 +354,17 @@ class _Agent:
             return made[2]
         out: list[Obj] = []
         for it in self.window:
-            if it.get("kind") == "stub":
-                # a stub whose ref names another stored item stands for nothing
-                real = self.stored.get(str(it.get("ref")))
-                if real is not None and real.get("id") == it.get("id"):
-                    out.append(real)
-            else:
-                out.append(it)
+            real: Obj | None = it
+            seen: set[str] = set()
+            # a stub stands for the item its chain of stubs ends at; one whose ref names
+            # another stored item (or a chain that comes round) stands for nothing
+            while real is not None and real.get("kind") == "stub":
+                ref = str(real.get("ref"))
+                found = None if ref in seen else self.stored.get(ref)
+                seen.add(ref)
+                real = found if found is not None and found.get("id") == it.get("id") else None
+            if real is not None:
+                out.append(real)
         self._visible = (self.window, len(self.stored), out)
         return out
 

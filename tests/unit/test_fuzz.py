@@ -578,3 +578,13 @@ def test_the_agent_sees_through_a_stub_only_to_the_item_of_its_own_id() -> None:
     assert agent.visible() == [stored]
     agent.window = [{"id": "p9", "kind": "stub", "ref": ref}]
     assert agent.visible() == []
+    # a stub of a stub stands for the item its chain ends at (the checks follow it too)
+    inner = {"id": "o1", "kind": "stub", "ref": ref}
+    agent.stored[ref_of(inner)] = inner
+    agent.window = [{"id": "o1", "kind": "stub", "ref": ref_of(inner)}]
+    assert agent.visible() == [stored]
+    # a chain that comes round stands for nothing
+    looped = {"id": "o2", "kind": "stub", "ref": "sha256:" + "0" * 64}
+    agent.stored = {looped["ref"]: looped}
+    agent.window = [looped]
+    assert agent.visible() == []
