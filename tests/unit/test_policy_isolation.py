@@ -442,6 +442,36 @@ def test_replay_calls_the_policy_on_the_last_window_with_its_traceback(
     assert shown["given"] == len(window)
 
 
+FLIPS = """
+CALLS = [0]
+
+
+def flips(window, budget):
+    CALLS[0] += 1
+    out = [dict(it) for it in window]
+    out[-1]["text"] = "call %d" % (CALLS[0] % 2)
+    return out
+"""
+
+
+def test_replay_of_pl002_names_what_differs_as_fuzz_does(tmp_path: Path) -> None:
+    policy = tmp_path / "flips.py"
+    policy.write_text(FLIPS, "utf-8")
+    out_dir = tmp_path / "o"
+    code, _, err = fuzz_cli(policy, "flips", out_dir)
+    assert code == 1, err
+    found = json.loads((out_dir / "scorecard.json").read_text("utf-8"))["counterexamples"][0]
+    assert found["code"] == "PL002" and found["items"]
+    cex = str(out_dir / "cex-PL002.jsonl")
+    code, out, err = run("fuzz", f"{policy}:flips", "--replay", cex)
+    assert code == 1, err
+    named = ",".join(found["items"])
+    assert f"PL002 policy-nondeterministic [{named}]: " in out
+    assert f"item {found['items'][0]!r} differs" in out
+    code, out, _ = run("fuzz", f"{policy}:flips", "--replay", cex, "--format", "json")
+    assert json.loads(out)["items"] == found["items"]
+
+
 def test_replay_of_a_loop_is_interrupted_where_it_loops(hostile: Path, tmp_path: Path) -> None:
     out_dir = tmp_path / "o"
     assert fuzz_cli(hostile, "loop", out_dir)[0] == 1

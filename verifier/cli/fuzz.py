@@ -160,7 +160,11 @@ def fuzz(
             if shown.code is None:
                 obj.line(head + shown.message)
             else:
-                obj.line(f"{head}{shown.code} {RULES[shown.code]} []: {shown.message}")
+                named = ",".join(
+                    i if i.isprintable() else i.encode("unicode_escape").decode()
+                    for i in shown.items
+                )
+                obj.line(f"{head}{shown.code} {RULES[shown.code]} [{named}]: {shown.message}")
         return EXIT_OK if shown.code is None else EXIT_FINDINGS
 
     def progress(done: int, total: int) -> None:

@@ -50,6 +50,7 @@ __all__ = [
     "item_tokens",
     "load_policy",
     "load_spec",
+    "nondeterministic",
     "outcome_of",
     "outcome_twice",
     "parse_spec",
@@ -569,6 +570,12 @@ def outcome_twice(
     second = outcome_of(pol, given, raw_second, known)
     if first.key() == second.key():
         return first
+    return nondeterministic(pol, first, second)
+
+
+def nondeterministic(pol: Policy, first: Outcome, second: Outcome) -> Outcome:
+    """The PL002 finding of two different outcomes of one input: what differs, and the
+    ids of the items that differ (as ``fuzz`` and ``fuzz --replay`` both say it)."""
     return Outcome(
         code="PL002",
         message=f"policy {pol.name!r} gave two different outputs for the same input: "

@@ -34,7 +34,14 @@ from typing import Any
 from verifier.alarm import time_limit
 from verifier.errors import InputError, InternalError
 from verifier.io import parse_trace_text, read_input
-from verifier.policies import AgeTracker, Given, Outcome, StoreView, outcome_of
+from verifier.policies import (
+    AgeTracker,
+    Given,
+    Outcome,
+    StoreView,
+    nondeterministic,
+    outcome_of,
+)
 from verifier.policies.isolated import ended_how
 from verifier.policies.loading import Policy, one_line
 from verifier.window import Append, Item, Rewrite, Spill
@@ -63,6 +70,8 @@ class PolicyReplay:
     traceback: str | None = None
     returned: int | None = None
     """Items in the window it returned (when it returned one)."""
+    items: tuple[str, ...] = ()
+    """The items the finding names (PL002: those that differ between the two calls)."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -75,6 +84,7 @@ class PolicyReplay:
             "message": self.message,
             "traceback": self.traceback,
             "returned": self.returned,
+            "items": list(self.items),
         }
 
 
@@ -187,10 +197,9 @@ def replay_policy(
             )
         return second
     if second.key() != first.key():
+        differs = nondeterministic(policy, first, second)
         return replayed(
-            "PL002",
-            f"policy {policy.name!r} gave two different outputs for the same input",
-            returned=len(first.window),
+            "PL002", differs.message or "", returned=len(first.window), items=differs.items
         )
     return replayed(
         None,
