@@ -225,6 +225,7 @@ def _loads(text: str, ctx: _Ctx, *, flat_when_valid: bool = False) -> Any:
         except UnicodeEncodeError:
             raise _too_deep_error(obj, ctx) or ctx.error(
                 "a string holds a lone surrogate escape (such as \\ud800), which is not Unicode",
+                item=_item_around(obj, _has_surrogate),
                 fix="escape characters outside the BMP as a surrogate pair, or write them as is",
             ) from None
     return obj
@@ -346,8 +347,34 @@ def decode_input(data: bytes, file: str) -> str:
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
         raise InputError(
-            f"invalid UTF-8 at byte {exc.start}", file=file, line=line, fix="re-encode as UTF-8"
+            f"invalid UTF-8 at byte {exc.start}",
+            file=file,
+            line=line,
+            item=_item_with_bad_bytes(data, exc.start),
+            fix="re-encode as UTF-8",
         ) from None
+
+
+def _has_surrogate(value: Any) -> bool:
+    """A string holding a lone surrogate (what bytes that are no UTF-8 read as with
+    ``surrogateescape``, or a ``\\udXXX`` escape left unpaired)."""
+    return isinstance(value, str) and any("\ud800" <= c <= "\udfff" for c in value)
+
+
+def _item_with_bad_bytes(data: bytes, at: int) -> str | None:
+    """The item whose text holds the bytes at ``at`` that are no UTF-8: read from the line
+    they stand on (a trace's event) or, when that line names none, from the whole text
+    (a window file); None when no item holds them."""
+    start = data.rfind(b"\n", 0, at) + 1
+    end = data.find(b"\n", at)
+    for chunk in (data[start : end if end >= 0 else len(data)], data):
+        if len(chunk) > _FLATTEN_MAX:
+            return None
+        obj = _lenient(chunk.decode("utf-8", "surrogateescape"))
+        item = None if obj is None else _item_around(obj, _has_surrogate)
+        if item is not None:
+            return item
+    return None
 
 
 def _str_list(value: Any, name: str, ctx: _Ctx, item: str | None) -> tuple[str, ...]:
@@ -1404,8 +1431,23 @@ def parse_window_text(data: bytes | str, name: str = "<window>") -> Window:
             streamed = _streamed_window(text, ctx)
             if streamed is not None:
                 return streamed
-        obj = _loads(text, ctx, flat_when_valid=True)
-        return _validated(obj, ctx, lambda obj, c: _window(obj, c, text))
+        try:
+            obj = _loads(text, ctx, flat_when_valid=True)
+            return _validated(obj, ctx, lambda obj, c: _window(obj, c, text))
+        except InputError as exc:
+            raise _at_item_line(exc, text) from None
+
+
+def _at_item_line(exc: InputError, text: str) -> InputError:
+    """A window file's error that names an item by its id but stands at the file's first
+    line (the JSON itself in error: ``NaN``, a duplicate key, nesting too deep), moved to
+    the line of that item's id."""
+    if exc.line != 1 or not isinstance(exc.item, str):
+        return exc
+    line = _id_lines(text).get(exc.item)
+    if line is None or line == 1:
+        return exc
+    return InputError(exc.message, file=exc.file, line=line, item=exc.item, fix=exc.fix)
 
 
 def _has_u_escape(text: str) -> bool:

@@ -157,6 +157,50 @@ def test_a_window_file_names_the_item_by_id_or_place() -> None:
     assert exc is not None and exc.item == "b" and exc.fix
 
 
+WINDOW_OF_LINES = (
+    '{"format": "ctxproof-window/1",\n'
+    ' "items": [\n'
+    '  {"id": "a", "kind": "prose"},\n'
+    '  {"id": "b", "kind": "prose", "tokens": 3}\n'
+    " ]\n"
+    "}\n"
+)
+
+
+@pytest.mark.parametrize("bad", [*UNREADABLE, '3, "kind": "prose"'])
+def test_a_window_file_of_many_lines_names_the_line_of_the_item(bad: str) -> None:
+    """The JSON itself in error inside an item (NaN, a number out of range, nesting past
+    the bound, a key written twice) stands at the line of that item, not the file's first."""
+    exc = _refusal(WINDOW_OF_LINES.replace('"tokens": 3', f'"tokens": {bad}'), "w", window=True)
+    assert exc is not None and (exc.item, exc.line) == ("b", 4), exc
+    assert exc.fix
+
+
+def test_bytes_that_are_no_utf8_name_the_item_they_stand_in() -> None:
+    header = b'{"event": "header", "format": "ctxproof-trace/1"}\n'
+    event = b'{"event": "append", "items": [{"id": "p0", "kind": "prose"}, '
+    event += b'{"id": "p1", "kind": "prose", "text": "caf\xe9"}]}\n'
+    with pytest.raises(InputError, match="invalid UTF-8") as err:
+        parse_trace_text(header + event, "t.jsonl")
+    assert (err.value.item, err.value.line) == ("p1", 2) and err.value.fix
+    window = WINDOW_OF_LINES.encode().replace(b'"tokens": 3', b'"text": "\xff"')
+    with pytest.raises(InputError, match="invalid UTF-8") as err:
+        parse_window_text(window, "w.json")
+    assert (err.value.item, err.value.line) == ("b", 4)
+    # outside every item: no item
+    with pytest.raises(InputError, match="invalid UTF-8") as err:
+        parse_trace_text(b'{"event": "header", "format": "\xff"}\n', "t.jsonl")
+    assert err.value.item is None and err.value.line == 1
+
+
+def test_a_lone_surrogate_names_the_item_it_stands_in() -> None:
+    header = '{"event": "header", "format": "ctxproof-trace/1"}\n'
+    event = '{"event": "append", "items": [{"id": "a", "kind": "prose", "text": "x\\udc00y"}]}\n'
+    exc = _refusal(header + event, "t")
+    assert exc is not None and "lone surrogate" in exc.message
+    assert (exc.item, exc.line) == ("a", 2)
+
+
 def test_json_outside_any_item_names_no_item() -> None:
     exc = _refusal('{"event": "header", "format": "ctxproof-trace/1", "budget": NaN}\n', "t")
     assert exc is not None and exc.item is None and exc.fix
