@@ -171,10 +171,16 @@ class Store(ABC):
         return out
 
     def has_id(self, item_id: str) -> bool:
-        """Whether the store holds a verified record of an item with this id."""
+        """Whether the store holds a verified record of an item with this id: an entry with
+        that id (CF001's and WR008's "store record"), a stored stub of it included, though
+        a stored stub is no version (:meth:`versions`)."""
         if not isinstance(item_id, str):
             raise wrong_type(self._name("has_id"), "item_id", item_id, "a string")
-        return bool(self.versions(item_id))
+        for ref in self._refs_for_id(item_id):
+            item = self.get(ref)
+            if item is not None and item.id == item_id:
+                return True
+        return False
 
     def latest(self, item_id: str) -> Item | None:
         """The latest verified stored version of the item with this id, or None."""

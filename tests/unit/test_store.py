@@ -554,6 +554,41 @@ def test_a_stub_of_a_stub_resolves_to_the_item_and_is_no_version_of_it() -> None
     assert store.resolve(stub_for(stub_for(second))["ref"], "o1") is None  # a link missing
 
 
+@pytest.mark.parametrize(
+    ("dropped", "code"),
+    [
+        ({"id": "c1", "kind": "commitment", "type": "decision"}, "CF001"),
+        ({"id": "c1", "kind": "observation", "shows": "!t", "modality": "failed"}, "WR008"),
+        ({"id": "c1", "kind": "prose"}, "CF004"),
+    ],
+)
+def test_a_stored_stub_is_a_store_record_of_its_id(dropped: dict[str, Any], code: str) -> None:
+    """CF001's (and WR008's, CF004's) record is a store entry with that id: a stored stub
+    of it is one, even when what it stands for is not stored (it is still no version)."""
+    import json
+
+    from verifier import audit_trace, parse_trace_text
+
+    keeper = {"id": "k", "kind": "commitment", "type": "decision", "rationale": ["c1"]}
+    stub = {"id": "c1", "kind": "stub", "ref": "sha256:" + "0" * 64}
+
+    def found(spilled: list[dict[str, Any]]) -> list[str]:
+        events = [
+            {"event": "header", "format": "ctxproof-trace/1"},
+            {"event": "append", "items": [dropped, keeper]},
+            {"event": "spill", "items": spilled},
+            {"event": "rewrite", "window": [keeper]},
+        ]
+        text = "".join(json.dumps(e) + "\n" for e in events)
+        return [f.code for f in audit_trace(parse_trace_text(text, "t")).findings]
+
+    assert code in found([keeper])  # no record of c1: the rule fires
+    assert found([stub]) == []
+    store = MemoryStore()
+    store.spill([stub])
+    assert store.has_id("c1") and store.versions("c1") == []
+
+
 def test_a_trace_that_stubs_a_stub_reads_the_item_behind_both(tmp_path: Path) -> None:
     """A failed run spilled and stubbed, then its stub spilled and stubbed again: the
     window still holds the failed run (no WR004, no WR008), and its re-run is no CP003."""
