@@ -266,7 +266,7 @@ def test_import_out_is_written_whole(tmp_path: Path) -> None:
         "format": "openai",
         "appends": 2,
         "rewrites": 1,
-        "items": 9,
+        "items": 10,  # every distinct item: the summary only the rewrite holds included
         "messages": 8,
         "kinds": {"commitment": 0, "claim": 0, "observation": 5, "prose": 5, "stub": 0},
         "commitments_and_claims": 0,

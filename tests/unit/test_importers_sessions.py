@@ -157,21 +157,26 @@ def _boundary(logical: str) -> dict[str, Any]:
     }
 
 
-def test_claude_code_compaction_naming_no_record_is_refused() -> None:
-    """A compaction whose logicalParentUuid names no record before it: its window before
-    cannot be told (read as empty, it made up a rewrite that dropped everything)."""
+def test_claude_code_compaction_naming_a_record_never_written() -> None:
+    """Claude Code may write a logicalParentUuid that names no record of the session: the
+    window before is the chain the model saw up to the boundary (read as empty, it made
+    up a rewrite that dropped everything, and findings with it)."""
     recs = [
         cc("u1", None, "user", "start"),
         cc("a1", "u1", "assistant", [{"type": "text", "text": "step one"}]),
-        _boundary("a1-typo"),
+        _boundary("never-written"),
         cc("cs", "b1", "user", "summary", isCompactSummary=True),
+        cc("a2", "cs", "assistant", [{"type": "text", "text": "going on"}]),
     ]
-    with pytest.raises(InputError, match="logicalParentUuid 'a1-typo' names no record") as err:
-        imported("claude-code", jsonl(recs))
-    assert err.value.line == 3
+    unknown = imported("claude-code", jsonl(recs))
     recs[2] = _boundary("a1")
-    seen = windows(imported("claude-code", jsonl(recs)))
-    assert [p for p, _ in seen] == ["append", "claude-code:compact_boundary"]
+    assert import_history("claude-code", [jsonl(recs)]) == import_history(
+        "claude-code", [jsonl([*recs[:2], _boundary("never-written"), *recs[3:]])]
+    )
+    seen = windows(unknown)
+    assert [p for p, _ in seen] == ["append", "claude-code:compact_boundary", "append"]
+    assert [it.id for it in seen[1][1]] == ["cs"]
+    assert findings(unknown) == []
 
 
 def test_claude_code_file_starting_at_its_compaction_imports() -> None:
@@ -701,7 +706,7 @@ def test_import_summary_line(tmp_path: Path) -> None:
     code, out, _ = run("import", "auto", str(CC_ON), "-o", str(target))
     assert code == 0
     assert out == (
-        f"{target}: 3 append(s), 2 rewrite(s), 18 item(s) from 20 message(s): 0 commitment(s)"
+        f"{target}: 3 append(s), 2 rewrite(s), 20 item(s) from 20 message(s): 0 commitment(s)"
         " and claim(s), 9 observation(s), 11 prose; nothing here is checked as a commitment:"
         " annotate or extract\n"
     )

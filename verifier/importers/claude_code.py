@@ -195,7 +195,7 @@ def _read(record: Any, file: str, lineno: int, s: _Session, place: int) -> None:
     if has_uuid:
         s.parents[key] = sys.intern(parent) if isinstance(parent, str) and parent else None
     if boundary:
-        _boundary(record, key, s, file, lineno)
+        _boundary(record, key, s)
     elif is_message:
         message = record_message(record, file, f"line {lineno}", keep=s.keep)
         if not has_uuid:
@@ -230,28 +230,18 @@ def _same_session(record: Mapping[str, Any], file: str, lineno: int, s: _Session
         )
 
 
-def _boundary(record: Mapping[str, Any], uuid: str, s: _Session, file: str, lineno: int) -> None:
+def _boundary(record: Mapping[str, Any], uuid: str, s: _Session) -> None:
     """A compaction: the window before ends at ``logicalParentUuid``.
 
-    A ``logicalParentUuid`` that names no record read so far is refused when messages
-    came before the boundary (the window before cannot be told; reading it as empty
-    would make up a rewrite); a file that starts at its compaction (a session resumed
-    from one) has nothing before it either way."""
+    Claude Code may name there a record it never wrote: the window before is then the
+    chain the model saw up to the boundary (read as empty, it made up a rewrite that
+    dropped everything before the compaction)."""
     if s.pending is not None:
         _compact(s, None)  # a boundary with no summary after it: it left its kept messages
     s.boundaries.add(uuid)
     logical = record.get("logicalParentUuid")
-    last = logical if isinstance(logical, str) and logical else None
-    if last is not None and last not in s.parents and s.current:
-        raise InputError(
-            f"the compaction's logicalParentUuid {last!r} names no record before it: the"
-            " window it compacted cannot be told",
-            file=file,
-            line=lineno,
-            fix="give the session's files in order, from its first (the record it names"
-            " must come before the compact_boundary)",
-        )
-    before = list(s.current) if _continues(last, s) else _chain(last, s) if last else []
+    last = logical if isinstance(logical, str) and logical in s.parents else None
+    before = list(s.current) if last is None or _continues(last, s) else _chain(last, s)
     if before != s.current:
         s.snapshot()
         s.move(before)

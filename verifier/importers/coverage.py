@@ -34,9 +34,10 @@ NO_COMMITMENTS = "nothing here is checked as a commitment: annotate or extract"
 class Coverage:
     """What an imported trace holds.
 
-    ``items`` counts the items appended (as the summary line always has);
-    ``kinds`` the distinct item ids of each kind over the whole trace (appends
-    and rewrites); ``messages`` the distinct messages read, when known.
+    ``items`` counts the distinct item ids over the whole trace (appends and
+    rewrites: a compaction's summary, which only a rewrite holds, is one);
+    ``kinds`` splits them by kind; ``messages`` the distinct messages read, when
+    known.
     """
 
     appends: int
@@ -84,7 +85,7 @@ class Coverage:
 
 def coverage(trace: str, *, messages: int | None = None) -> Coverage:
     """Count what a trace (JSONL text, as an import writes it) holds."""
-    appends = rewrites = items = 0
+    appends = rewrites = 0
     kinds: dict[str, str] = {}
     for line in trace.splitlines():
         if not line.strip():
@@ -93,7 +94,6 @@ def coverage(trace: str, *, messages: int | None = None) -> Coverage:
         given: list[Any] = []
         if event.get("event") == "append":
             appends += 1
-            items += len(event["items"])
             given = event["items"]
         elif event.get("event") == "rewrite":
             rewrites += 1
@@ -103,4 +103,4 @@ def coverage(trace: str, *, messages: int | None = None) -> Coverage:
     counts = {k: 0 for k in KINDS}
     for kind in kinds.values():
         counts[kind] = counts.get(kind, 0) + 1
-    return Coverage(appends, rewrites, items, counts, messages)
+    return Coverage(appends, rewrites, len(kinds), counts, messages)

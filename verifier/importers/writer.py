@@ -59,7 +59,7 @@ class TraceWriter:
         self._write = write
         self.name = name
         self.line = 1
-        self.appends = self.rewrites = self.items = 0
+        self.appends = self.rewrites = 0
         self.gave = False
         """Some event holds an item."""
         self._window: set[str] = set()
@@ -116,7 +116,6 @@ class TraceWriter:
         self._write(tail + "\n")
         if kind == "append":
             self.appends += 1
-            self.items += len(items)
         else:
             self.rewrites += 1
         self.gave = self.gave or bool(items)
@@ -166,7 +165,7 @@ class TraceWriter:
         counts = dict.fromkeys(KINDS, 0)
         for kind in self._kinds.values():
             counts[kind] = counts.get(kind, 0) + 1
-        return Coverage(self.appends, self.rewrites, self.items, counts, messages)
+        return Coverage(self.appends, self.rewrites, len(self._kinds), counts, messages)
 
 
 def split_append(event: Mapping[str, Any]) -> list[dict[str, Any]]:
