@@ -49,8 +49,14 @@ def _merge_problem(
             kinds = f"a {merged.kind} merges {merged.kind}s only"
             return (f"covers {cid!r}, a {old.kind}: {kinds}", None)
         covered.append(old)
+    vacuous: Result | None = None
     for old in covered:
         res = ctx.session.entails([merged.formula], old.formula, [merged.id])
+        if res.vacuous:
+            # the merge contradicts itself (or the background): it entails everything, and
+            # it asserts more than the covered items whenever they are consistent
+            vacuous = res
+            break
         if res.unknown:
             return res
         if res.fails:
@@ -60,10 +66,10 @@ def _merge_problem(
         [old.formula for old in premises], merged.formula, [old.id for old in premises]
     )
     if res.unknown:
-        return res
+        return vacuous or res
     if res.fails:
         return (f"asserts more than the conjunction of {cite(merged.covers)}", res)
-    return None
+    return vacuous
 
 
 class _Merges:
