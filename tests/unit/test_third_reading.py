@@ -131,6 +131,25 @@ def test_a_witness_behind_an_unresolvable_stub_is_lost_for_wr001() -> None:
     assert sorted(codes(res.findings)) == [("WR001", ("i1", "o1")), ("WR006", ("o1",))]
 
 
+def test_a_stubbed_item_finds_its_witness_in_the_store_past_an_unresolvable_stub() -> None:
+    """A stubbed item's witnesses are found in the window or the store: an unresolvable
+    stub of its witness in the window is WR006's alone (no worse than no stub); the
+    rewrite that puts the item back beside only that stub is the one that loses it."""
+    inv = {**CLAIM, "id": "i1", "kind": "commitment", "type": "invariant"}
+    report = audit(
+        append(OBS, inv),
+        spill(OBS, inv),
+        window(stub(OBS), stub(inv)),
+        window(stub(OBS, MISSING), stub(inv)),
+        window(stub(OBS, MISSING), inv),
+    )
+    assert [(f.pass_, f.code, f.items) for f in report.findings] == [
+        (2, "WR006", ("o1",)),
+        (3, "WR001", ("i1", "o1")),
+    ]
+    assert [r.verdict for r in report.rewrites] == ["accept", "refuse", "refuse"]
+
+
 def test_the_graph_finds_a_stored_primitive_behind_an_unresolvable_stub() -> None:
     text = "\n".join(
         json.dumps(e)

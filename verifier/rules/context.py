@@ -468,15 +468,16 @@ class WindowView:
         """The observations among item's witnesses that this window retains.
 
         For an item that was spilled (it stands in the window as a stub) the
-        witnesses may also come from the store: they were spilled with it.
-        Witnesses excluded by a finding do not count.
+        witnesses may also come from the store: they were spilled with it, whatever
+        stands in the window under their ids (a stub the store cannot resolve
+        included). Witnesses excluded by a finding do not count.
         """
         out: list[Item] = []
         for wid in item.witnesses:
             if wid in excluded:
                 continue
             w = self.resolve(wid)
-            if w is None and spilled and wid not in self.by_id:
+            if w is None and spilled:
                 w = self.store.latest(wid)
             if w is not None and w.kind == "observation":
                 out.append(w)
@@ -513,7 +514,7 @@ class LookedUpView(WindowView):
             if wid in excluded:
                 continue
             w = self.resolve(wid)
-            if w is None and spilled and wid not in self:
+            if w is None and spilled:
                 w = self.store.latest(wid)
             if w is not None and w.kind == "observation":
                 out.append(w)
