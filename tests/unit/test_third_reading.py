@@ -150,6 +150,20 @@ def test_a_stubbed_item_finds_its_witness_in_the_store_past_an_unresolvable_stub
     assert [r.verdict for r in report.rewrites] == ["accept", "refuse", "refuse"]
 
 
+def test_an_item_put_back_from_behind_its_stub_is_asked_wr005_again() -> None:
+    """Put back from behind its stub, an item is restored, as when it was absent: WR005
+    reads the evidence retained now (CF007 does too), where an item kept in the window
+    whose claim and witnesses are unchanged is not asked again."""
+    off = {"id": "c1", "kind": "commitment", "type": "decision", "formula": "b"}
+    off["witnesses"] = ["o1"]
+    for hidden in (stub(off), None):
+        between = window(OBS, hidden) if hidden is not None else window(OBS)
+        report = audit(append(OBS, off), spill(off), between, window(OBS, off))
+        assert [(f.pass_, f.code) for f in report.findings] == [(0, "WR005"), (2, "WR005")]
+    kept = audit(append(OBS, off), window(OBS, {**off, "rationale": ["o1"]}))
+    assert [(f.pass_, f.code) for f in kept.findings] == [(0, "WR005")]
+
+
 def test_the_graph_finds_a_stored_primitive_behind_an_unresolvable_stub() -> None:
     text = "\n".join(
         json.dumps(e)

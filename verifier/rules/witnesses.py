@@ -30,13 +30,16 @@ def check_witnesses(ctx: RewriteContext) -> None:
             _wr006(ctx, it)
         if real is None or real.kind not in ("commitment", "claim") or it.kind == "stub":
             continue
-        old = ctx.before.resolve(it.id)
+        held = ctx.before.get(it.id)
+        old = None if held is None or held.kind == "stub" else held
         if old is not None and (old.formula, old.witnesses, old.modality) == (
             real.formula,
             real.witnesses,
             real.modality,
         ):
             continue  # what it claims and cites is unchanged: any defect predates this event
+        # new, changed in what it claims or cites, or put back (from behind its stub too):
+        # WR005 reads the evidence retained now
         check_item_witnesses(ctx, real, ctx.after)
     _wr007(ctx, changed)
     _wr008(ctx)
