@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -319,6 +320,10 @@ def test_the_hand_written_specs_use_every_key_and_action() -> None:
         ("tokens = { ge = 1 }, pressure = { lt = 1e-9 }", False),  # a budget of 10**9 tokens
         ("tokens = { ge = 1 }, pressure = { lt = 1e-9 }", True),
         ("pressure = { gt = 1e7, lt = 1e300 }", True),  # tokens ten million times the budget
+        # a narrow band of pressures: a budget past twice the inverse of its width
+        ("pressure = { gt = 100.0, lt = 100.00001 }", False),
+        ("pressure = { gt = 100.0, lt = 100.00001 }", True),
+        ("pressure = { gt = 0.5, lt = 0.50000001 }", True),
     ],
 )
 def test_a_threshold_past_the_default_ranges_is_still_reached(
@@ -354,6 +359,13 @@ def test_the_ranges_grow_with_the_spec_only() -> None:
         'do = "keep"\n'
     )
     assert spec_bounds(tiny).budget >= 4 * 10**9  # one token in it: a pressure under 1e-9
+    fine = parse_spec(
+        'format = "ctxproof-policy/1"\nstop = "fits"\n[[rule]]\n'
+        'when = { pressure = { lt = 1.0000001 } }\ndo = "evict"\n'
+    )
+    # over the budget (past 1) and under 1.0000001: 10,000,001 tokens in 10**7 and past
+    reach = spec_bounds(fine)
+    assert reach.budget >= 10**7 and reach.tokens >= 10_000_001
 
 
 def test_bad_bounds_are_bad_input(tmp_path: Path) -> None:
@@ -361,6 +373,13 @@ def test_bad_bounds_are_bad_input(tmp_path: Path) -> None:
         prove(spec_of("spill_first"), items=0, out_dir=tmp_path)
     with pytest.raises(InputError, match="--timeout"):
         prove(spec_of("spill_first"), timeout=0, out_dir=tmp_path)
+
+
+@pytest.mark.parametrize("limit", [math.inf, 1e308])
+def test_a_timeout_past_what_z3_takes_is_no_limit(limit: float, tmp_path: Path) -> None:
+    evict = parse_spec(HEAD + '[[rule]]\nwhen = { kind = ["commitment"] }\ndo = "evict"\n')
+    result = prove(evict, items=2, passes=1, timeout=limit, out_dir=tmp_path)
+    assert result.result == "counterexample" and result.code == "CF001"
 
 
 def test_a_model_that_does_not_replay_is_an_internal_error(

@@ -3,10 +3,12 @@ settles each property, shrinks and replays its counterexample (docs/prove.md).""
 
 from __future__ import annotations
 
+import itertools
 import math
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -149,16 +151,36 @@ def spec_bounds(spec: Spec) -> Bounds:
 
     tokens = finite([spec.stub_tokens, *(c.value for r in spec.rules for c in r.when.tokens or ())])
     ages = finite(c.value for r in spec.rules for c in r.when.age or ())
-    # a pressure v is told apart by an item of v tokens in a budget of 1, and by an item
-    # of 1 token in a budget of 1/v: both in range
     pressures = [
         v for v in finite(c.value for r in spec.rules for c in r.when.pressure or ()) if v > 0
     ]
+    need_tokens, need_budget = _pressure_reach(pressures)
     return Bounds.beyond(
-        max([*tokens, *pressures], default=0),
-        max(ages, default=0),
-        max((1 / v for v in pressures), default=0),
+        max([*tokens, *need_tokens], default=0), max(ages, default=0), need_budget
     )
+
+
+def _pressure_reach(pressures: Sequence[float]) -> tuple[list[float], float]:
+    """The token counts and the budget that every pressure a spec tells apart needs.
+
+    A pressure v is told apart from above by an item of v tokens in a budget of 1, from
+    below by an item of 1 token in a budget of 1/v, and v itself by the fraction the
+    spec wrote it as (``1.0000001`` is 10000001 tokens in a budget of 10**7); between
+    two values v < w, by a budget past 2 / (w - v) and the tokens that put the pressure
+    in the middle. A pressure is a quotient of integers: the ranges must reach them.
+    1 is among the values (``stop = "fits"`` tells the window over its budget apart)."""
+    tokens: list[float] = list(pressures)
+    budget = max((1 / v for v in pressures), default=0.0)
+    points = sorted({*pressures, 1.0}) if pressures else []
+    for v in points:
+        written = Fraction(repr(v))
+        tokens.append(written.numerator)
+        budget = max(budget, written.denominator)
+    for low, high in itertools.pairwise(points):
+        between = math.ceil(2 / (high - low))
+        tokens.append(math.ceil((low + high) / 2 * between) + 1)
+        budget = max(budget, between)
+    return tokens, budget
 
 
 class Encoding:

@@ -15,6 +15,7 @@ arithmetic) or bit-vectors wide enough that no sum overflows
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -45,6 +46,18 @@ class CheckResult:
     @property
     def unsat(self) -> bool:
         return self.status == "unsat"
+
+
+_Z3_MS_MAX = 2**32 - 1
+"""The longest timeout z3 takes, in milliseconds (about 49 days): a longer one is that."""
+
+
+def _milliseconds(seconds: float) -> int:
+    """A time limit in seconds as z3 takes it (at least 1 ms, at most :data:`_Z3_MS_MAX`;
+    an infinite one is the longest)."""
+    if not math.isfinite(seconds) or seconds * 1000 >= _Z3_MS_MAX:
+        return _Z3_MS_MAX
+    return max(1, int(seconds * 1000))
 
 
 class Smt:
@@ -220,7 +233,7 @@ class Smt:
         """
         solver = self.loose if loose else self.solver
         if timeout is not None:
-            solver.set("timeout", max(1, int(timeout * 1000)))
+            solver.set("timeout", _milliseconds(timeout))
         start = time.perf_counter()
         self.checks += 1
         try:
@@ -245,7 +258,7 @@ class Smt:
         opt = z3.Optimize(ctx=self.ctx)
         opt.set("random_seed", SEED)
         if timeout is not None:
-            opt.set("timeout", max(1, int(timeout * 1000)))
+            opt.set("timeout", _milliseconds(timeout))
         opt.add(self.solver.assertions())
         for a in assumptions:
             opt.add(a)
