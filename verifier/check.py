@@ -24,6 +24,7 @@ from verifier.rules.context import (
     History,
     RewriteContext,
     WindowView,
+    cite,
     demote,
     preserved,
 )
@@ -478,12 +479,13 @@ def repair_rewrite(
     actions: list[str] = []
     ctx = first
     verdict = verdict_of(ctx)
-    for _ in range(MAX_REPAIR_ROUNDS):
+    for round_no in range(MAX_REPAIR_ROUNDS):
         # mend first (spill, stub, restore witnesses); demote, revert or remove only what
         # mending cannot fix: the least change keeps what the rewrite did legitimately
-        if not _plan(ctx, window, spill, actions, mend_only=True) and not _plan(
+        acted = _plan(ctx, window, spill, actions, mend_only=True) or _plan(
             ctx, window, spill, actions, mend_only=False
-        ):
+        )
+        if not acted and round_no > 0:
             break  # nothing more to try
         trial = LayeredStore(store)
         trial.spill(list(spill.values()))
@@ -503,7 +505,11 @@ def repair_rewrite(
         )
         verdict = verdict_of(ctx)
         if verdict in ("accept", "accept-demoted"):
+            if not actions:  # the window stands: only the claim of what it preserves was wrong
+                actions.append(f"claim preserved only {cite(claimed) if claimed else 'nothing'}")
             return Repair(tuple(spill.values()), tuple(window), claimed, verdict, tuple(actions))
+        if not acted:
+            break  # the corrected claim alone is not enough, and nothing else is to be tried
     # nothing smaller worked: keep the window as it was
     trial = LayeredStore(store)
     ctx = run_rules(

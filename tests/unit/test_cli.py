@@ -683,3 +683,22 @@ def test_check_reads_both_backgrounds_together(tmp_path: Path) -> None:
     assert code == 0 and json.loads(out)["findings"] == []
     code, _, err = run("check", window("b2.json", ["!db.replicas3"], []), after)
     assert code == 2 and "unsatisfiable" in err
+
+
+def test_a_check_finding_stands_at_the_line_of_its_item(tmp_path: Path) -> None:
+    """The line of the item's id in AFTER, not of an earlier string that names it (a
+    prose text, a citation)."""
+    obs = {"id": "o1", "kind": "observation", "shows": "t", "modality": "verified"}
+    claim = {"id": "k2", "kind": "claim", "formula": "t", "witnesses": ["o1"]}
+    claim["modality"] = "verified"
+    before = tmp_path / "before.json"
+    before.write_text(json.dumps({"format": "ctxproof-window/1", "items": [obs, claim]}))
+    note = {"id": "p0", "kind": "prose", "text": "k2"}
+    after = tmp_path / "after.json"
+    after.write_text(json.dumps({"format": "ctxproof-window/1", "items": [note, claim]}, indent=1))
+    code, out, _ = run("check", str(before), str(after), "--format", "json")
+    found = [(f["code"], f["items"], f["line"]) for f in json.loads(out)["findings"]]
+    lines = after.read_text().splitlines()
+    assert code == 1 and [(c, i) for c, i, _ in found] == [("WR002", ["k2"])]
+    assert '"id": "k2"' in lines[found[0][2] - 1]
+    assert '"text": "k2"' in "\n".join(lines[: found[0][2] - 1])  # named earlier, as text

@@ -163,6 +163,24 @@ def test_repair_into_a_missing_folder_is_exit_2_and_spills_nothing(
     assert rows(store) == 1  # nothing was committed
 
 
+@pytest.mark.parametrize("target", ["store", "before", "after", "link to after"])
+def test_repair_onto_the_store_or_an_input_is_exit_2_and_loses_nothing(
+    windows: tuple[str, str], store: Path, tmp_path: Path, target: str
+) -> None:
+    """OUT naming the store (or a window read) would replace it with the repaired window:
+    the spill just reported, and every earlier entry, lost."""
+    before, after = windows
+    link = tmp_path / "link.json"
+    link.symlink_to(after)
+    out = {"store": str(store), "before": before, "after": after, "link to after": str(link)}
+    kept = {path: Path(path).read_bytes() for path in (str(store), before, after)}
+    code, stdout, err = run("check", before, after, "--store", str(store), "--repair", out[target])
+    assert (code, stdout) == (2, "")
+    assert "would replace it" in err
+    assert {path: Path(path).read_bytes() for path in kept} == kept
+    assert rows(store) == 1
+
+
 def test_repair_on_a_full_disk_is_exit_2_spills_nothing_and_leaves_no_file(
     windows: tuple[str, str], store: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -154,7 +154,7 @@ def test_an_item_put_back_from_behind_its_stub_is_asked_wr005_again() -> None:
     """Put back from behind its stub, an item is restored, as when it was absent: WR005
     reads the evidence retained now (CF007 does too), where an item kept in the window
     whose claim and witnesses are unchanged is not asked again."""
-    off = {"id": "c1", "kind": "commitment", "type": "decision", "formula": "b"}
+    off: Obj = {"id": "c1", "kind": "commitment", "type": "decision", "formula": "b"}
     off["witnesses"] = ["o1"]
     for hidden in (stub(off), None):
         between = window(OBS, hidden) if hidden is not None else window(OBS)
@@ -162,6 +162,18 @@ def test_an_item_put_back_from_behind_its_stub_is_asked_wr005_again() -> None:
         assert [(f.pass_, f.code) for f in report.findings] == [(0, "WR005"), (2, "WR005")]
     kept = audit(append(OBS, off), window(OBS, {**off, "rationale": ["o1"]}))
     assert [(f.pass_, f.code) for f in kept.findings] == [(0, "WR005")]
+
+
+def test_a_false_claim_alone_is_repaired_by_correcting_the_claim() -> None:
+    """CF006 alone: the least change keeps the rewrite (its legitimate evictions) and
+    corrects claimed_preserved, as it does beside other findings."""
+    other = {"id": "p2", "kind": "prose", "text": "more"}
+    res = check_rewrite(its(NOTE, other, REASON), its(NOTE), claimed_preserved=["p2"])
+    assert codes(res.findings) == [("CF006", ("p2",))]
+    assert res.repair is not None and res.repair.verdict == "accept"
+    assert [it.id for it in res.repair.window] == ["p1"]
+    assert res.repair.claimed_preserved == ("p1",)
+    assert res.repair.actions == ("claim preserved only 'p1'",)
 
 
 def test_the_graph_finds_a_stored_primitive_behind_an_unresolvable_stub() -> None:

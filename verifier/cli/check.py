@@ -10,6 +10,7 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import json
+import os
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -32,7 +33,13 @@ from verifier.cli.common import (
 from verifier.cli.inputs import load_window, open_store
 from verifier.errors import InputError
 from verifier.findings import Finding
-from verifier.io import check_background, check_references, forget_reads, window_to_json
+from verifier.io import (
+    _id_lines,
+    check_background,
+    check_references,
+    forget_reads,
+    window_to_json,
+)
 from verifier.store import SqliteStore
 from verifier.window import Item
 
@@ -72,6 +79,13 @@ def check(
     """Check one rewrite: BEFORE and AFTER are window files."""
     if repair_out is not None and store_path is None:
         raise click.UsageError("--repair needs --store: the repair spills there before it writes")
+    if repair_out is not None:
+        for what, path in (("the --store file", store_path), ("BEFORE", before), ("AFTER", after)):
+            if path is not None and _same_file(repair_out, path):
+                raise click.UsageError(
+                    f"--repair {repair_out} is {what}: the repaired window would replace it;"
+                    " write it to a file of its own"
+                )
     # the store is only read here; a repair that spills opens it for writing (creating
     # it) once everything is checked and OUT is staged
     creating = repair_out is not None and store_path is not None and not Path(store_path).exists()
@@ -136,6 +150,16 @@ def check(
     return code
 
 
+def _same_file(a: str, b: str) -> bool:
+    """Do two paths name one file (the same path, or links to one file)?"""
+    if Path(a).resolve() == Path(b).resolve():
+        return True
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # one of them does not exist (yet): not the same file
+        return False
+
+
 _STRING_AT_QUOTE = re.compile(r'"[^"]*(?=")')
 """From a quote to the next one (left out, so the next match starts there)."""
 
@@ -175,14 +199,24 @@ def _with_lines(result: RewriteResult, path: str) -> RewriteResult:
         text = Path(path).read_text("utf-8")
     except (OSError, ValueError):  # gone or changed since it was read: lines stay 1
         return result
-    needles = [
-        json.dumps(f.items[0], ensure_ascii=False) if f.items else "" for f in result.findings
-    ]
-    lines = _first_lines(text, {n for n in needles if n})
-    fixed = [
-        dataclasses.replace(f, line=lines.get(needle, 1))
-        for f, needle in zip(result.findings, needles, strict=True)
-    ]
+    items = _id_lines(text)  # the line of each item's id: where the item is
+    # an item not in AFTER (dropped): the first line that names it, else the first line
+    named = {
+        json.dumps(f.items[0], ensure_ascii=False)
+        for f in result.findings
+        if f.items and f.items[0] not in items
+    }
+    lines = _first_lines(text, named)
+
+    def line_of(f: Finding) -> int:
+        if not f.items:
+            return 1
+        first = f.items[0]
+        if first in items:
+            return items[first]
+        return lines.get(json.dumps(first, ensure_ascii=False), 1)
+
+    fixed = [dataclasses.replace(f, line=line_of(f)) for f in result.findings]
     return RewriteResult(
         result.pass_,
         1,
