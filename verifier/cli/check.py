@@ -152,7 +152,7 @@ def check(
 
 def _same_file(a: str, b: str) -> bool:
     """Do two paths name one file (the same path, or links to one file)?"""
-    if Path(a).resolve() == Path(b).resolve():
+    if os.path.realpath(a) == os.path.realpath(b):  # never raises, a link loop included
         return True
     try:
         return os.path.samefile(a, b)
