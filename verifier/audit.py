@@ -22,7 +22,13 @@ from verifier.findings import WITNESS_MODES, Finding
 from verifier.io import background_argument, items_argument, trace_from_dicts
 from verifier.parser import parse_formula
 from verifier.rules.composition import check_append
-from verifier.rules.context import MODE_SUPPORT, History, RewriteContext, WindowView
+from verifier.rules.context import (
+    MODE_SUPPORT,
+    History,
+    RewriteContext,
+    WindowView,
+    runs_source,
+)
 from verifier.solver import Session
 from verifier.store import LayeredStore, Store, store_argument
 from verifier.window import Append, Event, Item, Rewrite, Spill, Trace
@@ -560,9 +566,11 @@ def _remember(
                 evicted = history.evicted_failed.setdefault(real.source, [])
                 if real.id not in evicted:
                     evicted.append(real.id)
-    for ids in history.evicted_failed.values():
-        # a failed record a rewrite put back (item or stub) is in sight again
-        ids[:] = [i for i in ids if i not in after_ids]
+    held = {it.id: it for it in after}
+    for source, ids in history.evicted_failed.items():
+        # a failed record a rewrite put back (item or stub) is in sight again; an
+        # unrelated observation appended under its id since is not that record
+        ids[:] = [i for i in ids if not runs_source(held.get(i), source, store)]
     for it in after:
         if it.kind != "stub":
             history.last_seen[it.id] = it

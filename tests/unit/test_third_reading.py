@@ -176,6 +176,20 @@ def test_a_false_claim_alone_is_repaired_by_correcting_the_claim() -> None:
     assert res.repair.actions == ("claim preserved only 'p1'",)
 
 
+def test_a_reused_id_does_not_put_an_evicted_failure_back_in_sight() -> None:
+    """An unrelated observation appended under the id of an evicted failed run is not that
+    run: a rewrite that keeps it (even one that changes nothing) leaves the failure out of
+    sight, and a later run of its source is a re-run (CP003)."""
+    failed = {"id": "o1", "kind": "observation", "source": "make test", "modality": "failed"}
+    failed["shows"] = "!t"
+    other = {"id": "o1", "kind": "observation", "source": "ls", "shows": "d"}
+    rerun = {**failed, "id": "o2"}
+    noop = {"event": "rewrite", "policy": "p", "diff": {"remove": [], "put": []}}
+    for between in ([noop], []):
+        report = audit(append(failed), window(), append(other), *between, append(rerun))
+        assert ("CP003", ("o2", "o1")) in codes(report.findings), between
+
+
 def test_the_graph_finds_a_stored_primitive_behind_an_unresolvable_stub() -> None:
     text = "\n".join(
         json.dumps(e)

@@ -860,6 +860,15 @@ def show(formula: Formula) -> str:
     return render(formula)
 
 
+def runs_source(entry: Item | None, source: str, store: Store) -> bool:
+    """Does a window entry (an item, or a stub the store resolves) stand for a run of
+    ``source``? An evicted failed record is back in sight only so (CP003): an unrelated
+    observation appended under its id since is not that record."""
+    if entry is not None and entry.kind == "stub":
+        entry = store.resolve(entry.stub_ref or "")
+    return entry is not None and entry.kind == "observation" and entry.source == source
+
+
 def cite(ids: Iterable[str]) -> str:
     return ", ".join(repr(i) for i in ids)
 

@@ -24,7 +24,13 @@ from operator import attrgetter, ne
 from verifier.formula import is_true
 from verifier.rules.commitments import check_commitments
 from verifier.rules.composition import check_cycles
-from verifier.rules.context import History, LookedUpView, ReadWhole, RewriteContext
+from verifier.rules.context import (
+    History,
+    LookedUpView,
+    ReadWhole,
+    RewriteContext,
+    runs_source,
+)
 from verifier.rules.pairing import check_pairing
 from verifier.rules.witnesses import check_witnesses
 from verifier.solver import PremiseIndex, Session
@@ -461,10 +467,11 @@ class KeptWindow:
                     evicted = history.evicted_failed.setdefault(real.source, [])
                     if real.id not in evicted:
                         evicted.append(real.id)
-        for ids in history.evicted_failed.values():
-            # a failed record a rewrite put back (item or stub) is in sight again
+        for source, ids in history.evicted_failed.items():
+            # a failed record a rewrite put back (item or stub) is in sight again; an
+            # unrelated observation appended under its id since is not that record
             if any(in_after(i) is not None for i in ids):
-                ids[:] = [i for i in ids if in_after(i) is None]
+                ids[:] = [i for i in ids if not runs_source(in_after(i), source, store)]
         for it in change.came:
             if it.kind != "stub":
                 last_seen[it.id] = it
