@@ -153,9 +153,10 @@ class JustificationGraph:
             entry = f"store:{item.stub_ref}"
             if entry in self.g and self.g.nodes[entry].get("id") == item.id:
                 self._link(node, entry, "stub")
-            elif (stored := self.stored_ids.get(item.id)) is not None:
+            elif (stored := self.stored_ids.get(item.id)) is not None and stored != node:
                 # a stub the store does not resolve is still an entry with its id: what the
-                # store holds under that id is retained, whatever the stub's ref
+                # store holds under that id is retained, whatever the stub's ref (a stored
+                # stub is no link to itself)
                 self._link(node, stored, "spilled")
 
     def _add_versions(self, items: Iterable[Item], pass_no: int, line: int | None) -> None:

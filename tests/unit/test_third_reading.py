@@ -223,6 +223,20 @@ def test_a_stub_never_links_to_another_items_store_entry() -> None:
     assert why(graph, "o1").chain is None
 
 
+def test_a_stored_stub_that_does_not_resolve_is_no_edge_to_itself() -> None:
+    text = "\n".join(
+        json.dumps(e)
+        for e in (
+            {"event": "header", "format": "ctxproof-trace/1"},
+            append(OBS),
+            spill(stub(OBS, MISSING)),
+        )
+    )
+    graph = JustificationGraph()
+    audit_trace(parse_trace_text(text, "t"), graph=graph)
+    assert not [u for u, v in graph.g.edges if u == v]
+
+
 def test_a_later_use_of_a_primitive_the_store_holds_is_no_cp001() -> None:
     user = {**CLAIM, "id": "u", "derived_from": ["o1"]}
     report = audit(append(OBS, NOTE), spill(OBS), window(stub(OBS, MISSING), NOTE), append(user))
