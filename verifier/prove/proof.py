@@ -173,7 +173,7 @@ def _pressure_reach(pressures: Sequence[float]) -> tuple[list[float], float]:
     budget = max((1 / v for v in pressures), default=0.0)
     points = sorted({*pressures, 1.0}) if pressures else []
     for v in points:
-        written = Fraction(repr(v))
+        written = _simplest_quotient(v)
         tokens.append(written.numerator)
         budget = max(budget, written.denominator)
     for low, high in itertools.pairwise(points):
@@ -181,6 +181,20 @@ def _pressure_reach(pressures: Sequence[float]) -> tuple[list[float], float]:
         tokens.append(math.ceil((low + high) / 2 * between) + 1)
         budget = max(budget, between)
     return tokens, budget
+
+
+def _simplest_quotient(v: float) -> Fraction:
+    """A fraction of small terms whose quotient, as the interpreter divides, is ``v``
+    (``0.3333333333333333`` is 1/3; ``1.0000001`` is 10000001/10**7); the fraction
+    ``v`` is written as when none smaller is."""
+    written = Fraction(repr(v))
+    bound = 1
+    while bound < written.denominator:
+        near = written.limit_denominator(bound)
+        if near.numerator / near.denominator == v:
+            return near
+        bound *= 10
+    return written
 
 
 class Encoding:
