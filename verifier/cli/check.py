@@ -195,6 +195,8 @@ def _first_lines(text: str, needles: set[str]) -> dict[str, int]:
 
 def _with_lines(result: RewriteResult, path: str) -> RewriteResult:
     """Findings of a window check point at the line of their first item in the file."""
+    if not result.findings:  # no line to find: the file is not read again
+        return dataclasses.replace(result, line=1)
     try:
         text = Path(path).read_text("utf-8")
     except (OSError, ValueError):  # gone or changed since it was read: lines stay 1
