@@ -466,6 +466,47 @@ case("cf004_once_fires.jsonl", [
     why="§4 fine print: CF004 is reported at the rewrite where the rationale "
         "is orphaned, not again at pass 2 where c1 is unchanged.")
 
+# WR005 beside CP001 at an append: only a named *witness* is not reported again
+o_green = obs("o1", "12 passed", source="pytest", shows="tests.green", modality="verified")
+k_green = claim("k1", "tests.green", modality="verified", witnesses=["o1"],
+                text="the suite is green")
+o_lint = obs("o3", "lint clean", source="ruff", shows="lint.clean", modality="verified")
+
+case("wr005_beside_cp001_rationale_fires.jsonl", [
+    header(),
+    append(o_green, k_green, o_lint),
+    rewrite("summarize-v2", diff={"remove": ["o1", "k1"], "put": []}),
+    append(commitment("c1", "decision", "tests.green", modality="verified",
+                      rationale=["k1"], witnesses=["o3"])),
+], fires=[("CP001", 4, ["k1", "c1"]), ("WR005", 4, ["c1"])],
+    verdicts=["accept"],
+    why="§4 second reading: 'At an append, a witness that CP001 already names "
+        "is not reported again under WR005.' CP001 names k1, which c1 cites as "
+        "rationale, not as a witness; c1's one witness o3 (lint.clean) does not "
+        "entail tests.green: WR005 for c1 all the same.")
+
+case("cp001_same_append_witness_fires.jsonl", [
+    header(),
+    append(claim("k0", "cache.warm", modality="verified"),
+           claim("k2", "cache.warm", modality="verified", witnesses=["k0"])),
+], fires=[("WR005", 2, ["k0"]), ("CP001", 2, ["k0", "k2"])],
+    verdicts=[],
+    why="§4 second reading: CP001's uses include items of the same append, and "
+        "'a witness that CP001 already names is not reported again under "
+        "WR005'. k2 cites k0 of the same append as its witness; CP001 names it "
+        "[k0, k2], so k2 is no WR005 (k0 itself, verified with no witness, is).")
+
+case("cf004_citation_removed_quiet.jsonl", [
+    header(),
+    append(r_locks, c_pg_r, p_fill),
+    rewrite("summarize-v2", [changed(c_pg_r, rationale=None), p_fill]),
+], verdicts=["accept"],
+    why="§4 CF004: 'a commitment kept in after cites a rationale item that is "
+        "neither in after nor in the store'. The rewrite drops prose r1 and "
+        "c1's citation of it together: c1 in after cites no rationale, so "
+        "nothing is orphaned (the twin of cf004_fires, where c1 still cites "
+        "r1).")
+
 # ================================================================ CF005
 
 case("cf005_fires.jsonl", [
@@ -2609,7 +2650,7 @@ case("undecided_store_contradicts_itself.jsonl", [
     append(n_crypto_c),
     rewrite("summarize-v2", [p_work, n_crypto_c, n_pg]),
 ], verdicts=["undecided"], exit=3, undecided_appends=[5],
-    repairs=[(6, "accept", ["keep the window as it was"])],
+    repairs=[(6, "accept", ["remove new item 'n1' (its check was left undecided)"])],
     why="§8 'When the premises of an entailment are unsatisfiable all the "
         "same, every entailment is vacuous: ... undecided'; §4 fine print "
         "'nothing is reported while that knowledge is itself "
@@ -2617,8 +2658,9 @@ case("undecided_store_contradicts_itself.jsonl", [
         "db.mysql) that contradict under the background: the append's "
         "re-adoption question and the rewrite's CF005 question are vacuous. "
         "An undecided rewrite gets a repair too (unknown is never read as "
-        "accept): no finding names anything to mend, so the repair keeps "
-        "the window as it was, which asks nothing: accept.")
+        "accept): the repaired rewrite, checked again, must be accepted, so "
+        "the repair removes n1, the new item whose check was left "
+        "undecided: accept.")
 core("undecided_store_contradicts_itself.jsonl", BG_DB, "db.postgres",
      "db.mysql")
 
@@ -2659,17 +2701,19 @@ case("cf004_merge_repointed_quiet.jsonl", [
         "it: the reason is kept (no CF004), and the covered r1, r2 are not "
         "dropped (no CF001).")
 
-case("cf004_merge_repointed_fires.jsonl", [
+case("cf001_merge_repointed_fires.jsonl", [
     header(),
     append(r_mig_locks, r_job_locks, c_pg_locks),
     rewrite("merge-v1", [changed(m_locks, formula="jobs.advisory_lock_queue",
                                  covers=["r2"]),
                          changed(c_pg_locks, rationale=["m1"])]),
-], fires=[("CF001", 3, ["r1"]), ("CF004", 3, ["c1", "r1"])],
+], fires=[("CF001", 3, ["r1"])],
     verdicts=["refuse"],
-    why="§4 CF004: the twin of cf004_merge_repointed_quiet where m1 covers "
-        "r2 only: re-pointing c1 to m1 does not carry r1, which is dropped "
-        "with no record (CF001) and was c1's rationale (CF004).")
+    why="§4 CF001 and CF004: the twin of cf004_merge_repointed_quiet where m1 "
+        "covers r2 only: r1 is dropped with no record and no valid merge "
+        "covers it (CF001). c1 now cites m1, which is in the window: CF004 "
+        "reads the rationale the commitment in after cites, and that one is "
+        "kept.")
 
 # ------------------------------------------ WR003: a rise from unwitnessed
 

@@ -224,9 +224,9 @@ def _cites_kept(item: Item, window: dict[str, Item]) -> bool:
 
 
 def _cf004(ctx: RewriteContext, merges: _Merges) -> None:
-    """CF004 for every commitment of after, a new one included: a rationale it cites (or
-    its before version cited) is in neither the window nor the store. A citation that was
-    orphaned already before this rewrite was reported where that happened."""
+    """CF004 for every commitment of after, a new one included: a rationale it cites is in
+    neither the window nor the store. A citation that was orphaned already before this
+    rewrite was reported where that happened."""
     in_after = ctx.after.by_id
     for _, it in ctx.after.resolved():
         if it is None or it.kind != "commitment":
@@ -234,12 +234,7 @@ def _cf004(ctx: RewriteContext, merges: _Merges) -> None:
         old = ctx.before.resolve(it.id)
         if old is it and _cites_kept(it, in_after):
             continue
-        cited = list(it.rationale)
-        if old is not None and old.kind == "commitment":
-            # a rationale the before version cited counts too: dropping the citation
-            # together with the item loses the reason just the same
-            cited += [r for r in old.rationale if r not in it.rationale]
-        for rid in cited:
+        for rid in it.rationale:
             if not _orphaned(ctx, ctx.after, rid):
                 continue
             was = (
@@ -251,8 +246,6 @@ def _cf004(ctx: RewriteContext, merges: _Merges) -> None:
             if was:
                 continue  # orphaned at an earlier event: reported there, not again
             merged = [m.id for m in merges.merges if rid in m.covers and merges.valid(m)]
-            if rid not in it.rationale and any(m in it.rationale for m in merged):
-                continue  # re-pointed to a valid merge that carries it: the reason is kept
             advice = (
                 f"cite the merge {merged[0]!r} that covers it instead"
                 if merged

@@ -231,10 +231,12 @@ def check_item_witnesses(
         return
     # a named witness counts as what it says: an observation, or a claim or commitment
     # cited as one (its own missing path is CP001's finding, not this item's)
+    # (only what it cites as a witness: a rationale or a source CP001 named is no witness)
+    cited = set(item.witnesses)
     reported = [
         w
         for wid in named
-        if (w := ctx.history.last_seen.get(wid)) is not None and w.kind in _SAYS
+        if wid in cited and (w := _named_version(ctx, view, wid)) is not None and w.kind in _SAYS
     ]
     if reported:
         both = [*witnesses, *reported]
@@ -248,6 +250,17 @@ def check_item_witnesses(
         f" observations whose 'shows' establish it{untag}",
         res,
     )
+
+
+def _named_version(ctx: RewriteContext, view: WindowView, item_id: str) -> Item | None:
+    """The version of a witness CP001 named: in the window (an item of the same append
+    included), else in the store, else the last one the session saw."""
+    found = view.resolve(item_id)
+    if found is None:
+        found = ctx.store.latest(item_id)
+    if found is None:
+        found = ctx.history.last_seen.get(item_id)
+    return found
 
 
 def _wr006(ctx: RewriteContext, stub: Item) -> None:
