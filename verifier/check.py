@@ -507,6 +507,9 @@ def repair_rewrite(
         if verdict in ("accept", "accept-demoted"):
             if not actions:  # the window stands: only the claim of what it preserves was wrong
                 actions.append(f"claim preserved only {cite(claimed) if claimed else 'nothing'}")
+            spill, actions = _unspill_reverted(
+                session, store, before, window, spill, actions, first, mode, history, claimed
+            )
             return Repair(tuple(spill.values()), tuple(window), claimed, verdict, tuple(actions))
         if not acted:
             break  # the corrected claim alone is not enough, and nothing else is to be tried
@@ -530,6 +533,48 @@ def repair_rewrite(
         verdict_of(ctx),
         (*actions, "keep the window as it was"),
     )
+
+
+def _unspill_reverted(
+    session: Session,
+    store: Store,
+    before: Sequence[Item],
+    window: Sequence[Item],
+    spill: dict[str, Item],
+    actions: list[str],
+    first: RewriteContext,
+    mode: str,
+    history: History,
+    claimed: tuple[str, ...],
+) -> tuple[dict[str, Item], list[str]]:
+    """The repair without the spills of items it put back as they were (a weakened item
+    spilled for CF003, then reverted for another finding): the window holds them, so the
+    store needs no copy. Kept only where the same window, checked again without them,
+    is accepted alike, claiming to preserve the same items."""
+    by_id = {it.id: it for it in window}
+    needless = {key: it.id for key, it in spill.items() if it.same_version(by_id.get(it.id))}
+    if not needless:
+        return spill, actions
+    fewer = {key: it for key, it in spill.items() if key not in needless}
+    trial = LayeredStore(store)
+    trial.spill(list(fewer.values()))
+    if _preserved(WindowView(before, trial), WindowView(window, trial)) != claimed:
+        return spill, actions
+    ctx = run_rules(
+        session,
+        trial,
+        before,
+        window,
+        pass_no=first.pass_no,
+        line=first.line,
+        mode=mode,
+        claimed_preserved=claimed,
+        history=history.copy(),
+    )
+    if verdict_of(ctx) not in ("accept", "accept-demoted"):
+        return spill, actions
+    gone = {f"spill the original of {iid!r}" for iid in needless.values()}
+    return fewer, [a for a in actions if a not in gone]
 
 
 @dataclass(frozen=True, slots=True)

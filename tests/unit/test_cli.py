@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import sys
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -180,12 +181,54 @@ def test_repair_spills_first_then_writes_an_accepted_window(
     assert run("check", before, fixed, "--store", db)[0] == 0
 
 
-def test_repair_without_a_store_is_bad_usage(windows: tuple[str, str], tmp_path: Path) -> None:
+def test_repair_that_spills_without_a_store_is_bad_usage(
+    windows: tuple[str, str], tmp_path: Path
+) -> None:
     before, after = windows
     code, out, err = run("check", before, after, "--repair", str(tmp_path / "x.json"))
-    assert code == 2 and "--store" in err
-    assert out == ""  # refused before anything was checked
+    assert code == 2 and "--store" in err and "'rej1'" in err  # names what it would spill
+    assert out == ""  # nothing printed that promises another exit code
     assert not (tmp_path / "x.json").exists()
+
+
+def _window_file(path: Path, items: Sequence[Mapping[str, object]]) -> str:
+    path.write_text(json.dumps({"format": "ctxproof-window/1", "items": items}), "utf-8")
+    return str(path)
+
+
+def test_repair_that_spills_nothing_needs_no_store(tmp_path: Path) -> None:
+    """A repair that only reverts needs no store; nor does a rewrite with nothing to repair."""
+    c1 = {"id": "c1", "kind": "commitment", "type": "decision", "formula": "a & b"}
+    before = _window_file(tmp_path / "b.json", [c1])
+    strong = _window_file(tmp_path / "a.json", [{**c1, "formula": "a & b & c"}])  # CF002
+    fixed = tmp_path / "fixed.json"
+    code, _, err = run("check", before, strong, "--repair", str(fixed))
+    assert code == 1 and "0 item(s) spilled" in err
+    assert json.loads(fixed.read_text("utf-8"))["items"] == [c1]  # reverted
+    assert run("check", before, str(fixed))[0] == 0
+    same = tmp_path / "same.json"
+    assert run("check", before, before, "--repair", str(same))[0] == 0
+    assert json.loads(same.read_text("utf-8"))["items"] == [c1]
+
+
+def test_repair_does_not_spill_what_it_reverts(tmp_path: Path) -> None:
+    """A failed claim softened is CF003 (spill its original) and WR004 (revert it): the
+    revert puts the original back, so the store gets no copy of it."""
+    ofl = {"id": "o1", "kind": "observation", "modality": "failed", "shows": "t.exit1"}
+    kf = {"id": "kf", "kind": "claim", "formula": "t.exit1", "modality": "failed",
+          "witnesses": ["o1"], "load_bearing": True}  # fmt: skip
+    soft = {**kf, "formula": "t.exit1 | t.issues"}
+    before = _window_file(tmp_path / "b.json", [ofl, kf])
+    after = _window_file(tmp_path / "a.json", [ofl, soft])
+    db, fixed = tmp_path / "s.sqlite", tmp_path / "fixed.json"
+    code, out, _ = run(
+        "check", before, after, "--store", str(db), "--repair", str(fixed), "--format", "json"
+    )
+    assert code == 1
+    assert {f["code"] for f in json.loads(out)["findings"]} >= {"CF003", "WR004"}
+    assert json.loads(out)["repair"]["spill"] == []
+    assert json.loads(fixed.read_text("utf-8"))["items"] == [ofl, kf]
+    assert not db.exists()  # nothing spilled: the store was never created
 
 
 def test_missing_store_for_audit_is_bad_input(tmp_path: Path) -> None:

@@ -77,8 +77,6 @@ def check(
     fmt: str,
 ) -> int:
     """Check one rewrite: BEFORE and AFTER are window files."""
-    if repair_out is not None and store_path is None:
-        raise click.UsageError("--repair needs --store: the repair spills there before it writes")
     if repair_out is not None:
         for what, path in (("the --store file", store_path), ("BEFORE", before), ("AFTER", after)):
             if path is not None and _same_file(repair_out, path):
@@ -126,7 +124,7 @@ def check(
     # the repair is written before anything is printed: a failure there (exit 2) leaves
     # no output that promises another exit code
     note = None
-    if repair_out is not None and store_path is not None:
+    if repair_out is not None:
         note = _write_repair(result, repair_out, store_path, background, w_after.items)
     if fmt == "json":
         payload = _report_json(after, [result], list(result.findings))
@@ -234,7 +232,7 @@ def _with_lines(result: RewriteResult, path: str) -> RewriteResult:
 def _write_repair(
     result: RewriteResult,
     out: str,
-    store_path: str,
+    store_path: str | None,
     background: Sequence[str],
     after_items: Sequence[Item],
 ) -> str:
@@ -242,15 +240,24 @@ def _write_repair(
 
     OUT is staged (written beside its place, synced) before the store is
     touched, so a missing folder or a full disk fails before any spill is
-    committed; it is put in place once the spill is committed.
+    committed; it is put in place once the spill is committed. A repair that
+    spills needs ``--store`` (usage error, nothing written, without it); one that
+    spills nothing (it demotes, reverts or removes) needs no store.
     """
     from verifier.fsutil import stage  # only --repair writes a file
 
     repair = result.repair
+    if repair is not None and repair.spill and store_path is None:
+        ids = ", ".join(repr(it.id) for it in repair.spill[:5])
+        more = f" and {len(repair.spill) - 5} more" if len(repair.spill) > 5 else ""
+        raise click.UsageError(
+            f"--repair spills {ids}{more} to the store before it writes {out}: give --store DB"
+            " (a new file is created)"
+        )
     items = after_items if repair is None else repair.window
     payload = window_to_json(items, background)
     with stage(out, json.dumps(payload, ensure_ascii=False, indent=2) + "\n") as staged:
-        if repair is not None and repair.spill:
+        if repair is not None and repair.spill and store_path is not None:
             target = SqliteStore(store_path, readonly=False)
             try:
                 target.spill(list(repair.spill))  # commits before returning
