@@ -506,6 +506,39 @@ def test_anthropic_declined_call_is_the_users_word() -> None:
     assert {it.id: it for it in first.items}["toolu_d:result"].modality == "failed"
 
 
+@pytest.mark.parametrize(
+    "refusal",
+    [
+        "The user did not want to proceed with this tool use.",
+        "The user doesn\u2019t want to proceed with this tool use.",
+        "The user didn't want to take this action.",
+    ],
+)
+def test_declined_call_in_other_words(refusal: str) -> None:
+    """Any wording that says the user did not want to proceed (a curly apostrophe, the
+    past tense) is a declined call, not a failed command."""
+    call = {"type": "tool_use", "id": "toolu_w", "name": "Bash", "input": {"command": "make"}}
+    msgs = [
+        {"role": "user", "content": "build it"},
+        {"role": "assistant", "content": [call]},
+        {
+            "role": "user",
+            "content": [
+                {
+                    "type": "tool_result",
+                    "tool_use_id": "toolu_w",
+                    "is_error": True,
+                    "content": refusal,
+                }
+            ],
+        },
+    ]
+    first = imported("anthropic", json.dumps(msgs)).events[0]
+    assert isinstance(first, Append)
+    result = {it.id: it for it in first.items}["toolu_w:result"]
+    assert (result.source, result.modality) == ("user", "unverified")
+
+
 # --- claude-code --------------------------------------------------------------------------
 
 CC = FIXTURES / "claude-code"

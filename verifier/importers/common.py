@@ -125,7 +125,7 @@ def kept_text(old: str, new: str) -> str | None:
 
 
 _DECLINED = re.compile(
-    r"doesn't want to (?:proceed|take this action)|does not want to proceed"
+    r"(?:doesn['\u2019]t|does not|didn['\u2019]t|did not) want to (?:proceed|take this action)"
     r"|\[Request interrupted by user for tool use\]",
     re.IGNORECASE,
 )
