@@ -312,7 +312,11 @@ def _search(graph: JustificationGraph, start: str) -> tuple[list[str] | None, li
                 chain = [node]
                 while (p := parent[chain[-1]]) is not None:
                     chain.append(p)
-                return list(reversed(chain)), reached
+                chain.reverse()
+                entry = f"store:{attrs.get('version')}"
+                if kind != "store" and attrs.get("retained") is False and entry in g:
+                    chain.append(entry)  # out of the window: the chain ends where it is kept
+                return chain, reached
         for _, nxt, data in g.out_edges(node, data=True):
             rels = set(str(data.get("relation", "")).split(","))
             if is_obs:
@@ -446,7 +450,8 @@ def export(graph: JustificationGraph, path: str | Path) -> Path:
             )
         text = "\n".join(networkx.generate_graphml(flat)) + "\n"
     elif suffix == ".json":
-        data = _networkx().node_link_data(g, edges="edges")
+        # the node's name goes under "node": "id" is the item's id, as in GraphML
+        data = _networkx().node_link_data(g, edges="edges", name="node")
         text = json.dumps(data, ensure_ascii=False, indent=1, sort_keys=True) + "\n"
     elif suffix == ".dot":
         text = to_dot(graph)

@@ -321,6 +321,13 @@ def test_graph_exports(tmp_path: Path) -> None:
     assert data.get("edges")
     relations = {e["relation"] for e in data["edges"]}
     assert "carried" in relations
+    # the same nodes and attributes as GraphML: each node's item id kept beside its name
+    js = nx.node_link_graph(data, edges="edges", name="node")
+    assert set(js.nodes) == set(g.nodes)
+    for node, attrs in js.nodes(data=True):
+        assert attrs["id"] == json.loads(g.nodes[node]["id"])
+        if not node.startswith("store:"):
+            assert node.startswith(f"{attrs['id']}@")
     assert (tmp_path / "g.dot").read_text("utf-8").startswith("digraph")
     assert not list(tmp_path.glob("*.tmp"))
     code, _, _err = run("graph", trace, "--out", str(tmp_path / "g.png"))

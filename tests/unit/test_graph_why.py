@@ -59,7 +59,8 @@ def test_a_spilled_witness_behind_a_stub_still_answers() -> None:
     )
     assert report.findings == ()
     chain = why(graph, "d1").chain
-    assert chain == ["d1@0", "o1@0"]  # the cited version itself: it is in the store
+    # the cited version itself, then the store entry that keeps it
+    assert chain == ["d1@0", "o1@0", f"store:{ref_of(O1)}"]
     assert graph.current["o1"] != "o1@0" and graph.retained("o1@0")
 
 
@@ -123,6 +124,22 @@ def test_entries_of_an_external_store_are_in_the_graph(tmp_path: Path) -> None:
     assert report.findings == ()
     chain = why(graph, "d1").chain
     assert chain is not None and chain[-1] == f"store:{ref_of(O1)}"
+
+
+def test_a_chain_to_a_primitive_out_of_the_window_ends_at_its_store_entry() -> None:
+    """o1 is spilled, stubbed, then its stub dropped: only the store keeps it, and the chain
+    runs from the version d1 cited to that entry (where it is retained)."""
+    stub = {"id": "o1", "kind": "stub", "ref": ref_of(O1)}
+    graph, _ = graph_of(
+        {"event": "append", "items": [O1, D1]},
+        {"event": "spill", "items": [O1]},
+        {"event": "rewrite", "window": [stub, D1]},
+        {"event": "rewrite", "window": [D1]},
+    )
+    chain = why(graph, "d1").chain
+    assert chain is not None
+    assert chain[-2:] == ["o1@0", f"store:{ref_of(O1)}"]
+    assert graph.g.nodes["o1@0"]["retained"] is False
 
 
 def test_dot_labels_break_lines_the_dot_way() -> None:
