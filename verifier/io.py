@@ -75,6 +75,7 @@ __all__ = [
     "sniff_kind",
     "stub_for",
     "trace_from_dicts",
+    "utf8_length",
     "window_from_dicts",
     "window_to_json",
 ]
@@ -208,6 +209,12 @@ def _loads(text: str, ctx: _Ctx, *, flat_when_valid: bool = False) -> Any:
                 f"{text_exc} in one JSON object", item=exc.item, fix="write each key once"
             ) from None
         item = _item_around(_lenient(text), _is_marker)
+        if "integer string conversion" in text_exc:
+            raise ctx.error(
+                f"an integer has more than {_MAX_DIGITS} digits",
+                item=item,
+                fix=f"write integers of at most {_MAX_DIGITS} digits",
+            ) from None
         if "is not valid JSON" in text_exc:
             raise ctx.error(
                 text_exc, item=item, fix="write numbers as finite JSON numbers"
@@ -256,11 +263,24 @@ def _lenient_float(text: str) -> Any:
     return value if math.isfinite(value) else _MARKER
 
 
+_MAX_DIGITS = 4300
+"""The most digits an integer of the input may have (Python's own bound on reading one)."""
+
+
+def _lenient_int(text: str) -> Any:
+    return _MARKER if len(text.lstrip("-")) > _MAX_DIGITS else int(text)
+
+
 def _lenient(text: str) -> Any:
-    """The JSON text read with ``NaN``, infinities and numbers out of range as
-    :data:`_MARKER` (None when it does not read even so)."""
+    """The JSON text read with ``NaN``, infinities, numbers out of range and integers of
+    too many digits as :data:`_MARKER` (None when it does not read even so)."""
     try:
-        return json.loads(text, parse_constant=lambda _name: _MARKER, parse_float=_lenient_float)
+        return json.loads(
+            text,
+            parse_constant=lambda _name: _MARKER,
+            parse_float=_lenient_float,
+            parse_int=_lenient_int,
+        )
     except (ValueError, RecursionError):
         return None
 
@@ -1186,15 +1206,18 @@ def parse_trace_text(
     return trace
 
 
+def utf8_length(text: str) -> int:
+    """The bytes of ``text`` in UTF-8 (a lone surrogate counted as its three bytes)."""
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+
+
 def _trace(text: str, name: str) -> Trace:
     header: Header | None = None
     events: list[Event] = []
     for lineno, line in enumerate(text.split("\n"), start=1):
         ctx = _Ctx(name, lineno)
-        if len(line) > MAX_LINE_BYTES:
-            raise ctx.error(
-                f"line is longer than {MAX_LINE_BYTES} characters", fix="split the event"
-            )
+        if len(line) * 4 > MAX_LINE_BYTES and utf8_length(line) > MAX_LINE_BYTES:
+            raise ctx.error(f"line is longer than {MAX_LINE_BYTES} bytes", fix="split the event")
         if not line.strip():
             continue
         ev = _validated(_loads(line, ctx, flat_when_valid=True), ctx, _event)

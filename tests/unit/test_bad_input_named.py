@@ -35,7 +35,13 @@ RICH = [
 WRONG: list[Any] = [[], {}, [[]], [{}], 0, -1, 1.5, 101, True, None, "", "x" * 300, "nope"]
 """Values of every JSON type, out of range, or no name of anything."""
 
-UNREADABLE = ["NaN", "-Infinity", "1e999", "[" * (MAX_JSON_DEPTH + 5) + "]" * (MAX_JSON_DEPTH + 5)]
+UNREADABLE = [
+    "NaN",
+    "-Infinity",
+    "1e999",
+    "[" * (MAX_JSON_DEPTH + 5) + "]" * (MAX_JSON_DEPTH + 5),
+    "9" * 4301,  # an integer of more digits than Python reads
+]
 """JSON texts a strict reader refuses: each stands where a value of an item stood."""
 
 ITEM_LISTS = ("items", "window", "put")
@@ -115,7 +121,9 @@ def test_every_wrong_value_in_an_item_names_the_item_and_the_fix(name: str) -> N
 
 
 @pytest.mark.parametrize("name", RICH)
-@pytest.mark.parametrize("bad", UNREADABLE, ids=["nan", "infinity", "out-of-range", "deep"])
+@pytest.mark.parametrize(
+    "bad", UNREADABLE, ids=["nan", "infinity", "out-of-range", "deep", "many-digits"]
+)
 def test_json_no_strict_reader_takes_names_the_item_it_stands_in(name: str, bad: str) -> None:
     lines = (CORPUS / name).read_text("utf-8").splitlines()
     seen = 0
@@ -204,3 +212,19 @@ def test_a_lone_surrogate_names_the_item_it_stands_in() -> None:
 def test_json_outside_any_item_names_no_item() -> None:
     exc = _refusal('{"event": "header", "format": "ctxproof-trace/1", "budget": NaN}\n', "t")
     assert exc is not None and exc.item is None and exc.fix
+
+
+def test_the_line_bound_counts_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A line under the bound in characters but over it in UTF-8 bytes is refused."""
+    import verifier.io as vio
+
+    monkeypatch.setattr(vio, "MAX_LINE_BYTES", 400)
+    header = '{"event": "header", "format": "ctxproof-trace/1"}\n'
+
+    def append(text: str) -> str:
+        item = {"id": "p1", "kind": "prose", "text": text}
+        return json.dumps({"event": "append", "items": [item]}, ensure_ascii=False)
+
+    assert _refusal(header + append("a" * 300) + "\n", "t") is None
+    exc = _refusal(header + append("\u20ac" * 300) + "\n", "t")  # 900 bytes, 300 characters
+    assert exc is not None and exc.line == 2 and "400 bytes" in exc.render()

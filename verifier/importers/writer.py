@@ -29,6 +29,7 @@ from verifier.io import (
     _validated,
     forget_reads,
     item_from_json,
+    utf8_length,
 )
 from verifier.window import canonical_json
 
@@ -86,7 +87,7 @@ class TraceWriter:
             raise ctx.error(f"'{key}' must be the last field of the event")
         _validated(_loads(envelope, ctx, flat_when_valid=True), ctx, _event)
         head, tail = envelope[:-2], envelope[-2:]
-        size = len(envelope)
+        size = utf8_length(envelope)
         if kind == "rewrite":
             self._window = set()
         here: set[str] = set()
@@ -94,11 +95,11 @@ class TraceWriter:
         n = 0  # items on this line
         for raw in items:
             text = canonical_json(raw)
-            size += len(text) + (1 if n else 0)
+            size += utf8_length(text) + (1 if n else 0)
             if size > MAX_LINE_BYTES:
                 if kind != "append" or not n:
                     raise ctx.error(
-                        f"line is longer than {MAX_LINE_BYTES} characters", fix="split the event"
+                        f"line is longer than {MAX_LINE_BYTES} bytes", fix="split the event"
                     )
                 # an append too long for one line goes on as the next append: the same
                 # items in the same order, each line one a reader takes
@@ -107,7 +108,7 @@ class TraceWriter:
                 self.line += 1
                 ctx = _Ctx(self.name, self.line)
                 self._write(head)
-                size, n = len(envelope) + len(text), 0
+                size, n = utf8_length(envelope) + utf8_length(text), 0
             self._check(raw, text, kind, here, ctx)
             if n:
                 self._write(",")
@@ -173,14 +174,14 @@ def split_append(event: Mapping[str, Any]) -> list[dict[str, Any]]:
     would be longer than a trace line may be, several holding its items in order, each
     as full as a line allows (an item too long for any line stays alone)."""
     items = event["items"]
-    size = len(canonical_json({**event, "items": []}))
+    size = utf8_length(canonical_json({**event, "items": []}))
     parts: list[list[Any]] = [[]]
     length = size
     for raw in items:
-        grown = length + len(canonical_json(raw)) + (1 if parts[-1] else 0)
+        grown = length + utf8_length(canonical_json(raw)) + (1 if parts[-1] else 0)
         if grown > MAX_LINE_BYTES and parts[-1]:
             parts.append([])
-            grown = size + len(canonical_json(raw))
+            grown = size + utf8_length(canonical_json(raw))
         parts[-1].append(raw)
         length = grown
     return [{**event, "items": part} for part in parts]
