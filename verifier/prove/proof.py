@@ -264,6 +264,7 @@ class Encoding:
         self.small = smt.boolean("small")
         self._small_bound(spec)
         self.plain = self._plain_groups()
+        self._ordered: Term | None = None
 
     def _small_bound(self, spec: Spec) -> None:
         """A literal that keeps numbers small, so counterexamples read easily when they can."""
@@ -281,8 +282,9 @@ class Encoding:
             terms.append(ar.le(st.age, ar.val(bound)))
         smt.add(smt.implies(self.small, smt.and_(terms)))
 
-    def _plain_groups(self) -> list[Term]:
-        """Literals for plain values (no score, age 0, default load_bearing), tried greedily."""
+    def _plain_groups(self) -> list[tuple[str, Term]]:
+        """Literals for plain values (no score, age 0, default load_bearing), tried greedily
+        (where ages 0 are no counterexample, :meth:`ages_in_order` is tried instead)."""
         smt, ar, world = self.smt, self.ar, self.world
         items = world.slots[: world.item_count]
         zero = ar.val(0)
@@ -297,8 +299,23 @@ class Encoding:
                 continue
             lit = smt.boolean(f"plain.{name}")
             smt.add(smt.implies(lit, smt.and_(terms)))
-            out.append(lit)
+            out.append((name, lit))
         return out
+
+    def ages_in_order(self) -> Term | None:
+        """A literal for ages oldest first along the window, as appends leave a window: its
+        trace can give every age (docs/prove.md, "Counterexamples"). Made when asked (only
+        where ages 0 are no counterexample): a constraint added changes the models z3 finds.
+        None with no state to age (bounded model checking)."""
+        if self._ordered is not None:
+            return self._ordered
+        world, ar, smt = self.world, self.ar, self.smt
+        terms = [ar.le(later.age, st.age) for st, later in itertools.pairwise(world.initial)]
+        if not terms:
+            return None
+        self._ordered = smt.boolean("plain.age_ordered")
+        smt.add(smt.implies(self._ordered, smt.and_(terms)))
+        return self._ordered
 
     def links_at_most(self, m: int) -> Term:
         lit = self._links_at_most.get(m)
@@ -747,9 +764,15 @@ def _settle(
                 break
             if not tried.unsat:
                 break
-        for lit in (enc.small, *enc.plain):
+        for name, lit in [("small", enc.small), *enc.plain]:
             if _ask(enc, [*bound, lit], deadline).sat:
                 bound.append(lit)
+            elif (
+                name == "age0"
+                and (ordered := enc.ages_in_order()) is not None
+                and _ask(enc, [*bound, ordered], deadline).sat
+            ):
+                bound.append(ordered)
         res = _ask(enc, bound, deadline)
     if not res.sat:
         return undecided(res)

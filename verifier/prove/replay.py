@@ -19,6 +19,7 @@ with the interpreter, and the message says where.
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -231,14 +232,15 @@ def run_scenario(spec: Spec, scenario: Scenario) -> tuple[str, tuple[ScenarioPas
     given_ages: dict[str, int] | None = None
     store: dict[str, dict[str, Any]] = {}  # ref -> item: what the trace spilled so far
     runs: list[ScenarioPass] = []
+    offset = 0  # rewrites before the first pass of the spec: they give the items their ages
     if scenario.induction:
         stored, window, given_ages = item_objects(scenario)
         if stored:
             lines.append(_line({"event": "spill", "items": stored}))
             store.update((ref_of(obj), obj) for obj in stored)
-        if window:
-            lines.append(_line({"event": "append", "items": window}))
-    for pass_no in range(1, scenario.passes + 1):
+        offset = _aged_appends(window, given_ages, lines)
+    for step in range(1, scenario.passes + 1):
+        pass_no = offset + step
         if not scenario.induction:
             new = [items[s.index] for s in scenario.slots if s.appended == pass_no]
             if new:
@@ -262,16 +264,58 @@ def run_scenario(spec: Spec, scenario: Scenario) -> tuple[str, tuple[ScenarioPas
             event["claimed_preserved"] = list(res.claimed_preserved)
         lines.append(_line(event))
         runs.append(ScenarioPass(pass_no, *before, tuple(window)))
-        if pass_no <= len(scenario.expected):
-            _compare(pass_no, scenario.expected[pass_no - 1], window)
+        if step <= len(scenario.expected):
+            # the encoding names the summary of its pass `step`: the trace's pass is later
+            named = {summary_id(pass_no): summary_id(step)}
+            shown = [{**obj, "id": named.get(obj["id"], obj["id"])} for obj in window]
+            _compare(step, scenario.expected[step - 1], shown)
         ages.rewritten()
     return "\n".join(lines) + "\n", tuple(runs)
 
 
+MAX_SETUP = 1_000
+"""The most rewrites a trace gives to set its items' ages (an age past it, as a spec's
+threshold of millions asks, is left to the interpreter alone)."""
+
+SETUP_POLICY = "setup: ages"
+"""The policy name of the rewrites an induction counterexample's trace opens with: they
+keep the window as it is, so that each item has, at the spec's pass, the age the
+counterexample gives it (the rewrites since it was appended)."""
+
+
+def _aged_appends(
+    window: list[dict[str, Any]], ages: Mapping[str, int], lines: list[str]
+) -> int:
+    """Append the window so that each item has its age when the spec's pass starts; return
+    the rewrites that takes. The oldest items come first, a rewrite that keeps the window
+    between two ages. Where the window's order is not oldest first, no trace of appends
+    gives both that order and those ages (an item appended goes last): the window is
+    appended at once (so too when an age is past :data:`MAX_SETUP`), and the spec runs on
+    the ages the state gave."""
+    order = [ages.get(str(obj["id"]), 0) for obj in window]
+    top = max(order, default=0)
+    unordered = any(a < b for a, b in itertools.pairwise(order))
+    if top == 0 or top > MAX_SETUP or unordered:
+        if window:
+            lines.append(_line({"event": "append", "items": window}))
+        return 0
+    by_age: dict[int, list[dict[str, Any]]] = {}
+    for obj, age in zip(window, order, strict=True):
+        by_age.setdefault(age, []).append(obj)
+    for age in range(top, -1, -1):
+        if age in by_age:
+            lines.append(_line({"event": "append", "items": by_age[age]}))
+        if age:  # a rewrite that keeps the window: a diff that changes nothing
+            keep: dict[str, list[Any]] = {"remove": [], "put": []}
+            lines.append(_line({"event": "rewrite", "policy": SETUP_POLICY, "diff": keep}))
+    return top
+
+
 def build_trace(spec: Spec, scenario: Scenario) -> tuple[str, int]:
-    """Run the interpreter on the scenario: the trace text and how many passes it holds."""
-    text, _ = run_scenario(spec, scenario)
-    return text, scenario.passes
+    """Run the interpreter on the scenario: the trace text and how many passes it holds
+    (an induction trace: the rewrites that give the items their ages, and the spec's)."""
+    text, runs = run_scenario(spec, scenario)
+    return text, runs[-1].pass_no if runs else scenario.passes
 
 
 def replay_scenario(
@@ -285,7 +329,8 @@ def replay_scenario(
     Raises :class:`InternalError` when the interpreter does not do what the
     encoding predicted, or the audit does not report ``code`` at ``pass_no``.
     """
-    text, _ = build_trace(spec, scenario)
+    text, passes = build_trace(spec, scenario)
+    pass_no += passes - scenario.passes  # an induction trace's own rewrites come first
     shown = str(Path(out_dir) / f"cex-{code}.jsonl")
     trace = parse_trace_text(text, shown)
     report = audit_trace(trace, mode=MODE_COUNT)

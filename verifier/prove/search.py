@@ -260,10 +260,11 @@ def _pointed(
     inserted = sum(1 for e in edits if e.kind == "keep")
     policy = SpecPolicy(spec)
     out: Counter[Edit] = Counter()
+    by_pass = {run.pass_no: run for run in runs}  # an induction trace's passes start later
     for f in findings:
-        if not 1 <= f.pass_ <= len(runs):
+        run = by_pass.get(f.pass_)
+        if run is None:
             continue
-        run = runs[f.pass_ - 1]
         touched = set(_touched(run, f))
         pointed: set[Edit] = set()
         for r in policy.readings(run.before, scenario.budget, ages=run.ages, store=run.store):
