@@ -151,7 +151,8 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     seen: set[str] = set()
     for key, _ in pairs:
         if key in seen:
-            iid = out.get("id") if key != "id" else None
+            # the object's id: its first one when the key written twice is "id" itself
+            iid = out.get("id") if key != "id" else next(v for k, v in pairs if k == "id")
             raise _DuplicateKey(
                 f"duplicate key {_shown(key)}", iid if isinstance(iid, str) else None
             )

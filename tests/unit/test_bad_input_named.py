@@ -228,3 +228,11 @@ def test_the_line_bound_counts_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
     assert _refusal(header + append("a" * 300) + "\n", "t") is None
     exc = _refusal(header + append("\u20ac" * 300) + "\n", "t")  # 900 bytes, 300 characters
     assert exc is not None and exc.line == 2 and "400 bytes" in exc.render()
+
+
+def test_an_id_written_twice_names_the_item_by_its_first_id() -> None:
+    header = '{"event": "header", "format": "ctxproof-trace/1"}\n'
+    line = '{"event": "append", "items": [{"id": "a", "id": "b", "kind": "prose"}]}\n'
+    exc = _refusal(header + line, "t")
+    assert exc is not None and exc.line == 2
+    assert "item 'a'" in exc.render() and "duplicate key 'id'" in exc.render()
