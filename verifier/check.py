@@ -9,7 +9,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -477,6 +477,21 @@ def repair_rewrite(
     window = list(after)
     spill: dict[str, Item] = {}
     actions: list[str] = []
+
+    def recheck(trial: Store, into: Sequence[Item], claimed: Sequence[str]) -> RewriteContext:
+        """The rewrite into ``into`` checked again against ``trial``, from the same history."""
+        return run_rules(
+            session,
+            trial,
+            before,
+            into,
+            pass_no=first.pass_no,
+            line=first.line,
+            mode=mode,
+            claimed_preserved=claimed,
+            history=history.copy(),
+        )
+
     ctx = first
     verdict = verdict_of(ctx)
     for round_no in range(MAX_REPAIR_ROUNDS):
@@ -492,40 +507,19 @@ def repair_rewrite(
         _drop_dangling(window, before, trial, actions)
         view_b, view_a = WindowView(before, trial), WindowView(window, trial)
         claimed = _preserved(view_b, view_a)
-        ctx = run_rules(
-            session,
-            trial,
-            before,
-            window,
-            pass_no=first.pass_no,
-            line=first.line,
-            mode=mode,
-            claimed_preserved=claimed,
-            history=history.copy(),
-        )
+        ctx = recheck(trial, window, claimed)
         verdict = verdict_of(ctx)
         if verdict in ("accept", "accept-demoted"):
             if not actions:  # the window stands: only the claim of what it preserves was wrong
                 actions.append(f"claim preserved only {cite(claimed) if claimed else 'nothing'}")
             spill, actions = _unspill_reverted(
-                session, store, before, window, spill, actions, first, mode, history, claimed
+                store, before, window, spill, actions, claimed, recheck
             )
             return Repair(tuple(spill.values()), tuple(window), claimed, verdict, tuple(actions))
         if not acted:
             break  # the corrected claim alone is not enough, and nothing else is to be tried
     # nothing smaller worked: keep the window as it was
-    trial = LayeredStore(store)
-    ctx = run_rules(
-        session,
-        trial,
-        before,
-        before,
-        pass_no=first.pass_no,
-        line=first.line,
-        mode=mode,
-        claimed_preserved=[it.id for it in before],
-        history=history.copy(),
-    )
+    ctx = recheck(LayeredStore(store), before, [it.id for it in before])
     return Repair(
         (),
         tuple(before),
@@ -536,16 +530,13 @@ def repair_rewrite(
 
 
 def _unspill_reverted(
-    session: Session,
     store: Store,
     before: Sequence[Item],
     window: Sequence[Item],
     spill: dict[str, Item],
     actions: list[str],
-    first: RewriteContext,
-    mode: str,
-    history: History,
     claimed: tuple[str, ...],
+    recheck: Callable[[Store, Sequence[Item], Sequence[str]], RewriteContext],
 ) -> tuple[dict[str, Item], list[str]]:
     """The repair without the spills of items it put back as they were (a weakened item
     spilled for CF003, then reverted for another finding): the window holds them, so the
@@ -560,18 +551,7 @@ def _unspill_reverted(
     trial.spill(list(fewer.values()))
     if _preserved(WindowView(before, trial), WindowView(window, trial)) != claimed:
         return spill, actions
-    ctx = run_rules(
-        session,
-        trial,
-        before,
-        window,
-        pass_no=first.pass_no,
-        line=first.line,
-        mode=mode,
-        claimed_preserved=claimed,
-        history=history.copy(),
-    )
-    if verdict_of(ctx) not in ("accept", "accept-demoted"):
+    if verdict_of(recheck(trial, window, claimed)) not in ("accept", "accept-demoted"):
         return spill, actions
     gone = {f"spill the original of {iid!r}" for iid in needless.values()}
     return fewer, [a for a in actions if a not in gone]

@@ -476,11 +476,20 @@ def test_a_message_of_another_format_inside_a_history_is_refused(
         import_history(fmt, [json.dumps(msgs)])
 
 
-def test_anthropic_declined_call_is_the_users_word() -> None:
+@pytest.mark.parametrize(
+    "refusal",
+    [
+        "The user doesn't want to proceed with this tool use. The tool use was rejected.",
+        # any wording that says so: the past tense, a curly apostrophe
+        "The user did not want to proceed with this tool use.",
+        "The user doesn\u2019t want to proceed with this tool use.",
+        "The user didn't want to take this action.",
+    ],
+)
+def test_anthropic_declined_call_is_the_users_word(refusal: str) -> None:
     """A result whose text says the user declined the call (is_error) is what the user
     said, as in a Claude Code session: no failed command, no WR008 when it leaves."""
     call = {"type": "tool_use", "id": "toolu_d", "name": "Bash", "input": {"command": "rm -r x"}}
-    refusal = "The user doesn't want to proceed with this tool use. The tool use was rejected."
     msgs = [
         {"role": "user", "content": "clean up"},
         {"role": "assistant", "content": [call]},
@@ -504,39 +513,6 @@ def test_anthropic_declined_call_is_the_users_word() -> None:
     first = imported("anthropic", json.dumps(msgs)).events[0]
     assert isinstance(first, Append)
     assert {it.id: it for it in first.items}["toolu_d:result"].modality == "failed"
-
-
-@pytest.mark.parametrize(
-    "refusal",
-    [
-        "The user did not want to proceed with this tool use.",
-        "The user doesn\u2019t want to proceed with this tool use.",
-        "The user didn't want to take this action.",
-    ],
-)
-def test_declined_call_in_other_words(refusal: str) -> None:
-    """Any wording that says the user did not want to proceed (a curly apostrophe, the
-    past tense) is a declined call, not a failed command."""
-    call = {"type": "tool_use", "id": "toolu_w", "name": "Bash", "input": {"command": "make"}}
-    msgs = [
-        {"role": "user", "content": "build it"},
-        {"role": "assistant", "content": [call]},
-        {
-            "role": "user",
-            "content": [
-                {
-                    "type": "tool_result",
-                    "tool_use_id": "toolu_w",
-                    "is_error": True,
-                    "content": refusal,
-                }
-            ],
-        },
-    ]
-    first = imported("anthropic", json.dumps(msgs)).events[0]
-    assert isinstance(first, Append)
-    result = {it.id: it for it in first.items}["toolu_w:result"]
-    assert (result.source, result.modality) == ("user", "unverified")
 
 
 # --- claude-code --------------------------------------------------------------------------
