@@ -421,7 +421,7 @@ def _plan(
                 put(demote(cur))
                 act(f"demote {head!r} to unwitnessed")
         elif f.code in _REVERT and not mend_only:
-            for iid in f.items if f.code in ("CF007", "CP002") else (head,):
+            for iid in f.items if f.code == "CP002" else (head,):
                 back_to_before(iid)
     if not mend_only:
         # a question the solver left undecided: the item it is about goes back to what the

@@ -71,7 +71,7 @@ ALL_CODES = [
 ]
 
 # codes whose items the specification orders (item concerned first)
-ORDERED = {"CP001", "CF004", "CP003", "CP004", "WR001", "TP001", "TP002"}
+ORDERED = {"CP001", "CF004", "CF007", "CP003", "CP004", "WR001", "TP001", "TP002"}
 
 # ----------------------------------------------------------------- helpers
 
@@ -570,9 +570,11 @@ case("cf007_fires.jsonl", [
     rewrite("merge-v1", [commitment("m1", "decision", "db.postgres",
                                     covers=["c1", "c2"],
                                     text="database: Postgres")]),
-], fires=[("CF007", 4, ["m1"])], verdicts=["refuse"],
+], fires=[("CF007", 4, ["m1", "c2"])], verdicts=["refuse"],
     why="§4 CF007: merge m1 does not entail covered c2 (pg.v14); c1/c2 are "
-        "in the store so CF001 stays quiet.")
+        "in the store so CF001 stays quiet. Fine print, second reading: 'A "
+        "finding's items list first the item it concerns, then the others it "
+        "names': the merge, then the covered c2 its message names.")
 
 n_crypto = claim("n1", "pg.ext_pgcrypto", text="pgcrypto extension installed")
 
@@ -585,9 +587,10 @@ case("cf007_more_fires.jsonl", [
                    covers=["c1", "c2"],
                    text="database: Postgres 14 with pgcrypto"),
         n_crypto]),
-], fires=[("CF007", 4, ["m1"])], verdicts=["refuse"],
+], fires=[("CF007", 4, ["m1", "c1", "c2"])], verdicts=["refuse"],
     why="§4 CF007: m1 asserts more than the conjunction of c1 and c2; claim "
-        "n1 makes it entailed by before, so CF005 stays quiet.")
+        "n1 makes it entailed by before, so CF005 stays quiet. Its items: the "
+        "merge, then the covered items its message names.")
 
 case("cf007_quiet.jsonl", [
     header(),
@@ -1864,7 +1867,7 @@ case("cf007_kind_fires.jsonl", [
                                     covers=["k1"],
                                     text="keep p95 latency under 200 ms"),
                          p_fill]),
-], fires=[("CF007", 3, ["m1"]), ("CF001", 3, ["k1"])], verdicts=["refuse"],
+], fires=[("CF007", 3, ["m1", "k1"]), ("CF001", 3, ["k1"])], verdicts=["refuse"],
     why=SR + "'covers names items of the covering item's own kind; a merge "
         "that covers an item of another kind is CF007 and covers nothing "
         "(for CF001).' Commitment m1 covers claim k1: CF007 for m1, and "

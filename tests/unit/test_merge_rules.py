@@ -26,7 +26,7 @@ def test_a_merge_covering_an_id_found_nowhere_is_cf007() -> None:
     merged = commitment("m1", "a", covers=["ghost"])
     res = check_rewrite(its(NOTE), its(NOTE, merged))
     cf007 = [f for f in res.findings if f.code == "CF007"]
-    assert [f.items for f in cf007] == [("m1",)]
+    assert [f.items for f in cf007] == [("m1", "ghost")]  # the merge, then what it names
     assert "covers 'ghost', which is neither in the window before nor in the store" in (
         cf007[0].message
     )
@@ -49,7 +49,7 @@ def test_a_contradictory_merge_asserts_more_than_what_it_covers() -> None:
     merged = commitment("m1", "a & b & !a", covers=["c1", "c2"])
     res = check_rewrite(its(a, b, NOTE), its(merged, NOTE))
     cf007 = [f for f in res.findings if f.code == "CF007"]
-    assert [f.items for f in cf007] == [("m1",)]
+    assert [f.items for f in cf007] == [("m1", "c1", "c2")]
     assert "asserts more than the conjunction of 'c1', 'c2'" in cf007[0].message
     assert not [r for r in res.undecided if r.startswith("merge 'm1'")]
     assert {f.items for f in res.findings if f.code == "CF001"} == {("c1",), ("c2",)}

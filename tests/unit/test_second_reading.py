@@ -213,7 +213,7 @@ def test_a_merge_of_another_kind_is_cf007_and_covers_nothing() -> None:
     merged = {"id": "m", "kind": "claim", "formula": "x", "covers": ["c"]}
     res = check_rewrite([item_from_json(c)], [item_from_json(merged)])
     shown = [(f.code, f.items) for f in res.findings]
-    assert ("CF007", ("m",)) in shown and ("CF001", ("c",)) in shown
+    assert ("CF007", ("m", "c")) in shown and ("CF001", ("c",)) in shown
 
 
 # -- tool pairing ------------------------------------------------------------------------------

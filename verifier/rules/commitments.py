@@ -38,16 +38,21 @@ def _covered_version(ctx: RewriteContext, cid: str) -> Item | None:
 
 def _merge_problem(
     ctx: RewriteContext, merged: Item
-) -> tuple[str, Result | None] | Result | None:
-    """Why a merge is invalid; None when it is valid, the solver's Result when undecided."""
+) -> tuple[str, list[str], Result | None] | Result | None:
+    """Why a merge is invalid, with the covered ids that says it of; None when it is
+    valid, the solver's Result when undecided."""
     covered: list[Item] = []
     for cid in merged.covers:
         old = _covered_version(ctx, cid)
         if old is None:
-            return (f"covers {cid!r}, which is neither in the window before nor in the store", None)
+            return (
+                f"covers {cid!r}, which is neither in the window before nor in the store",
+                [cid],
+                None,
+            )
         if old.kind != merged.kind:
             kinds = f"a {merged.kind} merges {merged.kind}s only"
-            return (f"covers {cid!r}, a {old.kind}: {kinds}", None)
+            return (f"covers {cid!r}, a {old.kind}: {kinds}", [cid], None)
         covered.append(old)
     vacuous: Result | None = None
     for old in covered:
@@ -60,7 +65,7 @@ def _merge_problem(
         if res.unknown:
             return res
         if res.fails:
-            return (f"does not entail the covered {old.id!r} ({show(old.formula)})", res)
+            return (f"does not entail the covered {old.id!r} ({show(old.formula)})", [old.id], res)
     premises = [old for old in covered if old.id not in ctx.excluded]
     res = ctx.session.entails(
         [old.formula for old in premises], merged.formula, [old.id for old in premises]
@@ -68,7 +73,11 @@ def _merge_problem(
     if res.unknown:
         return vacuous or res
     if res.fails:
-        return (f"asserts more than the conjunction of {cite(merged.covers)}", res)
+        return (
+            f"asserts more than the conjunction of {cite(merged.covers)}",
+            list(dict.fromkeys(merged.covers)),
+            res,
+        )
     return vacuous
 
 
@@ -103,10 +112,10 @@ class _Merges:
         else:
             ok = False
             if merged.id in self.changed_ids():
-                text, res = problem
+                text, named, res = problem
                 ctx.report(
                     "CF007",
-                    [merged.id],
+                    [merged.id, *named],
                     f"merge {merged.id!r} {text}; make it equivalent to the conjunction of the"
                     f" {merged.kind}s it covers, or keep the covered items",
                     res,
