@@ -382,3 +382,73 @@ def test_a_standard_output_that_takes_nothing_is_exit_2(argv: list[str]) -> None
         )
     assert done.returncode == 2, done.stderr
     assert done.stderr == "ctxproof: standard output: cannot write: No space left on device\n"
+
+
+def _without(fd: int) -> Callable[[], None]:
+    """A preexec function: the child starts with that descriptor closed (Python then
+    gives None for the stream)."""
+    return lambda: os.close(fd)
+
+
+@pytest.mark.parametrize(
+    ("argv", "code"),
+    [
+        (["audit", "tests/corpus/cf007_fires.jsonl"], 2),
+        (["audit", "tests/corpus/cf007_quiet.jsonl", "--format", "json"], 2),
+        (["audit", "tests/corpus/cf007_quiet.jsonl"], 0),  # clean text: nothing to write
+        (["--version"], 2),
+        (["--help"], 2),
+    ],
+    ids=["audit", "audit-json", "audit-clean-text", "version", "help"],
+)
+def test_a_closed_standard_output_is_exit_2(argv: list[str], code: int) -> None:
+    """Started with standard output closed: results cannot be written (exit 2, one line
+    saying so), and a run that writes nothing keeps its exit code; never a traceback."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", "from verifier.cli import entry; entry()", *argv],
+        stdout=None,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+        check=False,
+        preexec_fn=_without(1),
+    )
+    assert done.returncode == code, done.stderr
+    wanted = "ctxproof: standard output: cannot write: Bad file descriptor\n" if code else ""
+    assert done.stderr == wanted
+
+
+@pytest.mark.parametrize(
+    ("trace", "code"),
+    [
+        ("cf007_fires.jsonl", 1),
+        ("cf007_quiet.jsonl", 0),
+        ("bad_background_syntax.jsonl", 2),
+    ],
+)
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_a_closed_standard_error_keeps_results_and_exit(trace: str, code: int, fmt: str) -> None:
+    """Started with standard error closed: the results and the exit code are those of a
+    run whose messages go nowhere."""
+    import subprocess
+    import sys
+
+    argv = ["audit", f"tests/corpus/{trace}", "--format", fmt]
+    base = [sys.executable, "-c", "from verifier.cli import entry; entry()", *argv]
+    kw: dict[str, Any] = {"stdout": subprocess.PIPE, "text": True, "cwd": ROOT, "check": False}
+    done = subprocess.run(base, preexec_fn=_without(2), **kw)
+    usual = subprocess.run(base, stderr=subprocess.DEVNULL, **kw)
+    assert (done.returncode, done.stdout) == (usual.returncode, usual.stdout)
+    assert done.returncode == code
+
+
+def test_a_trace_path_with_a_newline_stays_on_one_line(tmp_path: Path) -> None:
+    odd = tmp_path / "a\nb.jsonl"
+    odd.write_bytes((CORPUS / "cf007_fires.jsonl").read_bytes())
+    code, out, _ = run("audit", str(odd))
+    assert code == 1
+    (line,) = out.splitlines()
+    assert line.startswith(str(tmp_path) + "/a\\nb.jsonl:4: pass 1: CF007 ")

@@ -116,7 +116,7 @@ def main(
     stderr: IO[str] | None = None,
 ) -> int:
     """Run the CLI in-process and return its exit code."""
-    out = Out(stdout or sys.stdout, stderr or sys.stderr)
+    out = Out(stdout or sys.stdout, stderr or sys.stderr)  # None: a stream the process lacks
     saved = {k: os.environ.get(k) for k in SOLVER_ENV.values()}
     try:
         return _main(argv, out)
@@ -183,7 +183,7 @@ def _main(argv: Sequence[str] | None, out: Out) -> int:
     return EXIT_OK
 
 
-_WRITE_REFUSED = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EPIPE})
+_WRITE_REFUSED = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EPIPE, errno.EBADF})
 """What a write that found no room (or no reader) fails with: files ctxproof writes
 itself report it as an OutputError, so one escaping a command is a standard stream's."""
 
@@ -211,9 +211,11 @@ def entry() -> None:
     _OWNED[0] = True
     code = main()
     try:
-        sys.stdout.flush()  # what is buffered still: a refusal here is exit 2 as well
+        if sys.stdout is not None:  # None: started without one (see Out)
+            sys.stdout.flush()  # what is buffered still: a refusal here is exit 2 as well
     except OSError as exc:
-        sys.stderr.write(f"ctxproof: {stdout_error(exc)}\n")
+        if sys.stderr is not None:
+            sys.stderr.write(f"ctxproof: {stdout_error(exc)}\n")
         code = EXIT_INPUT
         with contextlib.suppress(OSError):
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # nothing at exit

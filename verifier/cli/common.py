@@ -6,10 +6,12 @@ no graph library and no plotting: each command's module imports what it needs.
 
 from __future__ import annotations
 
+import errno
+import io
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, cast
 
 import click
 
@@ -51,12 +53,31 @@ Exit codes: 0 all rewrites accepted and no finding; 1 at least one finding;
 """
 
 
-class Out:
-    """Where results go: stdout for results, stderr for progress and summaries."""
+class MissingStream(io.TextIOBase):
+    """A standard stream the process was started without (its descriptor closed: Python
+    gives None). Standard output refuses every write, as a closed device does (an output
+    that cannot be written: exit 2); standard error takes the messages and drops them."""
 
-    def __init__(self, stdout: IO[str], stderr: IO[str]) -> None:
-        self.stdout = stdout
-        self.stderr = stderr
+    def __init__(self, *, refuse: bool) -> None:
+        super().__init__()
+        self.refuse = refuse
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        if self.refuse:
+            raise OSError(errno.EBADF, os.strerror(errno.EBADF))
+        return len(text)
+
+
+class Out:
+    """Where results go: stdout for results, stderr for progress and summaries (a
+    stream the process has not got stands in as :class:`MissingStream`)."""
+
+    def __init__(self, stdout: IO[str] | None, stderr: IO[str] | None) -> None:
+        self.stdout = stdout if stdout is not None else cast(IO[str], MissingStream(refuse=True))
+        self.stderr = stderr if stderr is not None else cast(IO[str], MissingStream(refuse=False))
 
     def line(self, text: str) -> None:
         """A result line; standard output that takes no more (a full disk, a closed
@@ -81,10 +102,16 @@ def stdout_error(exc: OSError) -> OutputError:
     return OutputError(f"standard output: cannot write: {exc.strerror or exc}")
 
 
+def shown_name(text: str) -> str:
+    """A name (a trace's path, an item id) as one line of text shows it: a character that
+    is not printable (a newline, a tab) is escaped."""
+    return text if text.isprintable() else text.encode("unicode_escape").decode()
+
+
 def format_finding(name: str, f: Finding, related: Sequence[str] = ()) -> str:
     line = f.line if f.line is not None else 1
-    ids = ",".join(i if i.isprintable() else i.encode("unicode_escape").decode() for i in f.items)
-    text = f"{name}:{line}: pass {f.pass_}: {f.code} {f.name} [{ids}]: {f.message}"
+    ids = ",".join(shown_name(i) for i in f.items)
+    text = f"{shown_name(name)}:{line}: pass {f.pass_}: {f.code} {f.name} [{ids}]: {f.message}"
     if f.counterexample:
         shown = ", ".join(f"{k}={'true' if v else 'false'}" for k, v in f.counterexample)
         text += f" (counterexample: {shown})"
@@ -137,11 +164,11 @@ def undecided_lines(name: str, result: dict[str, Any]) -> list[str]:
     undecided: REASON`` for a rewrite, ``TRACE: undecided: REASON`` for the appends. The
     text output gives them on stderr (stdout holds findings only), so exit 3 says why."""
     out = [
-        f"{name}:{r['line']}: pass {r['pass']}: undecided: {reason}"
+        f"{shown_name(name)}:{r['line']}: pass {r['pass']}: undecided: {reason}"
         for r in result.get("rewrites", ())
         for reason in r.get("undecided", ())
     ]
-    out.extend(f"{name}: undecided: {reason}" for reason in result.get("undecided", ()))
+    out.extend(f"{shown_name(name)}: undecided: {reason}" for reason in result.get("undecided", ()))
     return out
 
 
