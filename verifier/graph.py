@@ -123,20 +123,26 @@ class JustificationGraph:
         return node
 
     def _restore(self, item: Item, pass_no: int, policy: str | None) -> str | None:
-        """Put back a version a window held earlier: its node is current again."""
+        """Put back a version a window held earlier: its node is current again, and it
+        follows the id's latest version (``carried``: a claim or commitment is backed
+        through its later versions, a restored one as a new one)."""
         node = self.key_node.get(item.key)
         if node is None or self.g.nodes[node].get("id") != item.id:
             return None
         gone = self.current.get(item.id)
-        if gone is not None and gone != node:
-            self.g.nodes[gone]["retained"] = False
-            if not self.retained(gone):
-                self.g.nodes[gone]["lost_at"] = pass_no
-                self.g.nodes[gone]["lost_by"] = policy
+        latest = self.last.get(item.id)
         attrs = self.g.nodes[node]
         attrs.update(retained=True, lost_at=None, lost_by=None)
         self.current[item.id] = node
         self.last[item.id] = node
+        if latest is not None and latest != node:
+            self._link(latest, node, "carried")
+        if gone is not None and gone != node:
+            # the version it replaces is out of the window: lost here unless the store keeps it
+            self.g.nodes[gone]["retained"] = False
+            if not self.retained(gone):
+                self.g.nodes[gone]["lost_at"] = pass_no
+                self.g.nodes[gone]["lost_by"] = policy
         return node
 
     def _link_citations(self, item: Item, node: str) -> None:
@@ -181,8 +187,10 @@ class JustificationGraph:
                 self.node_key[entry] = it.key
                 fresh.append((it, entry))
             self.stored_keys.add(it.key)
-            src = self.last.get(it.id)
-            if src is not None and self.g.nodes[src].get("kind") != "store":
+            # the spilled edge leaves the window version the entry holds, if one was seen
+            # (another version of the id is not what went to the store)
+            src = self.key_node.get(it.key)
+            if src is not None and self.g.nodes[src].get("id") == it.id:
                 self._link(src, entry, "spilled")
             self.stored_ids[it.id] = entry
         for it, entry in fresh:
@@ -360,7 +368,9 @@ def why(graph: JustificationGraph, item_id: str) -> WhyAnswer:
     elif not reached:
         # the current version cites nothing that leads to a primitive: look at older ones
         newer, node = start, _older(graph, start)
-        while node is not None:
+        seen = {start}
+        while node is not None and node not in seen:  # a restored version: carried both ways
+            seen.add(node)
             _, old_reached = _search(graph, node)
             if old_reached:
                 reached = old_reached

@@ -184,3 +184,79 @@ def test_the_rewrite_that_put_an_unresolvable_stub_is_named() -> None:
     )
     answer = why(graph, "d1")
     assert (answer.cut_pass, answer.cut_policy) == (1, "bad-stub")
+
+
+def _obs(oid: str, source: str, shows: str, **extra: Any) -> dict[str, Any]:
+    obs = {"id": oid, "kind": "observation", "source": source, "shows": shows}
+    return {**obs, "modality": "verified", **extra}
+
+
+def _claim(cid: str, formula: str, witnesses: list[str], **extra: Any) -> dict[str, Any]:
+    claim = {"id": cid, "kind": "claim", "formula": formula, "witnesses": witnesses}
+    return {**claim, "modality": "verified", **extra}
+
+
+def _use(cited: str) -> dict[str, Any]:
+    use = {"id": "u1", "kind": "commitment", "type": "decision", "formula": "q"}
+    return {"event": "append", "items": [{**use, "rationale": [cited]}]}
+
+
+def _cp001(report: Any) -> list[tuple[tuple[str, ...], str]]:
+    return [(f.items, f.message) for f in report.findings if f.code == "CP001"]
+
+
+def test_a_version_a_restore_replaces_is_lost_at_that_rewrite() -> None:
+    # o1 is dropped, appended again with other content (c2 cites that one), then the first
+    # o1 is put back: the second is out of the window from then on, lost at pass 2
+    first, second = _obs("o1", "s1", "x", content="one"), _obs("o1", "s1b", "x", content="two")
+    c1, c2 = _claim("c1", "x", ["o1"]), _claim("c2", "x", ["o1"], load_bearing=True)
+    graph, report = graph_of(
+        {"event": "append", "items": [first, c1]},
+        {"event": "rewrite", "policy": "drop-o1", "window": [c1]},
+        {"event": "append", "items": [second, c2]},
+        {"event": "rewrite", "policy": "restore-o1", "window": [c1, c2, first]},
+        _use("c2"),
+    )
+    answer = why(graph, "c2")
+    assert answer.chain is None
+    assert (answer.cut_pass, answer.cut_policy) == (2, "restore-o1")
+    assert graph.g.nodes["o1@1"]["lost_at"] == 2
+    ((items, message),) = _cp001(report)
+    assert items == ("c2", "u1")
+    assert "the rewrite at pass 2 cut its last path" in message
+
+
+def test_a_claim_is_backed_through_a_later_version_that_a_rewrite_restored() -> None:
+    # d1 cites c1's second version; a rewrite puts c1's first version back (witnessed by
+    # o1, kept) and drops o2, o3: d1 is backed through c1's later version, restored or new
+    o1, o2, o3 = _obs("o1", "s1", "x"), _obs("o2", "s2", "x"), _obs("o3", "s3", "y")
+    first, second = _claim("c1", "x", ["o1"]), _claim("c1", "x", ["o2"])
+    d1 = {**_claim("d1", "y", ["o3"]), "derived_from": ["c1"]}
+    for last in (first, _claim("c1", "x & true", ["o1"])):  # restored, then new
+        graph, report = graph_of(
+            {"event": "append", "items": [o1, o2, o3, first]},
+            {"event": "rewrite", "policy": "to-B", "window": [o1, o2, o3, second]},
+            {"event": "append", "items": [d1]},
+            {"event": "rewrite", "policy": "back", "window": [o1, last, d1]},
+            _use("d1"),
+        )
+        assert _cp001(report) == []
+        chain = why(graph, "d1").chain
+        assert chain is not None and chain[-1] == "o1@0"
+
+
+def test_a_spill_of_another_version_is_no_spilled_edge_of_the_window_version() -> None:
+    # the store gets a version of c1 no window held (formula w, witness o2); the window's
+    # c1 (formula x, witness o1) loses o1: it is not backed by the other version's witness
+    o1, o2 = _obs("o1", "s1", "x"), _obs("o2", "s2", "w")
+    c1 = _claim("c1", "x", ["o1"], load_bearing=True)
+    graph, report = graph_of(
+        {"event": "append", "items": [o1, o2, c1]},
+        {"event": "spill", "items": [_claim("c1", "w", ["o2"], load_bearing=True)]},
+        {"event": "rewrite", "policy": "drop-o1", "window": [o2, c1]},
+        _use("c1"),
+    )
+    assert not any(v.startswith("store:") for v in graph.g.successors("c1@0"))
+    answer = why(graph, "c1")
+    assert answer.chain is None and answer.cut_pass == 1
+    assert [items for items, _ in _cp001(report)] == [("c1", "u1")]
