@@ -19,7 +19,7 @@ from verifier.errors import (
     wrong_type,
 )
 from verifier.findings import WITNESS_MODES, Finding
-from verifier.io import background_argument, items_argument, trace_from_dicts
+from verifier.io import background_argument, collector_paused, items_argument, trace_from_dicts
 from verifier.parser import parse_formula
 from verifier.rules.composition import check_append
 from verifier.rules.context import (
@@ -395,9 +395,18 @@ class Auditor:
     def feed(self, ev: Event) -> None:
         """Check one parsed trace event (an event of a :class:`Trace`: validated already).
 
+        The cycle collector is paused while the event is checked, as while a rewrite is
+        checked (:func:`verifier.io.collector_paused`): an event builds many small objects
+        and no cycles, and a collector pass that walks the growing heap finds nothing (at a
+        50k-item trace, about a quarter of the audit).
+
         Raises:
             TypeError: ``ev`` is not an event of a Trace (build one with trace_from_dicts).
         """
+        with collector_paused():
+            self._feed(ev)
+
+    def _feed(self, ev: Event) -> None:
         if isinstance(ev, Append):
             self._append(ev.items, ev.line)
         elif isinstance(ev, Rewrite):

@@ -752,3 +752,37 @@ def test_a_check_finding_stands_at_the_line_of_its_item(tmp_path: Path) -> None:
     assert code == 1 and [(c, i) for c, i, _ in found] == [("WR002", ["k2"])]
     assert '"id": "k2"' in lines[found[0][2] - 1]
     assert '"text": "k2"' in "\n".join(lines[: found[0][2] - 1])  # named earlier, as text
+
+
+def test_an_audit_event_pauses_the_collector_and_leaves_it_as_it_found_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each event is checked with the cycle collector paused; it runs again afterwards
+    only if it ran before, and nothing stays frozen."""
+    import gc
+
+    from verifier.audit import Auditor, audit_trace
+    from verifier.io import load_trace
+
+    seen: list[bool] = []
+    real = Auditor._feed
+
+    def feed(self: Auditor, ev: Any) -> None:
+        seen.append(gc.isenabled())
+        real(self, ev)
+
+    monkeypatch.setattr(Auditor, "_feed", feed)
+    trace = load_trace(str(ROOT / "tests" / "corpus" / "cf001_fires.jsonl"))
+    frozen = gc.get_freeze_count()
+    was = gc.isenabled()
+    try:
+        for enabled in (True, False):
+            (gc.enable if enabled else gc.disable)()
+            seen.clear()
+            report = audit_trace(trace)
+            assert [f.code for f in report.findings] == ["CF001"]
+            assert seen and not any(seen)
+            assert gc.isenabled() is enabled
+            assert gc.get_freeze_count() == frozen
+    finally:
+        (gc.enable if was else gc.disable)()
