@@ -480,3 +480,19 @@ def test_cli_internal_error_exit_4(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr("verifier.prove.prove", broken)
     code, _, err = run("prove", str(SPECS / "spill_first.toml"), "--out", str(tmp_path))
     assert code == 4 and "disagrees with the spec interpreter" in err
+
+
+def test_an_induction_counterexample_names_the_pass_its_trace_shows(tmp_path: Path) -> None:
+    # a spec that reads age: the trace gives the items their ages by setup rewrites that
+    # come first, so the spec's pass is a later one; the result names that pass, as the
+    # audit of the trace (and the text output) does
+    spec = parse_spec(
+        HEAD + '[[rule]]\nwhen = { kind = ["prose"], age = { ge = 2 } }\ndo = "evict"\n',
+        "aged.toml",
+    )
+    result = prove(spec, items=3, induction=True, out_dir=tmp_path)
+    assert result.counterexamples
+    assert any(c.pass_ > 1 for c in result.counterexamples)  # setup rewrites came first
+    for c in result.counterexamples:
+        assert replays_with(c.path, c.code, c.pass_)
+        assert c.to_json()["pass"] == c.finding.pass_ == c.pass_

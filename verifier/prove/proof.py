@@ -779,8 +779,9 @@ def _settle(
     scenario, viol = enc.scenario(code)
     replayed = replay_scenario(enc.spec, scenario, code, viol.pass_no, out_dir)
     size = len(scenario.slots)
+    # the trace's pass (an induction trace's setup rewrites come first), as audit reports it
     cex = Counterexample(
-        code, replayed.path, viol.pass_no, size, replayed.finding, scenario, replayed.text
+        code, replayed.path, replayed.finding.pass_, size, replayed.finding, scenario, replayed.text
     )
     return _Outcome(summary("counterexample", size=size, path=replayed.path), cex)
 
