@@ -18,6 +18,7 @@ from verifier.policies.spec import Spec, SpecPolicy, load_spec, parse_spec
 from verifier.prove import PROPERTIES, Encoding, ProofResult, prove
 from verifier.prove import replay as replay_module
 from verifier.rules.context import MODE_COUNT
+from verifier.window import Rewrite
 
 ROOT = Path(__file__).resolve().parents[2]
 SPECS = ROOT / "models" / "specs"
@@ -496,3 +497,26 @@ def test_an_induction_counterexample_names_the_pass_its_trace_shows(tmp_path: Pa
     for c in result.counterexamples:
         assert replays_with(c.path, c.code, c.pass_)
         assert c.to_json()["pass"] == c.finding.pass_ == c.pass_
+
+
+def test_bmc_bounds_each_window_not_the_items_appended_in_all(tmp_path: Path) -> None:
+    # one item a window, one appended before each of three passes: a failed observation is
+    # spilled, then its stub evicted; a claim citing it, appended later, is evicted as not
+    # negative (its witness is not in the window) though the store shows it failed. Every
+    # window holds one item, but the session appends two: within --items 1.
+    spec = parse_spec(
+        HEAD
+        + 'stop = "all"\n'
+        + '[[rule]]\nwhen = { kind = ["observation"], modality = ["failed"] }\ndo = "spill"\n'
+        + '[[rule]]\nwhen = { stub = true }\ndo = "evict"\n'
+        + '[[rule]]\nwhen = { kind = ["claim"], negative = false, load_bearing = false,'
+        + " cited = false }\ndo = \"evict\"\n",
+        "spill_then_forget.toml",
+    )
+    result = prove(spec, items=1, passes=3, appends=1, out_dir=tmp_path)
+    assert "CF001" in refuted(result)
+    for c in result.counterexamples:
+        assert replays_with(c.path, c.code, c.pass_)
+        trace = load_trace(c.path)
+        windows = [ev.window for ev in trace.events if isinstance(ev, Rewrite)]
+        assert windows and all(w is not None and len(w) <= 1 for w in windows)

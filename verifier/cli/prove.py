@@ -51,7 +51,8 @@ usage; 3 undecided (timeout or unknown); 4 internal error.
     type=click.IntRange(1, prove_api.MAX_ITEMS),
     default=prove_api.DEFAULT_ITEMS,
     show_default=True,
-    help="Items: appended in all (BMC), or in the state a pass starts from (--induction).",
+    help="Items: in each window as a pass starts (BMC), or in the state a pass starts from"
+    " (--induction).",
 )
 @click.option(
     "--passes",
@@ -151,8 +152,8 @@ def prove_cmd(
     """Prove a spec never causes CF001, CF004, WR001, WR002, WR004, WR008, TP001, TP002.
 
     SPEC is a ctxproof-policy/1 file. Without --induction: bounded model
-    checking of --passes passes from the empty window, --items items appended
-    in all, at most --appends before each pass. With --suggest, a refuted spec
+    checking of --passes passes from the empty window, at most --appends items
+    appended before each pass, windows of at most --items items. With --suggest, a refuted spec
     is repaired: see docs/prove.md, "Suggestions".
     """
     from verifier.policies import load_spec

@@ -214,7 +214,10 @@ class Encoding:
         self.induction = induction
         self.smt = smt = Smt()
         self._upto: list[Term] = []
-        slots = items if induction else items + passes - 1
+        # BMC: windows of at most `items` items, up to `appends` appended before each pass,
+        # so at most that many (and no more than a window holds) are appended before each
+        appended = passes * min(appends, items)
+        slots = items if induction else appended + passes - 1
         self.bounds = bounds = spec_bounds(spec)
         biggest = max(bounds.tokens, spec.stub_tokens)
         width = max(
@@ -228,7 +231,7 @@ class Encoding:
             before = self.world.initial
             self.passes = [encode_pass(self.world, spec, 1, before)]
         else:
-            self.world = bmc_world(smt, self.ar, items, passes, appends, bounds)
+            self.world = bmc_world(smt, self.ar, appended, passes, appends, bounds)
             self.passes = []
             prev = None
             for p in range(1, passes + 1):
@@ -238,7 +241,12 @@ class Encoding:
                 self._upto.append(lit)
                 smt.scope = lit
                 before = bmc_before(self.world, p, prev)
-                summary = items + p - 1 if p < passes else None
+                if min(p * appends, appended) > items:
+                    # the window as the pass starts (stubs and summaries included) holds at
+                    # most `items` items: said only where more could be there (a summary
+                    # stands for one item or more, so no window outgrows the appends)
+                    smt.add(smt.at_most([smt.or_([st.win, st.stub]) for st in before], items))
+                summary = appended + p - 1 if p < passes else None
                 enc = encode_pass(self.world, spec, p, before, summary)
                 smt.scope = None
                 self.passes.append(enc)
@@ -554,8 +562,9 @@ def prove(
 
     ``spec`` is a parsed :class:`~verifier.policies.spec.Spec` or the path of a
     spec file (a bad spec raises :class:`~verifier.errors.InputError` naming the
-    key). Bounds: ``items`` slots (induction: the state as the pass starts;
-    BMC: items appended in all), ``passes`` and ``appends`` (BMC only).
+    key). Bounds: ``items`` (induction: slots of the state as the pass starts; BMC:
+    the items a window holds as each pass starts), ``passes`` and ``appends`` (BMC
+    only: at most that many appended before each pass).
     ``timeout`` is a wall-clock limit in seconds for the whole proof; a
     property z3 cannot settle in time leaves the result ``undecided``.
     Counterexample traces go to ``out_dir``. ``arith`` (``int`` or ``bv``)

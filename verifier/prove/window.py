@@ -14,9 +14,10 @@ Two worlds are built here (docs/prove.md):
 
 * :func:`induction_world`: one pass from an arbitrary state of up to N
   slots (window items, stubs, and store entries they may cite);
-* :func:`bmc_world`: K passes from the empty window, up to N items appended
-  in all and at most A before each pass; each pass that summarizes creates a
-  prose slot ``summary@PASS`` that later appends may cite.
+* :func:`bmc_world`: K passes from the empty window, at most A items appended
+  before each pass (the proof bounds each window by N: K * min(A, N) slots);
+  each pass that summarizes creates a prose slot ``summary@PASS`` that later
+  appends may cite.
 """
 
 from __future__ import annotations
