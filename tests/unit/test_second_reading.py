@@ -267,3 +267,37 @@ def test_the_repair_never_leaves_a_citation_of_what_it_removed() -> None:
     assert res.repair is not None
     assert [it.raw for it in res.repair.window] == [before[0].raw]
     assert res.repair.verdict == "accept"
+
+
+def test_cp004_excludes_a_claim_appended_as_its_stub() -> None:
+    # k1 is spilled and dropped; an append brings c2 and a stub of k1: the core is c2, k1
+    # (the claim the stub stands for) and k3, and both claims are stale, as when k1 is
+    # appended in full: k9 = k1's formula then rests on nothing (CF005)
+    k1 = {"id": "k1", "kind": "claim", "formula": "a -> b"}
+    k3 = {"id": "k3", "kind": "claim", "formula": "a"}
+    c2 = {"id": "c2", "kind": "commitment", "type": "decision", "formula": "!b"}
+    k9 = {**k1, "id": "k9"}
+    stub = {"id": "k1", "kind": "stub", "ref": ref_of(k1)}
+    for again in (stub, k1):
+        report = audit(
+            append(k1, k3),
+            {"event": "spill", "items": [k1]},
+            window(k3),
+            append(c2, again),
+            window(k3, c2, again, k9),
+        )
+        cp004 = next(f for f in report.findings if f.code == "CP004")
+        assert "the claims 'k1', 'k3' are stale" in cp004.message
+        assert ("CF005", 2, ("k9",)) in found(report)
+        assert report.rewrites[1].verdict == "refuse"
+
+
+def test_cp003_names_an_id_once_when_it_contradicts_its_own_stored_version() -> None:
+    c1 = {"id": "c1", "kind": "commitment", "type": "decision", "formula": "p"}
+    report = audit(
+        append(c1),
+        {"event": "spill", "items": [c1]},
+        window(),
+        append({**c1, "formula": "!p"}),
+    )
+    assert found(report) == [("CP003", 1, ("c1",))]

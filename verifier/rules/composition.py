@@ -642,7 +642,7 @@ def _readoption(
     together = f" together with {cite(others)}" if others else ""
     ctx.report(
         "CP003",
-        [it.id, *others, *named],
+        list(dict.fromkeys([it.id, *others, *named])),  # an id once (its stored version too)
         f"{it.id!r} ({show(f)}){together} contradicts what the session committed to"
         f" ({cite(named)}); drop it, or revise the commitment explicitly",
     )
@@ -668,7 +668,7 @@ def _inconsistent(
     appended = [*in_prefix, it]
     # the core lists the prefix's items first, then the window's in window order
     others = [c for c in core if not prefix.holds(c)]
-    claims = [c.id for c in (*appended, *others) if c.kind == "claim"]
+    claims = [c.id for c in (*appended, *others) if _kind(ctx, c) == "claim"]
     excluded = list(claims) if claims else [a.id for a in appended]
     prem.exclude(excluded)
     if claims and not prem.rest_satisfiable(prefix, it, f, excluded):
@@ -699,6 +699,14 @@ def _inconsistent(
     ctx.newly_excluded.extend(excluded)
     prem.removed(prefix.remove(excluded))
     return it.id not in excluded
+
+
+def _kind(ctx: RewriteContext, it: Item) -> str:
+    """The kind of what an item states: an appended stub is the item it stands for."""
+    if it.kind != "stub":
+        return it.kind
+    real = ctx.after.resolve(it.id)
+    return real.kind if real is not None else it.kind
 
 
 def _has_cycle(edges: dict[str, tuple[str, ...]]) -> bool:
