@@ -153,8 +153,8 @@ def prove_cmd(
 
     SPEC is a ctxproof-policy/1 file. Without --induction: bounded model
     checking of --passes passes from the empty window, at most --appends items
-    appended before each pass, windows of at most --items items. With --suggest, a refuted spec
-    is repaired: see docs/prove.md, "Suggestions".
+    appended before each pass, windows of at most --items items. With --suggest,
+    a refuted spec is repaired: see docs/prove.md, "Suggestions".
     """
     from verifier.policies import load_spec
 

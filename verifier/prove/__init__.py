@@ -6,9 +6,9 @@ be stated as constraints and handed to z3. :func:`prove` checks eight
 properties — the spec never causes CF001, CF004, WR001 (count mode), WR002,
 WR004, WR008, TP001 or TP002 — either by bounded model checking (K passes
 from the empty window, up to A items appended before each pass, no window
-holding more than N) or, with ``induction=True``, over one pass from an arbitrary state of up
-to N items, which covers any number of passes because every one of these
-rules concerns a single rewrite.
+holding more than N) or, with ``induction=True``, over one pass from an
+arbitrary state of up to N items, which covers any number of passes because
+every one of these rules concerns a single rewrite.
 
 Each property is asked of z3 negated ("some slot shows the finding after some
 pass"); ``proved`` means every one was unsatisfiable. A satisfiable one is

@@ -39,7 +39,7 @@ def _covered_version(ctx: RewriteContext, cid: str) -> Item | None:
 def _merge_problem(
     ctx: RewriteContext, merged: Item
 ) -> tuple[str, list[str], Result | None] | Result | None:
-    """Why a merge is invalid, with the covered ids that says it of; None when it is
+    """Why a merge is invalid and the covered ids that reason names; None when it is
     valid, the solver's Result when undecided."""
     covered: list[Item] = []
     for cid in merged.covers:
