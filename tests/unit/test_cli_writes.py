@@ -12,6 +12,8 @@ import io
 import json
 import os
 import sqlite3
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -368,20 +370,22 @@ def test_check_json_exit_agrees_with_the_process_with_and_without_repair(
 def test_a_standard_output_that_takes_nothing_is_exit_2(argv: list[str]) -> None:
     """A full disk behind standard output is an output that cannot be written: exit 2,
     one line saying so, never an internal error."""
-    import subprocess
-    import sys
-
     with open("/dev/full", "w", encoding="utf-8") as full:
-        done = subprocess.run(
-            [sys.executable, "-c", "from verifier.cli import entry; entry()", *argv],
-            stdout=full,
-            stderr=subprocess.PIPE,
-            text=True,
-            cwd=ROOT,
-            check=False,
-        )
+        done = _entry(argv, stdout=full, stderr=subprocess.PIPE)
     assert done.returncode == 2, done.stderr
     assert done.stderr == "ctxproof: standard output: cannot write: No space left on device\n"
+
+
+def _entry(argv: list[str], **streams: Any) -> subprocess.CompletedProcess[str]:
+    """The console script's entry point run in a process of its own, from the checkout,
+    with the standard streams (and ``preexec_fn``) given."""
+    return subprocess.run(
+        [sys.executable, "-c", "from verifier.cli import entry; entry()", *argv],
+        text=True,
+        cwd=ROOT,
+        check=False,
+        **streams,
+    )
 
 
 def _without(fd: int) -> Callable[[], None]:
@@ -404,18 +408,7 @@ def _without(fd: int) -> Callable[[], None]:
 def test_a_closed_standard_output_is_exit_2(argv: list[str], code: int) -> None:
     """Started with standard output closed: results cannot be written (exit 2, one line
     saying so), and a run that writes nothing keeps its exit code; never a traceback."""
-    import subprocess
-    import sys
-
-    done = subprocess.run(
-        [sys.executable, "-c", "from verifier.cli import entry; entry()", *argv],
-        stdout=None,
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=ROOT,
-        check=False,
-        preexec_fn=_without(1),
-    )
+    done = _entry(argv, stderr=subprocess.PIPE, preexec_fn=_without(1))
     assert done.returncode == code, done.stderr
     wanted = "ctxproof: standard output: cannot write: Bad file descriptor\n" if code else ""
     assert done.stderr == wanted
@@ -433,14 +426,9 @@ def test_a_closed_standard_output_is_exit_2(argv: list[str], code: int) -> None:
 def test_a_closed_standard_error_keeps_results_and_exit(trace: str, code: int, fmt: str) -> None:
     """Started with standard error closed: the results and the exit code are those of a
     run whose messages go nowhere."""
-    import subprocess
-    import sys
-
     argv = ["audit", f"tests/corpus/{trace}", "--format", fmt]
-    base = [sys.executable, "-c", "from verifier.cli import entry; entry()", *argv]
-    kw: dict[str, Any] = {"stdout": subprocess.PIPE, "text": True, "cwd": ROOT, "check": False}
-    done = subprocess.run(base, preexec_fn=_without(2), **kw)
-    usual = subprocess.run(base, stderr=subprocess.DEVNULL, **kw)
+    done = _entry(argv, stdout=subprocess.PIPE, preexec_fn=_without(2))
+    usual = _entry(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     assert (done.returncode, done.stdout) == (usual.returncode, usual.stdout)
     assert done.returncode == code
 
