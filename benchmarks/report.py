@@ -7,7 +7,9 @@ Usage (from the repository root; ``make bench`` and ``make bench-prove`` run it)
 Every ``*.json`` of the folder is one run: its machine, then for each
 benchmark module its description (the module's docstring) and a table per
 group. In a group, the benchmark whose ``extra_info["role"]`` is ``floor`` is
-the baseline and every other row gives its median over the floor's median.
+the baseline and every other row gives its median over the floor's median,
+and, where the floor ran before each of its rounds (``floor_rounds``), the
+median of the per-round ratios first.
 Every number comes from the saved JSON.
 """
 
@@ -47,10 +49,29 @@ def fmt_s(x: float) -> str:
     return f"{x * 1e6:.0f} µs"
 
 
+def paired_ratio(b: Obj) -> float | None:
+    """The median of the per-round ratios of a benchmark whose floor ran before each of
+    its rounds (``extra_info["floor_rounds"]``, :mod:`benchmarks.paired`); None for the
+    others, and for a run that kept no per-round data."""
+    floor_rounds = b["extra_info"].get("floor_rounds")
+    own = b["stats"].get("data")
+    if not floor_rounds or not own or len(own) != len(floor_rounds):
+        return None
+    per_round = sorted(t / f for t, f in zip(own, floor_rounds, strict=True))
+    mid = len(per_round) // 2
+    if len(per_round) % 2:
+        return float(per_round[mid])
+    return float(per_round[mid - 1] + per_round[mid]) / 2
+
+
 def ratio(b: Obj, floor: Obj | None) -> str:
     if floor is None or b is floor:
         return "floor" if b is floor else "—"
-    return f"**{b['stats']['median'] / floor['stats']['median']:.2f}×**"
+    medians = b["stats"]["median"] / floor["stats"]["median"]
+    paired = paired_ratio(b)
+    if paired is None:
+        return f"**{medians:.2f}×**"
+    return f"**{paired:.2f}×** paired; {medians:.2f}× of the medians"
 
 
 def _peak(e: Obj) -> str:
@@ -252,7 +273,9 @@ def ratios(run: Obj) -> list[str]:
             if b is floor:
                 continue
             r = b["stats"]["median"] / floor["stats"]["median"]
-            out.append(f"- {group}: `{b['name']}` {r:.2f}× `{floor['name']}`")
+            paired = paired_ratio(b)
+            shown = f"{r:.2f}×" if paired is None else f"{paired:.2f}× paired ({r:.2f}× medians)"
+            out.append(f"- {group}: `{b['name']}` {shown} `{floor['name']}`")
     return out
 
 
@@ -291,8 +314,11 @@ def render(folder: Path) -> str:
         "(one call each, built before the clock starts) and the tables give the median,",
         "the interquartile range and the fastest round. A group compares its benchmarks",
         "with its floor, measured in the same run; benchmarks of a group run one after",
-        "the other, not interleaved. The raw data of every round is in the JSON files",
-        "beside this page. Written by `benchmarks/report.py` from those files.",
+        "the other. Where a benchmark also ran its floor right before each of its rounds,",
+        "its ratio is *paired*: the median of the per-round ratios, which the host's",
+        "changes of speed over a run do not move (the ratio of the medians follows it).",
+        "The raw data of every round is in the JSON files beside this page. Written by",
+        "`benchmarks/report.py` from those files.",
     ]
     parts = ["# Benchmark results", "", *medians]
     for path in runs:

@@ -22,14 +22,20 @@ equivalent formula (a ``diff`` that puts it; then the whole window, built anew
 as a parsed trace gives it, differing in that one item). Goal: a rewrite's cost
 is what it changed, not what the window holds: N = 10k within 2x of the floor
 N = 1k (docs/rules.md, "Composition over a trace").
+
+In these three groups the large window's benchmark also keeps a window of the
+floor's size and feeds it the same event beside each of its rounds
+(:mod:`benchmarks.paired`), for the median of the per-round ratios.
 """
 
 from __future__ import annotations
 
 import functools
 import random
+from collections.abc import Iterator
 from typing import Any
 
+from benchmarks.paired import FloorEachRound, Setup, Teardown, timed
 from benchmarks.workloads import (
     BACKGROUND,
     SEED,
@@ -134,14 +140,26 @@ def _stub_events(n: int) -> tuple[Any, ...]:
     return (trace.header.background, trace.events)
 
 
-def _bench_stubs(benchmark: Any, n: int, role: str) -> None:
-    """A window of n stubs (n commitments appended, spilled and stubbed); each round
-    appends one claim over fresh atoms (built before the clock starts)."""
+def _stub_auditor(n: int) -> Auditor:
+    """A window of n stubs: n commitments appended, spilled and stubbed."""
     background, events = _stub_events(n)
     auditor = Auditor(background)
     for ev in events:
         auditor.feed(ev)
     assert all(it.kind == "stub" for it in auditor.window)
+    return auditor
+
+
+def _new_claim(serial: Iterator[int]) -> list[Item]:
+    j = next(serial)
+    return [item_from_json({"id": f"q{j}", "kind": "claim", "formula": f"f.{j} | g.{j}"})]
+
+
+def _bench_stubs(benchmark: Any, n: int, role: str, floor: int | None = None) -> None:
+    """A window of n stubs; each round appends one claim over fresh atoms (built before
+    the clock starts). With ``floor`` (the floor's n), the same append into a window of
+    that many stubs runs, timed, beside each round."""
+    auditor = _stub_auditor(n)
     benchmark.group = (
         f"append of 1 claim, window of {STUBS_SMALL:,} vs {STUBS_LARGE:,} stubs"
     )
@@ -149,15 +167,26 @@ def _bench_stubs(benchmark: Any, n: int, role: str) -> None:
     findings: list[Any] = []
     serial = iter(range(10**9))
 
-    def setup() -> tuple[tuple[list[Item]], dict[str, Any]]:
-        j = next(serial)
-        claim = {"id": f"q{j}", "kind": "claim", "formula": f"f.{j} | g.{j}"}
-        return ([item_from_json(claim)],), {}
+    def own() -> tuple[tuple[list[Item]], dict[str, Any]]:
+        return (_new_claim(serial),), {}
+
+    setup: Setup = own
+    teardown: Teardown | None = None
+    if floor is not None:
+        beside = _stub_auditor(floor)
+        floor_serial = iter(range(10**9))
+
+        def floor_round() -> float:
+            items = _new_claim(floor_serial)
+            return timed(lambda: findings.extend(beside.append(items)))
+
+        pair = FloorEachRound(benchmark, floor_round, own)
+        setup, teardown = pair.setup, pair.teardown
 
     def append(items: list[Item]) -> None:
         findings.extend(auditor.append(items))
 
-    benchmark.pedantic(append, setup=setup, rounds=STUB_ROUNDS, iterations=1)
+    benchmark.pedantic(append, setup=setup, teardown=teardown, rounds=STUB_ROUNDS, iterations=1)
     benchmark.extra_info["findings"] = len(findings)
     _take(findings)
 
@@ -167,7 +196,7 @@ def test_append_stub_window_small(benchmark: Any) -> None:
 
 
 def test_append_stub_window_large(benchmark: Any) -> None:
-    _bench_stubs(benchmark, STUBS_LARGE, "large window")
+    _bench_stubs(benchmark, STUBS_LARGE, "large window", floor=STUBS_SMALL)
 
 
 # -- a rewrite of one item in a window of stubs: its cost is the change's, not the window's --
@@ -177,10 +206,7 @@ REWRITE_ROUNDS = 40
 
 def _rewrite_auditor(n: int) -> Auditor:
     """A window of n stubs (as :func:`_bench_stubs`) and the claim ``q`` the rounds change."""
-    background, events = _stub_events(n)
-    auditor = Auditor(background)
-    for ev in events:
-        auditor.feed(ev)
+    auditor = _stub_auditor(n)
     _take(auditor.append([item_from_json(_claim(-1))]))
     return auditor
 
@@ -193,10 +219,24 @@ def _claim(j: int) -> Obj:
     return {"id": "q", "kind": "claim", "formula": f"(f | g) & (h.{j} | !h.{j})"}
 
 
-def _bench_rewrite(benchmark: Any, n: int, role: str, *, whole: bool) -> None:
-    """Each round feeds one rewrite event that changes the claim (a diff that puts it, or
-    the whole window, every item a new object as a parsed trace gives it; built before
-    the clock starts)."""
+def _restatement(auditor: Auditor, j: int, *, whole: bool) -> Rewrite:
+    """The rewrite that gives the claim its j-th rendering: a diff that puts it, or the
+    whole window, every item a new object as a parsed trace gives it."""
+    claim = item_from_json(_claim(j))
+    if whole:
+        window = tuple(
+            claim if it.id == "q" else item_from_json(it.as_json()) for it in auditor.window
+        )
+        return Rewrite(1, "restate", window)
+    return Rewrite(1, "restate", None, put=(claim,))
+
+
+def _bench_rewrite(
+    benchmark: Any, n: int, role: str, *, whole: bool, floor: int | None = None
+) -> None:
+    """Each round feeds one rewrite event that changes the claim (built before the clock
+    starts). With ``floor`` (the floor's n), the same rewrite in a window of that many
+    stubs runs, timed, beside each round."""
     auditor = _rewrite_auditor(n)
     form = "whole window" if whole else "diff"
     benchmark.group = (
@@ -206,20 +246,31 @@ def _bench_rewrite(benchmark: Any, n: int, role: str, *, whole: bool) -> None:
     serial = iter(range(10**9))
     verdicts: list[str] = []
 
-    def setup() -> tuple[tuple[Rewrite], dict[str, Any]]:
-        claim = item_from_json(_claim(next(serial)))
-        if whole:
-            window = tuple(
-                claim if it.id == "q" else item_from_json(it.as_json()) for it in auditor.window
-            )
-            return (Rewrite(1, "restate", window),), {}
-        return (Rewrite(1, "restate", None, put=(claim,)),), {}
+    def own() -> tuple[tuple[Rewrite], dict[str, Any]]:
+        return (_restatement(auditor, next(serial), whole=whole),), {}
+
+    setup: Setup = own
+    teardown: Teardown | None = None
+    if floor is not None:
+        beside = _rewrite_auditor(floor)
+        floor_serial = iter(range(10**9))
+
+        def floor_round() -> float:
+            ev = _restatement(beside, next(floor_serial), whole=whole)
+            seconds = timed(lambda: beside.feed(ev))
+            verdicts.append(beside.rewrites[-1].verdict)
+            return seconds
+
+        pair = FloorEachRound(benchmark, floor_round, own)
+        setup, teardown = pair.setup, pair.teardown
 
     def rewrite(ev: Rewrite) -> None:
         auditor.feed(ev)
         verdicts.append(auditor.rewrites[-1].verdict)
 
-    benchmark.pedantic(rewrite, setup=setup, rounds=REWRITE_ROUNDS, iterations=1)
+    benchmark.pedantic(
+        rewrite, setup=setup, teardown=teardown, rounds=REWRITE_ROUNDS, iterations=1
+    )
     benchmark.extra_info["findings"] = len(auditor.findings)
     assert set(verdicts) == {"accept"}, verdicts
     _take(auditor.findings)
@@ -230,7 +281,7 @@ def test_rewrite_diff_stub_window_small(benchmark: Any) -> None:
 
 
 def test_rewrite_diff_stub_window_large(benchmark: Any) -> None:
-    _bench_rewrite(benchmark, STUBS_LARGE, "large window", whole=False)
+    _bench_rewrite(benchmark, STUBS_LARGE, "large window", whole=False, floor=STUBS_SMALL)
 
 
 def test_rewrite_whole_stub_window_small(benchmark: Any) -> None:
@@ -238,4 +289,4 @@ def test_rewrite_whole_stub_window_small(benchmark: Any) -> None:
 
 
 def test_rewrite_whole_stub_window_large(benchmark: Any) -> None:
-    _bench_rewrite(benchmark, STUBS_LARGE, "large window", whole=True)
+    _bench_rewrite(benchmark, STUBS_LARGE, "large window", whole=True, floor=STUBS_SMALL)

@@ -17,6 +17,9 @@ its floor, measured in the same run:
   contradicting an earlier claim ``x`` and none another, then spilled and
   stubbed: 20k against 10k (linear is 2×);
 - clean commitments: the same with ``a.I -> b.I`` and no claim.
+
+The larger trace of each group also audits its floor's trace beside each of its
+rounds (:mod:`benchmarks.paired`), for the median of the per-round ratios.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
+from benchmarks.paired import FloorEachRound, Setup, Teardown, timed
 from benchmarks.test_bench_check import cold_caches
 from benchmarks.workloads import (
     SEED,
@@ -51,17 +55,42 @@ def _text(kind: str, n: int) -> str:
     return make[kind](n)
 
 
-def _bench(benchmark: Any, group: str, kind: str, n: int, role: str) -> TraceReport:
+def _parsed(kind: str, n: int) -> Trace:
+    """The trace parsed anew, every function cache of the verifier emptied first."""
+    cold_caches()
+    return parse_trace_text(_text(kind, n), f"{kind}-{n}.jsonl")
+
+
+def _bench(
+    benchmark: Any,
+    group: str,
+    kind: str,
+    n: int,
+    role: str,
+    floor: tuple[str, int] | None = None,
+) -> TraceReport:
+    """Audit the trace ``kind`` of ``n`` items a round; with ``floor`` (the group's floor
+    trace), an audit of that runs, timed, beside each round."""
     text = _text(kind, n)
     benchmark.group = group
     benchmark.extra_info.update(role=role, items=n, kind=kind, trace_bytes=len(text))
 
-    def setup() -> tuple[tuple[Trace], dict[str, Any]]:
-        cold_caches()
-        return (parse_trace_text(text, f"{kind}-{n}.jsonl"),), {}
+    def own() -> tuple[tuple[Trace], dict[str, Any]]:
+        return (_parsed(kind, n),), {}
 
+    setup: Setup = own
+    teardown: Teardown | None = None
+    if floor is not None:
+        floor_trace = floor
+
+        def floor_round() -> float:
+            trace = _parsed(*floor_trace)
+            return timed(lambda: audit_trace(trace))
+
+        pair = FloorEachRound(benchmark, floor_round, own)
+        setup, teardown = pair.setup, pair.teardown
     report: TraceReport = benchmark.pedantic(
-        audit_trace, setup=setup, rounds=ROUNDS, iterations=1
+        audit_trace, setup=setup, teardown=teardown, rounds=ROUNDS, iterations=1
     )
     codes: dict[str, int] = {}
     for f in report.findings:
@@ -81,7 +110,7 @@ def test_findings_2k(benchmark: Any) -> None:
 
 
 def test_findings_8k(benchmark: Any) -> None:
-    report = _bench(benchmark, FINDINGS, "findings", 8_000, "8k items")
+    report = _bench(benchmark, FINDINGS, "findings", 8_000, "8k items", ("findings", 2_000))
     assert len(report.findings) >= 2 * 8_000 // 3
 
 
@@ -94,7 +123,9 @@ def test_long_clean(benchmark: Any) -> None:
 
 
 def test_long_findings(benchmark: Any) -> None:
-    report = _bench(benchmark, LONG, "long-findings", 50_000, "10% findings")
+    report = _bench(
+        benchmark, LONG, "long-findings", 50_000, "10% findings", ("long-clean", 50_000)
+    )
     assert len(report.findings) >= 50_000 // 20
 
 
@@ -107,7 +138,9 @@ def test_contradicting_10k(benchmark: Any) -> None:
 
 
 def test_contradicting_20k(benchmark: Any) -> None:
-    report = _bench(benchmark, CONTRADICTING, "contradicting", 20_000, "20k items")
+    report = _bench(
+        benchmark, CONTRADICTING, "contradicting", 20_000, "20k items", ("contradicting", 10_000)
+    )
     assert [f.code for f in report.findings] == ["CP004"]
 
 
@@ -120,5 +153,5 @@ def test_clean_10k(benchmark: Any) -> None:
 
 
 def test_clean_20k(benchmark: Any) -> None:
-    report = _bench(benchmark, CLEAN, "clean", 20_000, "20k items")
+    report = _bench(benchmark, CLEAN, "clean", 20_000, "20k items", ("clean", 10_000))
     assert not report.findings and report.rewrites[0].verdict == "accept"

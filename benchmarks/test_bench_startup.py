@@ -17,6 +17,11 @@ environment, and one run before the clock compiles it).
   exploring, shrinking each rule found (the dropping policy: eight), the
   counterexamples, the scorecard and its plot. The safe policy is the floor;
   rewrites per second are the run's rewrites over the whole command's median.
+
+The version, the check and the unsafe fuzz also run their group's floor command
+beside each of their rounds (:mod:`benchmarks.paired`): their ratio to the floor
+is the median of the per-round ratios too, which this host's changes of speed do
+not move.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from benchmarks.paired import FloorEachRound, Setup, Teardown, timed
 from benchmarks.peak import store_file
 from benchmarks.workloads import SEED, build_windows, window_text
 
@@ -77,18 +83,36 @@ def _bench(
     rounds: int,
     shown: str,
     exit_code: int = 0,
+    floor: list[str] | None = None,
 ) -> None:
+    """Time ``argv`` as a whole process; with ``floor`` (the group's floor command), that
+    command runs, timed, beside each round (:class:`benchmarks.paired.FloorEachRound`)."""
     env = _env()
     warm = subprocess.run(argv, env=env, capture_output=True, text=True, check=False, cwd=ROOT)
     benchmark.group = group
     benchmark.extra_info.update(role=role, command=shown, exit=warm.returncode)
 
-    def run() -> int:
-        done = subprocess.run(argv, env=env, capture_output=True, check=False, cwd=ROOT)
+    def run(command: list[str]) -> int:
+        done = subprocess.run(command, env=env, capture_output=True, check=False, cwd=ROOT)
         return done.returncode
 
-    code = benchmark.pedantic(run, rounds=rounds, iterations=1)
+    def own() -> tuple[tuple[list[str]], dict[str, Any]]:
+        return (argv,), {}
+
+    setup: Setup = own
+    teardown: Teardown | None = None
+    if floor is not None:
+        floor_codes: set[int] = set()
+
+        def floor_round() -> float:
+            return timed(lambda: floor_codes.add(run(floor)))
+
+        pair = FloorEachRound(benchmark, floor_round, own)
+        setup, teardown = pair.setup, pair.teardown
+    code = benchmark.pedantic(run, setup=setup, teardown=teardown, rounds=rounds, iterations=1)
     assert code == warm.returncode == exit_code, warm.stderr
+    if floor is not None:
+        assert floor_codes == {0}, floor_codes
 
 
 START = "start-up: a bare interpreter vs `ctxproof --version` (whole processes)"
@@ -101,7 +125,8 @@ def test_bare_interpreter(benchmark: Any) -> None:
 
 def test_version(benchmark: Any) -> None:
     argv = [_console_script(), "--version"]
-    _bench(benchmark, START, "version", argv, START_ROUNDS, "ctxproof --version")
+    floor = [sys.executable, "-c", "pass"]
+    _bench(benchmark, START, "version", argv, START_ROUNDS, "ctxproof --version", floor=floor)
 
 
 CHECK = f"check of {CHECK_ITEMS:,} items, 10% changed: the floor process vs `ctxproof check`"
@@ -118,7 +143,8 @@ def test_check_process(benchmark: Any, tmp_path_factory: Any) -> None:
     before, after, store = _windows(str(tmp_path_factory.mktemp("startup")))
     argv = [_console_script(), "check", before, after, "--store", store, "--format", "json"]
     shown = "ctxproof check before.json after.json --store store.sqlite --format json"
-    _bench(benchmark, CHECK, "check", argv, CHECK_ROUNDS, shown)
+    floor = [sys.executable, "-c", FLOOR, before, after]
+    _bench(benchmark, CHECK, "check", argv, CHECK_ROUNDS, shown, floor=floor)
     out = subprocess.run(argv, env=_env(), capture_output=True, text=True, check=True)
     verdicts = [r["verdict"] for r in json.loads(out.stdout)["rewrites"]]
     benchmark.extra_info["verdicts"] = verdicts
@@ -131,19 +157,24 @@ FUZZ_SESSIONS = 50
 README_POLICIES = ROOT / "benchmarks" / "readme_policies.py"
 
 
-def _bench_fuzz(benchmark: Any, tmp_path: Path, name: str, role: str, exit_code: int) -> None:
+def _fuzz_argv(name: str, out: Path) -> list[str]:
+    policy = f"{README_POLICIES}:{name}"
+    return [_console_script(), "fuzz", policy, "--sessions", str(FUZZ_SESSIONS), "--out", str(out)]
+
+
+def _bench_fuzz(
+    benchmark: Any,
+    tmp_path: Path,
+    name: str,
+    role: str,
+    exit_code: int,
+    floor: str | None = None,
+) -> None:
     out = tmp_path / "out"
-    argv = [
-        _console_script(),
-        "fuzz",
-        f"{README_POLICIES}:{name}",
-        "--sessions",
-        str(FUZZ_SESSIONS),
-        "--out",
-        str(out),
-    ]
+    argv = _fuzz_argv(name, out)
     shown = f"ctxproof fuzz benchmarks/readme_policies.py:{name} --sessions {FUZZ_SESSIONS}"
-    _bench(benchmark, FUZZ, role, argv, FUZZ_ROUNDS, shown, exit_code)
+    floor_argv = None if floor is None else _fuzz_argv(floor, tmp_path / "floor")
+    _bench(benchmark, FUZZ, role, argv, FUZZ_ROUNDS, shown, exit_code, floor_argv)
     card = json.loads((out / "scorecard.json").read_text("utf-8"))
     assert (out / "pressure.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     benchmark.extra_info.update(
@@ -159,4 +190,4 @@ def test_fuzz_process_safe(benchmark: Any, tmp_path: Path) -> None:
 
 
 def test_fuzz_process_unsafe(benchmark: Any, tmp_path: Path) -> None:
-    _bench_fuzz(benchmark, tmp_path, "newest_first", "unsafe", 1)
+    _bench_fuzz(benchmark, tmp_path, "newest_first", "unsafe", 1, floor="newest_first_spilling")

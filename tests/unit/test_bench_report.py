@@ -19,8 +19,8 @@ def _bench(name: str, median: float, role: str, **extra: Any) -> dict[str, Any]:
     }
 
 
-def test_each_benchmark_is_shown_against_the_floor_of_its_group(tmp_path: Path) -> None:
-    run = {
+def _run(*benches: dict[str, Any]) -> dict[str, Any]:
+    return {
         "datetime": "2026-12-01T00:00:00+00:00",
         "commit_info": {"id": "0123456789abcdef", "dirty": False},
         "machine_info": {
@@ -35,11 +35,15 @@ def test_each_benchmark_is_shown_against_the_floor_of_its_group(tmp_path: Path) 
             "loadavg_start": [1.0, 1.0, 1.0],
             "loadavg_end": [2.0, 2.0, 2.0],
         },
-        "benchmarks": [
-            _bench("test_append_large_store", 0.006, "large store"),
-            _bench("test_append_small_store", 0.003, "floor"),
-        ],
+        "benchmarks": list(benches),
     }
+
+
+def test_each_benchmark_is_shown_against_the_floor_of_its_group(tmp_path: Path) -> None:
+    run = _run(
+        _bench("test_append_large_store", 0.006, "large store"),
+        _bench("test_append_small_store", 0.003, "floor"),
+    )
     (tmp_path / "bench.json").write_text(json.dumps(run), encoding="utf-8")
     page = render(tmp_path)
     assert "## `make bench`" in page
@@ -50,3 +54,23 @@ def test_each_benchmark_is_shown_against_the_floor_of_its_group(tmp_path: Path) 
     assert rows[0].startswith("| `test_append_small_store` | floor | 3.0 ms")
     assert "| **2.00×** |" in rows[1]
     assert "`test_append_large_store` 2.00× `test_append_small_store`" in page
+
+
+def test_a_benchmark_paired_with_its_floor_gives_the_median_of_its_round_ratios(
+    tmp_path: Path,
+) -> None:
+    # the host slowed down threefold between the floor's rounds and the other's: the ratio
+    # of the medians says 3.00x, each round beside its own floor run says 1.2x
+    large = _bench("test_append_large_store", 0.009, "large store")
+    large["stats"]["data"] = [0.0036, 0.009, 0.0108, 0.012]
+    large["extra_info"]["floor_rounds"] = [0.003, 0.0075, 0.009, 0.01]
+    floor = _bench("test_append_small_store", 0.003, "floor")
+    (tmp_path / "bench.json").write_text(json.dumps(_run(large, floor)), encoding="utf-8")
+    page = render(tmp_path)
+    row = next(line for line in page.splitlines() if line.startswith("| `test_append_large"))
+    assert "| **1.20×** paired; 3.00× of the medians |" in row
+    assert "`test_append_large_store` 1.20× paired (3.00× medians)" in page
+    # rounds that do not line up (a run that kept no data) fall back to the medians
+    del large["stats"]["data"]
+    (tmp_path / "bench.json").write_text(json.dumps(_run(large, floor)), encoding="utf-8")
+    assert "| **3.00×** |" in render(tmp_path)
