@@ -318,6 +318,34 @@ def test_equivalent_matches_truth_table_and_its_counterexample_separates(
         assert evaluate(p, cex) != evaluate(q, cex), cex
 
 
+@settings(max_examples=150, deadline=None)
+@given(st.data())
+def test_a_reported_model_does_not_depend_on_what_the_session_asked_before(
+    data: st.DataObject,
+) -> None:
+    """A model that can reach a report (a satisfiable set's, an entailment's refutation) is
+    a function of the question alone: a session that answered other questions first
+    gives the same one as a fresh session, whether Python or the solver found it."""
+    names = data.draw(vocabularies)
+    bg = data.draw(background_for(names))
+    ps = data.draw(st.lists(formulas(names), min_size=1, max_size=3), label="formulas")
+    q = data.draw(formulas(names), label="goal")
+    earlier = data.draw(
+        st.lists(st.lists(formulas(names, 3), min_size=1, max_size=3), max_size=4),
+        label="asked before",
+    )
+    used = Session(bg)
+    for fs in earlier:
+        used.satisfiable(fs)
+        used.entails(fs[:-1], fs[-1])
+    for fresh, again in (
+        (Session(bg).satisfiable(ps), used.satisfiable(ps)),
+        (Session(bg).entails(ps, q), used.entails(ps, q)),
+    ):
+        assert fresh.verdict == again.verdict
+        assert fresh.counterexample == again.counterexample, ([render(p) for p in ps], render(q))
+
+
 @settings(max_examples=100, deadline=None)
 @given(st.data())
 def test_one_session_answers_many_questions_consistently(data: st.DataObject) -> None:
