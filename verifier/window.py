@@ -338,6 +338,10 @@ _SLOTS: dict[str, Any] = {f.name: Item.__dict__[f.name] for f in fields(Item)}
 _RAW_SLOT = _SLOTS["raw"]
 """Each field's slot (its member descriptor), as the class made it."""
 
+RAW_SLOT = _RAW_SLOT
+"""The slot under :attr:`Item.raw` (for the package's readers: its value may still be
+:class:`Unwritten`, which the field's getter writes first)."""
+
 _SCAN_OBJECT: Callable[[str, int], tuple[Any, int]] = vars(json.JSONDecoder())["scan_once"]
 
 

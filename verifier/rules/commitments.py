@@ -7,6 +7,8 @@ findings there.
 
 from __future__ import annotations
 
+from collections.abc import Container
+
 from verifier.formula import Atom, atoms
 from verifier.rules.context import (
     ReadWhole,
@@ -226,7 +228,7 @@ def _orphaned(ctx: RewriteContext, view: WindowView, rid: str) -> bool:
     return rid not in view and not ctx.store.has_id(rid)
 
 
-def _cites_kept(item: Item, window: dict[str, Item]) -> bool:
+def _cites_kept(item: Item, window: Container[str]) -> bool:
     """Every rationale the item cites is in the window (by id): for an item kept as the
     very item it was, CF004 has nothing to look at."""
     return all(rid in window for rid in item.rationale)
@@ -236,7 +238,9 @@ def _cf004(ctx: RewriteContext, merges: _Merges) -> None:
     """CF004 for every commitment of after, a new one included: a rationale it cites is in
     neither the window nor the store. A citation that was orphaned already before this
     rewrite was reported where that happened."""
-    in_after = ctx.after.by_id
+    # looked up by id in the view itself: a kept window's side has no id table of its
+    # own, and would make one of the whole window for it
+    in_after = ctx.after
     for _, it in ctx.after.resolved():
         if it is None or it.kind != "commitment":
             continue

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import compress
-from operator import attrgetter, ne
+from operator import ne
 
 from verifier.formula import is_true
 from verifier.rules.commitments import check_commitments
@@ -35,11 +35,13 @@ from verifier.rules.pairing import check_pairing
 from verifier.rules.witnesses import check_witnesses
 from verifier.solver import PremiseIndex, Session
 from verifier.store import Store
-from verifier.window import Item
+from verifier.window import RAW_SLOT, Item
 
 __all__ = ["Change", "KeptWindow"]
 
-_RAW = attrgetter("raw")
+_RAW_SLOT = RAW_SLOT.__get__
+"""An item's ``raw`` slot as it holds it: its canonical JSON, or :class:`Unwritten` (the
+field's getter writes it first)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -300,7 +302,10 @@ class KeptWindow:
         if len(after) < n:
             return None
         head = after[:n] if len(after) > n else after
-        differ = list(compress(range(n), map(ne, map(_RAW, head), map(_RAW, items))))
+        # the slots first (no call of the field's getter): equal texts are equal items,
+        # and only the others (text still unwritten included) are compared as written
+        maybe = compress(range(n), map(ne, map(_RAW_SLOT, head), map(_RAW_SLOT, items)))
+        differ = [k for k in maybe if head[k].raw != items[k].raw]
         for k in differ:
             if after[k].id != items[k].id:
                 return None
