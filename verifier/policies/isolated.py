@@ -569,7 +569,13 @@ class PolicyProcess:
             with contextlib.suppress(OSError):
                 os.close(self._writer)  # the worker sees the end of its requests and goes
             self._writer = None
-        self._returncode(1.0)
+        deadline = time.monotonic() + 1.0
+        if self._reader is not None:
+            # its pipe closes as its process ends: seen at once, where waiting for the
+            # process polls it at growing intervals (tens of milliseconds at the end)
+            with contextlib.suppress(OSError, ValueError):
+                _readable(self._reader, 1.0)
+        self._returncode(max(0.0, deadline - time.monotonic()))
         self._stop()
 
     def __enter__(self) -> PolicyProcess:
