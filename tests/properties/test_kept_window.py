@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import io
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -27,10 +28,11 @@ from verifier import audit as audit_module
 from verifier.audit import Auditor, audit_trace
 from verifier.check import check_rewrite
 from verifier.cli import main
+from verifier.errors import InputError
 from verifier.graph import JustificationGraph, to_dot
 from verifier.io import item_from_json, parse_trace_text
 from verifier.strategies import formula_texts, ref_of
-from verifier.window import Rewrite
+from verifier.window import Rewrite, Trace
 
 Obj = dict[str, Any]
 ATOMS = ("a", "b", "c", "d", "e")
@@ -270,6 +272,83 @@ def test_a_kept_window_prints_what_the_whole_reading_prints_long(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, text: str
 ) -> None:
     _same(monkeypatch, tmp_path, text)
+
+
+def _fresh_objects(trace: Trace) -> Trace:
+    """The trace with every rewrite's window built anew, each item a new object of its
+    canonical JSON, as a caller that builds each window from JSON gives it (a trace's
+    reader gives an item whose text it read before as that very object)."""
+    events = tuple(
+        replace(ev, window=tuple(item_from_json(it.as_json()) for it in ev.window))
+        if isinstance(ev, Rewrite) and ev.window is not None
+        else ev
+        for ev in trace.events
+    )
+    return replace(trace, events=events)
+
+
+@SETTINGS
+@given(kept_traces())
+def test_a_window_of_new_objects_is_read_as_the_whole_reading_reads_it(
+    monkeypatch: pytest.MonkeyPatch, text: str
+) -> None:
+    """Whole windows whose every item is a new object (the kept window compares them by
+    their text, not as the same objects) give the audit that reads every rewrite whole."""
+    note(text)
+    try:
+        trace = parse_trace_text(text, "generated.jsonl")
+    except InputError:
+        return  # bad input: the reader's, before any window is compared
+    anew = audit_trace(_fresh_objects(trace))
+    with monkeypatch.context() as m:
+        m.setattr(audit_module, "KEPT_VIEW", False)
+        as_read = audit_trace(trace)
+    assert json.dumps(anew.to_json(repairs=True), sort_keys=True) == json.dumps(
+        as_read.to_json(repairs=True), sort_keys=True
+    )
+    assert [it.raw for it in anew.final_window] == [it.raw for it in as_read.final_window]
+
+
+@st.composite
+def _in_place_rewrites(draw: st.DrawFn) -> str:
+    """A window of commitments, then whole windows that keep every entry where it stands
+    and change some of them in place: restated alike, or weakened (CF002)."""
+    n = draw(st.integers(2, 12))
+    items = [
+        {"id": f"c{i}", "kind": "commitment", "type": "decision", "formula": f"a.{i}"}
+        for i in range(n)
+    ]
+    lines: list[Obj] = [
+        {"event": "header", "format": "ctxproof-trace/1", "background": []},
+        {"event": "append", "items": items},
+    ]
+    for _ in range(draw(st.integers(1, 3))):
+        changed = draw(st.sets(st.integers(0, n - 1), min_size=1, max_size=n))
+        window = []
+        for i, it in enumerate(items):
+            if i in changed:
+                how = draw(st.sampled_from(["restated", "weakened"]))
+                formula = f"a.{i} & a.{i}" if how == "restated" else f"a.{i} | w.{i}"
+                it = {**it, "formula": formula}
+            window.append(it)
+        lines.append({"event": "rewrite", "policy": "in place", "window": window})
+    return "".join(json.dumps(line) + "\n" for line in lines)
+
+
+@SETTINGS
+@given(_in_place_rewrites())
+def test_changes_in_place_to_a_window_of_new_objects_are_each_checked(
+    monkeypatch: pytest.MonkeyPatch, text: str
+) -> None:
+    """Every entry a whole window changes in place is checked, whether the unchanged
+    entries are the objects read before or new ones: the audit is the whole reading's."""
+    trace = parse_trace_text(text, "in-place.jsonl")
+    with monkeypatch.context() as m:
+        m.setattr(audit_module, "KEPT_VIEW", False)
+        reference = json.dumps(audit_trace(trace).to_json(repairs=True), sort_keys=True)
+    for given_trace in (trace, _fresh_objects(trace)):
+        report = audit_trace(given_trace)
+        assert json.dumps(report.to_json(repairs=True), sort_keys=True) == reference
 
 
 def _whole_readings(monkeypatch: pytest.MonkeyPatch) -> list[int]:

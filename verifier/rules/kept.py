@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import compress
-from operator import ne
+from operator import is_not, itemgetter, ne
 
 from verifier.formula import is_true
 from verifier.rules.commitments import check_commitments
@@ -302,10 +302,16 @@ class KeptWindow:
         if len(after) < n:
             return None
         head = after[:n] if len(after) > n else after
-        # the slots first (no call of the field's getter): equal texts are equal items,
-        # and only the others (text still unwritten included) are compared as written
-        maybe = compress(range(n), map(ne, map(_RAW_SLOT, head), map(_RAW_SLOT, items)))
-        differ = [k for k in maybe if head[k].raw != items[k].raw]
+        # the very same objects first (a trace's reader gives an item whose text it has
+        # read before as that object), then the slots (no call of the field's getter):
+        # equal texts are equal items, and only the others (text still unwritten
+        # included) are compared as written
+        differ = list(compress(range(n), map(is_not, head, items)))
+        if len(differ) > 1:
+            pick = itemgetter(*differ)
+            slots = map(ne, map(_RAW_SLOT, pick(head)), map(_RAW_SLOT, pick(items)))
+            differ = list(compress(differ, slots))
+        differ = [k for k in differ if head[k].raw != items[k].raw]
         for k in differ:
             if after[k].id != items[k].id:
                 return None
