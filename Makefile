@@ -178,6 +178,8 @@ bench-scale: $(DEV_STAMP)
 	  "benchmarks/test_bench_append.py::test_rewrite_diff_stub_window_large" \
 	  "benchmarks/test_bench_append.py::test_rewrite_whole_stub_window_small" \
 	  "benchmarks/test_bench_append.py::test_rewrite_whole_stub_window_large" \
+	  "benchmarks/test_bench_append.py::test_rewrite_new_objects_stub_window_small" \
+	  "benchmarks/test_bench_append.py::test_rewrite_new_objects_stub_window_large" \
 	  --benchmark-json=benchmarks/results/scale.json $(BENCH_ARGS)
 	$(BIN)/python -m benchmarks.report > benchmarks/RESULTS.md
 

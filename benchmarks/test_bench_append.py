@@ -16,15 +16,19 @@ commitments (``a.I -> b.I``), spilled them and left stubs (the window holds N
 stubs), then appends one claim over fresh atoms a round: N = 10k against the
 floor N = 1k.
 
-A third and a fourth group keep a rewrite's cost in view: the same window of N
-stubs and one claim, each round a rewrite that gives the claim a new,
-equivalent formula (a ``diff`` that puts it; then the whole window, built anew
-as a parsed trace gives it, differing in that one item). Goal: a rewrite's cost
-is what it changed, not what the window holds: N = 10k within 2x of the floor
-N = 1k (docs/rules.md, "Composition over a trace").
+Three more groups keep a rewrite's cost in view: the same window of N stubs and
+one claim, each round a rewrite that gives the claim a new, equivalent formula:
+a ``diff`` that puts it; the whole window as a parsed trace gives it (an item
+whose text is the same as in the window before is that very object, and only
+the claim is new); and the whole window with every item a new object, as a
+caller that builds each window from JSON gives it (each item is then compared
+with the one it may replace, byte by byte). Goal: a rewrite's cost is what it
+changed, not what the window holds: N = 10k within 2x of the floor N = 1k
+(docs/rules.md, "Composition over a trace"). The last group reads 10k items it
+is given anew against 1k: it shows what that reading costs.
 
-In these three groups the large window's benchmark also keeps a window of the
-floor's size and feeds it the same event beside each of its rounds
+In these groups the large window's benchmark also keeps a window of the floor's
+size and feeds it the same event beside each of its rounds
 (:mod:`benchmarks.paired`), for the median of the per-round ratios.
 """
 
@@ -219,35 +223,46 @@ def _claim(j: int) -> Obj:
     return {"id": "q", "kind": "claim", "formula": f"(f | g) & (h.{j} | !h.{j})"}
 
 
-def _restatement(auditor: Auditor, j: int, *, whole: bool) -> Rewrite:
+FORMS = {
+    "diff": "diff",
+    "whole": "whole window, as a parsed trace gives it",
+    "new": "whole window, every item a new object",
+}
+"""How a rewrite event is given: :func:`_restatement`."""
+
+
+def _restatement(auditor: Auditor, j: int, form: str) -> Rewrite:
     """The rewrite that gives the claim its j-th rendering: a diff that puts it, or the
-    whole window, every item a new object as a parsed trace gives it."""
+    whole window (see the module's docstring and :data:`FORMS`)."""
     claim = item_from_json(_claim(j))
-    if whole:
+    if form == "diff":
+        return Rewrite(1, "restate", None, put=(claim,))
+    if form == "whole":
+        window = tuple(claim if it.id == "q" else it for it in auditor.window)
+    else:
         window = tuple(
             claim if it.id == "q" else item_from_json(it.as_json()) for it in auditor.window
         )
-        return Rewrite(1, "restate", window)
-    return Rewrite(1, "restate", None, put=(claim,))
+    return Rewrite(1, "restate", window)
 
 
 def _bench_rewrite(
-    benchmark: Any, n: int, role: str, *, whole: bool, floor: int | None = None
+    benchmark: Any, n: int, role: str, form: str, floor: int | None = None
 ) -> None:
     """Each round feeds one rewrite event that changes the claim (built before the clock
     starts). With ``floor`` (the floor's n), the same rewrite in a window of that many
     stubs runs, timed, beside each round."""
     auditor = _rewrite_auditor(n)
-    form = "whole window" if whole else "diff"
     benchmark.group = (
-        f"rewrite of 1 item ({form}), window of {STUBS_SMALL:,} vs {STUBS_LARGE:,} stubs"
+        f"rewrite of 1 item ({FORMS[form]}), window of {STUBS_SMALL:,} vs {STUBS_LARGE:,}"
+        " stubs"
     )
     benchmark.extra_info.update(role=role, store_entries=n, window=len(auditor.window))
     serial = iter(range(10**9))
     verdicts: list[str] = []
 
     def own() -> tuple[tuple[Rewrite], dict[str, Any]]:
-        return (_restatement(auditor, next(serial), whole=whole),), {}
+        return (_restatement(auditor, next(serial), form),), {}
 
     setup: Setup = own
     teardown: Teardown | None = None
@@ -256,7 +271,7 @@ def _bench_rewrite(
         floor_serial = iter(range(10**9))
 
         def floor_round() -> float:
-            ev = _restatement(beside, next(floor_serial), whole=whole)
+            ev = _restatement(beside, next(floor_serial), form)
             seconds = timed(lambda: beside.feed(ev))
             verdicts.append(beside.rewrites[-1].verdict)
             return seconds
@@ -277,16 +292,24 @@ def _bench_rewrite(
 
 
 def test_rewrite_diff_stub_window_small(benchmark: Any) -> None:
-    _bench_rewrite(benchmark, STUBS_SMALL, "floor", whole=False)
+    _bench_rewrite(benchmark, STUBS_SMALL, "floor", "diff")
 
 
 def test_rewrite_diff_stub_window_large(benchmark: Any) -> None:
-    _bench_rewrite(benchmark, STUBS_LARGE, "large window", whole=False, floor=STUBS_SMALL)
+    _bench_rewrite(benchmark, STUBS_LARGE, "large window", "diff", floor=STUBS_SMALL)
 
 
 def test_rewrite_whole_stub_window_small(benchmark: Any) -> None:
-    _bench_rewrite(benchmark, STUBS_SMALL, "floor", whole=True)
+    _bench_rewrite(benchmark, STUBS_SMALL, "floor", "whole")
 
 
 def test_rewrite_whole_stub_window_large(benchmark: Any) -> None:
-    _bench_rewrite(benchmark, STUBS_LARGE, "large window", whole=True, floor=STUBS_SMALL)
+    _bench_rewrite(benchmark, STUBS_LARGE, "large window", "whole", floor=STUBS_SMALL)
+
+
+def test_rewrite_new_objects_stub_window_small(benchmark: Any) -> None:
+    _bench_rewrite(benchmark, STUBS_SMALL, "floor", "new")
+
+
+def test_rewrite_new_objects_stub_window_large(benchmark: Any) -> None:
+    _bench_rewrite(benchmark, STUBS_LARGE, "large window", "new", floor=STUBS_SMALL)
