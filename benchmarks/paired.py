@@ -15,7 +15,6 @@ from collections.abc import Callable
 from typing import Any
 
 Setup = Callable[[], tuple[tuple[Any, ...], dict[str, Any]]]
-Teardown = Callable[..., None]
 
 
 class FloorEachRound:
@@ -28,26 +27,34 @@ class FloorEachRound:
     benchmark's own rounds, so ``benchmarks/report.py`` can give the median of the
     per-round ratios. Each ratio compares two measurements a moment apart, so the
     host's changes of speed over a run (other machines on its host) cancel out.
-    ``setup`` (if given) makes each round's arguments, as pedantic's own would.
+    ``setup`` (if given) makes each round's arguments, as pedantic's own would. With
+    no ``floor_round`` (a floor itself, or a benchmark measured alone) the rounds are
+    the benchmark's only, and nothing is recorded.
     """
 
     def __init__(
-        self, benchmark: Any, floor_round: Callable[[], float], setup: Setup | None = None
+        self,
+        benchmark: Any,
+        floor_round: Callable[[], float] | None,
+        setup: Setup | None = None,
     ) -> None:
         self.times: list[float] = []
-        benchmark.extra_info["floor_rounds"] = self.times
+        if floor_round is not None:
+            benchmark.extra_info["floor_rounds"] = self.times
         self._floor_round = floor_round
         self._setup = setup
         self._round = 0
 
-    def setup(self) -> tuple[tuple[Any, ...], dict[str, Any]]:
-        if self._round % 2 == 0:
+    def _beside(self, parity: int) -> None:
+        if self._floor_round is not None and self._round % 2 == parity:
             self.times.append(self._floor_round())
+
+    def setup(self) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        self._beside(0)
         return self._setup() if self._setup is not None else ((), {})
 
     def teardown(self, *args: Any, **kwargs: Any) -> None:
-        if self._round % 2 == 1:
-            self.times.append(self._floor_round())
+        self._beside(1)
         self._round += 1
 
 

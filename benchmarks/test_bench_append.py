@@ -36,10 +36,10 @@ from __future__ import annotations
 
 import functools
 import random
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
-from benchmarks.paired import FloorEachRound, Setup, Teardown, timed
+from benchmarks.paired import FloorEachRound, timed
 from benchmarks.workloads import (
     BACKGROUND,
     SEED,
@@ -174,23 +174,24 @@ def _bench_stubs(benchmark: Any, n: int, role: str, floor: int | None = None) ->
     def own() -> tuple[tuple[list[Item]], dict[str, Any]]:
         return (_new_claim(serial),), {}
 
-    setup: Setup = own
-    teardown: Teardown | None = None
+    beside: Callable[[], float] | None = None
     if floor is not None:
-        beside = _stub_auditor(floor)
+        small = _stub_auditor(floor)
         floor_serial = iter(range(10**9))
 
         def floor_round() -> float:
             items = _new_claim(floor_serial)
-            return timed(lambda: findings.extend(beside.append(items)))
+            return timed(lambda: findings.extend(small.append(items)))
 
-        pair = FloorEachRound(benchmark, floor_round, own)
-        setup, teardown = pair.setup, pair.teardown
+        beside = floor_round
+    pair = FloorEachRound(benchmark, beside, own)
 
     def append(items: list[Item]) -> None:
         findings.extend(auditor.append(items))
 
-    benchmark.pedantic(append, setup=setup, teardown=teardown, rounds=STUB_ROUNDS, iterations=1)
+    benchmark.pedantic(
+        append, setup=pair.setup, teardown=pair.teardown, rounds=STUB_ROUNDS, iterations=1
+    )
     benchmark.extra_info["findings"] = len(findings)
     _take(findings)
 
@@ -264,27 +265,26 @@ def _bench_rewrite(
     def own() -> tuple[tuple[Rewrite], dict[str, Any]]:
         return (_restatement(auditor, next(serial), form),), {}
 
-    setup: Setup = own
-    teardown: Teardown | None = None
+    beside: Callable[[], float] | None = None
     if floor is not None:
-        beside = _rewrite_auditor(floor)
+        small = _rewrite_auditor(floor)
         floor_serial = iter(range(10**9))
 
         def floor_round() -> float:
-            ev = _restatement(beside, next(floor_serial), form)
-            seconds = timed(lambda: beside.feed(ev))
-            verdicts.append(beside.rewrites[-1].verdict)
+            ev = _restatement(small, next(floor_serial), form)
+            seconds = timed(lambda: small.feed(ev))
+            verdicts.append(small.rewrites[-1].verdict)
             return seconds
 
-        pair = FloorEachRound(benchmark, floor_round, own)
-        setup, teardown = pair.setup, pair.teardown
+        beside = floor_round
+    pair = FloorEachRound(benchmark, beside, own)
 
     def rewrite(ev: Rewrite) -> None:
         auditor.feed(ev)
         verdicts.append(auditor.rewrites[-1].verdict)
 
     benchmark.pedantic(
-        rewrite, setup=setup, teardown=teardown, rounds=REWRITE_ROUNDS, iterations=1
+        rewrite, setup=pair.setup, teardown=pair.teardown, rounds=REWRITE_ROUNDS, iterations=1
     )
     benchmark.extra_info["findings"] = len(auditor.findings)
     assert set(verdicts) == {"accept"}, verdicts

@@ -28,7 +28,7 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-from benchmarks.paired import FloorEachRound, Setup, Teardown, timed
+from benchmarks.paired import FloorEachRound, timed
 from benchmarks.test_bench_check import cold_caches
 from benchmarks.workloads import (
     SEED,
@@ -78,8 +78,7 @@ def _bench(
     def own() -> tuple[tuple[Trace], dict[str, Any]]:
         return (_parsed(kind, n),), {}
 
-    setup: Setup = own
-    teardown: Teardown | None = None
+    beside: Callable[[], float] | None = None
     if floor is not None:
         floor_trace = floor
 
@@ -87,10 +86,10 @@ def _bench(
             trace = _parsed(*floor_trace)
             return timed(lambda: audit_trace(trace))
 
-        pair = FloorEachRound(benchmark, floor_round, own)
-        setup, teardown = pair.setup, pair.teardown
+        beside = floor_round
+    pair = FloorEachRound(benchmark, beside, own)
     report: TraceReport = benchmark.pedantic(
-        audit_trace, setup=setup, teardown=teardown, rounds=ROUNDS, iterations=1
+        audit_trace, setup=pair.setup, teardown=pair.teardown, rounds=ROUNDS, iterations=1
     )
     codes: dict[str, int] = {}
     for f in report.findings:

@@ -31,10 +31,11 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from benchmarks.paired import FloorEachRound, Setup, Teardown, timed
+from benchmarks.paired import FloorEachRound, timed
 from benchmarks.peak import store_file
 from benchmarks.workloads import SEED, build_windows, window_text
 
@@ -99,17 +100,19 @@ def _bench(
     def own() -> tuple[tuple[list[str]], dict[str, Any]]:
         return (argv,), {}
 
-    setup: Setup = own
-    teardown: Teardown | None = None
+    floor_codes: set[int] = set()
+    beside: Callable[[], float] | None = None
     if floor is not None:
-        floor_codes: set[int] = set()
+        floor_command = floor
 
         def floor_round() -> float:
-            return timed(lambda: floor_codes.add(run(floor)))
+            return timed(lambda: floor_codes.add(run(floor_command)))
 
-        pair = FloorEachRound(benchmark, floor_round, own)
-        setup, teardown = pair.setup, pair.teardown
-    code = benchmark.pedantic(run, setup=setup, teardown=teardown, rounds=rounds, iterations=1)
+        beside = floor_round
+    pair = FloorEachRound(benchmark, beside, own)
+    code = benchmark.pedantic(
+        run, setup=pair.setup, teardown=pair.teardown, rounds=rounds, iterations=1
+    )
     assert code == warm.returncode == exit_code, warm.stderr
     if floor is not None:
         assert floor_codes == {0}, floor_codes
