@@ -8,10 +8,13 @@ environment, and one run before the clock compiles it).
 
 - start-up: ``ctxproof --version`` (the console script) against a bare
   interpreter (``python -c pass``) of the same environment;
-- check: ``ctxproof check`` of the 10k-item windows of the check benchmark
-  (10% changed, the originals in a SQLite store) against the floor process: the
-  same interpreter running :func:`benchmarks.workloads.identity_diff` on the two
-  files (``json`` parse, canonical-JSON sha256 of each item, diff by id);
+- check: ``ctxproof check`` of the windows of the check benchmark at 1k, 10k and
+  100k items (10% changed, the originals in a SQLite store) against the floor
+  process: the same interpreter running :func:`benchmarks.workloads.identity_diff`
+  on the two files (``json`` parse, canonical-JSON sha256 of each item, diff by
+  id). The three sizes tell what a check costs once, whatever its size (the
+  start-up and the imports, which the floor has fewer of), from what it costs an
+  item;
 - fuzz: ``ctxproof fuzz --sessions 50`` of the README's two policies (the
   walkthrough's), as a user runs it: the start-up, the policy's own process,
   exploring, shrinking each rule found (the dropping policy: eight), the
@@ -26,7 +29,6 @@ not move.
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import subprocess
@@ -35,6 +37,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from benchmarks.paired import FloorEachRound, timed
 from benchmarks.peak import store_file
 from benchmarks.workloads import SEED, build_windows, window_text
@@ -42,8 +46,8 @@ from benchmarks.workloads import SEED, build_windows, window_text
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 START_ROUNDS = 20
-CHECK_ROUNDS = 9
-CHECK_ITEMS = 10_000
+CHECK_ROUNDS = {1_000: 15, 10_000: 9, 100_000: 5}
+"""Rounds of the whole-process check, by the number of items of its windows."""
 
 FLOOR = (
     "import sys\n"
@@ -65,11 +69,19 @@ def _console_script() -> str:
     return str(script) if script.exists() else "ctxproof"
 
 
-@functools.cache
-def _windows(folder: str) -> tuple[str, str, str]:
-    """The before and after window files and the store of the check benchmark's 10k."""
-    where = Path(folder)
-    before, after, spill, _ = build_windows(CHECK_ITEMS, SEED)
+_BUILT: dict[int, tuple[str, str, str]] = {}
+
+
+def _windows(tmp_path_factory: Any, items: int) -> tuple[str, str, str]:
+    """The before and after window files and the store of the check benchmark's windows
+    of this many items (written once, for the floor and the check)."""
+    if items not in _BUILT:
+        _BUILT[items] = _write_windows(tmp_path_factory.mktemp(f"startup{items}"), items)
+    return _BUILT[items]
+
+
+def _write_windows(where: Path, items: int) -> tuple[str, str, str]:
+    before, after, spill, _ = build_windows(items, SEED)
     (where / "before.json").write_text(window_text(before), "utf-8")
     (where / "after.json").write_text(window_text(after), "utf-8")
     store = store_file(where / "store.sqlite", spill)
@@ -132,22 +144,25 @@ def test_version(benchmark: Any) -> None:
     _bench(benchmark, START, "version", argv, START_ROUNDS, "ctxproof --version", floor=floor)
 
 
-CHECK = f"check of {CHECK_ITEMS:,} items, 10% changed: the floor process vs `ctxproof check`"
+def _check_group(items: int) -> str:
+    return f"check of {items:,} items, 10% changed: the floor process vs `ctxproof check`"
 
 
-def test_floor_process(benchmark: Any, tmp_path_factory: Any) -> None:
-    before, after, _ = _windows(str(tmp_path_factory.mktemp("startup")))
+@pytest.mark.parametrize("items", sorted(CHECK_ROUNDS))
+def test_floor_process(benchmark: Any, tmp_path_factory: Any, items: int) -> None:
+    before, after, _ = _windows(tmp_path_factory, items)
     argv = [sys.executable, "-c", FLOOR, before, after]
     shown = "python -c 'identity_diff(before, after)' before.json after.json"
-    _bench(benchmark, CHECK, "floor", argv, CHECK_ROUNDS, shown)
+    _bench(benchmark, _check_group(items), "floor", argv, CHECK_ROUNDS[items], shown)
 
 
-def test_check_process(benchmark: Any, tmp_path_factory: Any) -> None:
-    before, after, store = _windows(str(tmp_path_factory.mktemp("startup")))
+@pytest.mark.parametrize("items", sorted(CHECK_ROUNDS))
+def test_check_process(benchmark: Any, tmp_path_factory: Any, items: int) -> None:
+    before, after, store = _windows(tmp_path_factory, items)
     argv = [_console_script(), "check", before, after, "--store", store, "--format", "json"]
     shown = "ctxproof check before.json after.json --store store.sqlite --format json"
     floor = [sys.executable, "-c", FLOOR, before, after]
-    _bench(benchmark, CHECK, "check", argv, CHECK_ROUNDS, shown, floor=floor)
+    _bench(benchmark, _check_group(items), "check", argv, CHECK_ROUNDS[items], shown, floor=floor)
     out = subprocess.run(argv, env=_env(), capture_output=True, text=True, check=True)
     verdicts = [r["verdict"] for r in json.loads(out.stdout)["rewrites"]]
     benchmark.extra_info["verdicts"] = verdicts
