@@ -1860,7 +1860,10 @@ def sniff_kind(data: bytes | str) -> str | None:
             except (ValueError, RecursionError):
                 first = None
             break
-    for obj in (whole, first):
+    # a JSON document longer than what is read (a large window file) parses neither
+    # whole nor by its first line: its leading members still say what it is
+    lead = _leading_members(text) if whole is None and not isinstance(first, dict) else None
+    for obj in (whole, first, lead):
         if not isinstance(obj, dict):
             continue
         fmt = obj.get("format")
@@ -1871,6 +1874,37 @@ def sniff_kind(data: bytes | str) -> str | None:
     if re.search(r'^\s*format\s*=\s*"ctxproof-policy/', text, re.MULTILINE):
         return "policy-spec"
     return None
+
+
+def _leading_members(text: str) -> dict[str, Any] | None:
+    """The members an object's text opens with, read one at a time up to the first one
+    that does not read whole (its key is kept, with None): what a file's first bytes
+    tell of a JSON object cut short. None when the text does not open an object.
+
+    >>> _leading_members('{"format": "ctxproof-window/1", "items": [{"id": "a", "ki')
+    {'format': 'ctxproof-window/1', 'items': None}
+    """
+    i = _SPACE(text, 0).end()
+    if text[i : i + 1] != "{":
+        return None
+    out: dict[str, Any] = {}
+    i = _SPACE(text, i + 1).end()
+    try:
+        while text[i : i + 1] == '"':
+            key, i = _SCAN_STRING(text, i + 1)
+            i = _SPACE(text, i).end()
+            if text[i : i + 1] != ":":
+                break
+            i = _SPACE(text, i + 1).end()
+            out[key] = None  # until its value reads whole
+            out[key], i = _SCAN_VALUE(text, i)
+            i = _SPACE(text, i).end()
+            if text[i : i + 1] != ",":
+                break
+            i = _SPACE(text, i + 1).end()
+    except (StopIteration, ValueError, RecursionError):
+        pass  # the text ends, or is not JSON, here: what was read stands
+    return out or None
 
 
 def window_from_dicts(

@@ -149,6 +149,28 @@ def test_a_window_given_to_audit_says_so(tmp_path: Path) -> None:
     assert code == 2 and "`why` reads traces" in err
 
 
+def test_a_large_window_given_to_audit_says_so(tmp_path: Path) -> None:
+    # longer than what is read to tell a file's kind, written with a line per item: it
+    # parses neither whole nor by its first line, but its first members say what it is
+    from verifier.io import SNIFF_BYTES, sniff_kind
+
+    items = [{**DEC, "id": f"d{i}", "text": "x" * 200} for i in range(SNIFF_BYTES // 200)]
+    head = '{"format": "ctxproof-window/1", "background": [], "items": [\n'
+    text = head + ",\n".join(json.dumps(it) for it in items) + "\n]}\n"
+    assert len(text) > SNIFF_BYTES
+    window = tmp_path / "w.json"
+    window.write_text(text, "utf-8")
+    assert sniff_kind(window.read_bytes()) == "window"
+    code, out, err = run("audit", str(window))
+    assert code == 2 and out == ""
+    assert "this is a window file" in err and "did you mean `check`?" in err
+    assert "malformed JSON" not in err
+    # the items first, cut short before the format: the open 'items' says so still
+    assert sniff_kind('{"items": [{"id": "d1", "kind": "comm') == "window"
+    # a JSON object that is neither: nothing is claimed of it
+    assert sniff_kind('{"messages": [{"role": "user", "content": "hi') is None
+
+
 def test_a_trace_given_to_check_says_so(tmp_path: Path) -> None:
     trace = ROOT / "tests" / "corpus" / "cf001_fires.jsonl"
     window = tmp_path / "w.json"
