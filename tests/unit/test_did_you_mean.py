@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from verifier.cli import main
 from verifier.errors import InputError, did_you_mean
 from verifier.policies import load_policy
+from verifier.store import SqliteStore
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "tests" / "corpus"
@@ -54,6 +55,27 @@ def test_prove_on_a_spec_or_a_missing_toml_is_unchanged(policy: Path) -> None:
     assert code == 0 and json.loads(out)["result"] == "proved"
     code, _, err = run("prove", "missing.toml")
     assert code == 2 and "cannot read" in err and "Python" not in err
+
+
+def test_prove_on_a_window_a_trace_or_a_store_names_what_it_is(tmp_path: Path) -> None:
+    window = tmp_path / "w.json"
+    window.write_text(json.dumps({"format": "ctxproof-window/1", "items": []}))
+    store = tmp_path / "s.sqlite"
+    SqliteStore(store).close()
+    for path, what, hint in [
+        (window, "a window file (ctxproof-window/1)", "`ctxproof check BEFORE AFTER`"),
+        (CORPUS / "cf001_fires.jsonl", "a trace (ctxproof-trace/1)", "`ctxproof audit TRACE`"),
+        (store, "a SQLite store", "`--store FILE`"),
+    ]:
+        code, out, err = run("prove", str(path))
+        assert (code, out) == (2, ""), err
+        assert f"this is {what}, not a policy spec" in err and hint in err
+        assert "not valid TOML" not in err and "invalid UTF-8" not in err
+    # a TOML file that is no valid spec keeps its own message
+    bad = tmp_path / "bad.toml"
+    bad.write_text('name = "x"\nformat = 3\n')
+    code, _, err = run("prove", str(bad))
+    assert code == 2 and "format" in err and "this is" not in err
 
 
 def test_audit_of_a_python_file_or_a_history_names_the_command(policy: Path) -> None:

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from verifier.errors import InputError
-from verifier.io import item_from_json, read_input, stub_for
+from verifier.io import item_from_json, read_input, sniff_kind, stub_for
 from verifier.window import KINDS, MODALITIES, TYPES, Item
 
 __all__ = [
@@ -374,15 +374,38 @@ def load_spec(path: str | Path) -> Spec:
         )
     data = read_input(path)
     try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InputError(
+                f"invalid UTF-8 at byte {exc.start}",
+                file=str(path),
+                line=data[: exc.start].count(b"\n") + 1,
+                fix="save the spec as UTF-8",
+            ) from None
+        return parse_spec(text, str(path))
+    except InputError:
+        other = _OTHER_KINDS.get(sniff_kind(data) or "")
+        if other is None:
+            raise
+        what, hint = other
         raise InputError(
-            f"invalid UTF-8 at byte {exc.start}",
+            f"this is {what}, not a policy spec (ctxproof-policy/1, TOML, docs/spec-language.md)",
             file=str(path),
-            line=data[: exc.start].count(b"\n") + 1,
-            fix="save the spec as UTF-8",
+            fix=hint,
         ) from None
-    return parse_spec(text, str(path))
+
+
+_OTHER_KINDS = {
+    "window": (
+        "a window file (ctxproof-window/1)",
+        "check a rewrite of it with `ctxproof check BEFORE AFTER`",
+    ),
+    "trace": ("a trace (ctxproof-trace/1)", "audit it with `ctxproof audit TRACE`"),
+    "store": ("a SQLite store", "give it to a command as `--store FILE`"),
+}
+"""Files of the kinds :func:`verifier.io.sniff_kind` tells that a spec is not, as a
+spec's error names them: what the file is, and the command that reads it."""
 
 
 def _python_policy(arg: str) -> str | None:
