@@ -915,6 +915,51 @@ def test_inspect_pooled_inputs_read_like_inline_ones() -> None:
     assert pooled == import_history("inspect", [LOG], sample="fix-1")
 
 
+def _grader_call(**where: Any) -> dict[str, Any]:
+    """A model event as ``model_graded_fact`` writes it: the agent's model, no role."""
+    prompt = {"role": "user", "content": "You are comparing a submitted answer to an expert..."}
+    answer = {"role": "assistant", "content": "GRADE: C"}
+    return {
+        "event": "model",
+        "model": "openai/gpt-4o-mini",
+        "input": [prompt],
+        "output": {"choices": [{"message": answer}]},
+        **where,
+    }
+
+
+@pytest.mark.parametrize("form", ["spans", "steps"])
+def test_inspect_leaves_out_a_scorers_model_calls(form: str) -> None:
+    log = json.loads(LOG.read_text())
+    sample = log["samples"][0]
+    agent = import_history("inspect", [json.dumps({"samples": [sample]})])
+    if form == "spans":
+        # the newer logs: the scorer's span holds it, here one level down from 'scorers'
+        scoring = [
+            {"event": "span_begin", "id": "s1", "type": "scorers", "name": "scorers"},
+            {"event": "span_begin", "id": "s2", "parent_id": "s1", "type": "scorer"},
+            _grader_call(span_id="s2"),
+            {"event": "score", "span_id": "s2"},
+            {"event": "span_end", "id": "s2"},
+            {"event": "span_end", "id": "s1"},
+        ]
+    else:
+        # the older logs: between a scorer step's begin and its end
+        scoring = [
+            {"event": "step", "action": "begin", "type": "scorer", "name": "model_graded_fact"},
+            _grader_call(),
+            {"event": "score"},
+            {"event": "step", "action": "end", "type": "scorer", "name": "model_graded_fact"},
+        ]
+    sample["events"] = [*sample["events"], *scoring]
+    graded = import_history("inspect", [json.dumps({"samples": [sample]})])
+    assert graded == agent
+    assert "GRADE" not in graded
+    # a call of the same model outside any scorer is the agent's, as before
+    sample["events"].append(_grader_call())
+    assert "GRADE: C" in import_history("inspect", [json.dumps({"samples": [sample]})])
+
+
 # --- annotations --------------------------------------------------------------------------
 
 CHAT = FIXTURES / "openai" / "chat_snapshots.json"

@@ -6,7 +6,8 @@ JSON array of such lists, one snapshot each.
 
 A sample's history is read from its events: the input of each call to the
 model (``model`` events) and the message it answered with is one snapshot,
-and a ``compaction`` event marks the next snapshot as a compaction. A sample
+and a ``compaction`` event marks the next snapshot as a compaction; the model calls
+of a scorer (a grader's prompt) are left out. A sample
 without model events is read from its ``messages``. ``.eval`` members
 compressed with zstd need the ``zstandard`` package (``pip install
 'ctxproof[inspect]'``). See ``docs/importers.md`` ("inspect").
@@ -207,12 +208,16 @@ def _sample_snapshots(sample: Mapping[str, Any], file: str) -> list[Snapshot]:
     events: list[Any] = given if isinstance(given, list) else []
     out: list[Snapshot] = []
     policy: str | None = None
+    scoring = _Scoring()
     for n, event in enumerate(events):
         if not isinstance(event, dict):
             continue
+        scoring.see(event)
         if event.get("event") == "compaction":
             policy = f"inspect:compaction:{event.get('type', 'summary')}"
         elif event.get("event") == "model" and event.get("role") is None:
+            if scoring.within(event):
+                continue  # a grader's call (model_graded_fact and the like): not the agent's
             raw = _model_messages(event, pool, file, n)
             messages = [
                 _message(_resolve(m, attachments), file, f"event {n} message {i}")
@@ -233,6 +238,47 @@ def _sample_snapshots(sample: Mapping[str, Any], file: str) -> list[Snapshot]:
             )
         )
     return out
+
+
+_SCORING = frozenset({"scorer", "scorers"})
+"""The types of the spans (and of the older logs' steps) a sample is scored in."""
+
+
+class _Scoring:
+    """Which of a sample's events its scorers made, read in order: the events of a
+    ``scorer`` span (by ``span_id``, through the spans' ``parent_id``) or, in logs
+    written before spans, those between a ``scorer`` step's ``begin`` and ``end``.
+
+    A scorer may call the model the agent runs on (``model_graded_fact`` does, with
+    no ``role``): what it sends is the grader's prompt, not the agent's context.
+    """
+
+    def __init__(self) -> None:
+        self.spans: dict[str, tuple[Any, Any]] = {}
+        """span id -> (its type, its parent's id)."""
+        self.open_steps = 0
+
+    def see(self, event: Mapping[str, Any]) -> None:
+        kind = event.get("event")
+        if kind == "span_begin" and isinstance(event.get("id"), str):
+            self.spans[event["id"]] = (event.get("type"), event.get("parent_id"))
+        elif kind == "step" and event.get("type") in _SCORING:
+            if event.get("action") == "begin":
+                self.open_steps += 1
+            elif event.get("action") == "end" and self.open_steps:
+                self.open_steps -= 1
+
+    def within(self, event: Mapping[str, Any]) -> bool:
+        if self.open_steps:
+            return True
+        span = event.get("span_id")
+        seen: set[Any] = set()
+        while isinstance(span, str) and span in self.spans and span not in seen:
+            seen.add(span)
+            kind, span = self.spans[span]
+            if kind in _SCORING:
+                return True
+        return False
 
 
 def _pool(sample: Mapping[str, Any]) -> list[Any]:
