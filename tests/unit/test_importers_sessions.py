@@ -255,6 +255,29 @@ def test_claude_code_parallel_calls_are_one_append(order: list[int], after_paren
     assert findings(trace) == []
 
 
+@pytest.mark.parametrize("order", [[1, 2, 3], [3, 2, 1], [2, 1, 3]])
+def test_claude_code_parallel_results_may_carry_what_the_user_typed(order: list[int]) -> None:
+    """What the user types while the tools run, Claude Code writes into the record of a
+    result, beside it: that record is one of the turn's results still, and what follows
+    it chains through all of them (no rewrite made up, no pairing finding)."""
+    recs = _parallel_turn(order, f"r{order[-1]}")
+    typed = next(r for r in recs if r["uuid"] == f"r{order[0]}")
+    typed["message"]["content"].append({"type": "text", "text": "and make sure it is tested"})
+    trace = imported("claude-code", jsonl(recs))
+    assert [type(ev).__name__ for ev in trace.events] == ["Append"]
+    last = windows(trace)[-1][1]
+    results = [f"t{k}:result" for k in order]
+    assert [it.id for it in last if it.id.endswith(":result")] == results
+    said = next(it for it in last if it.id == f"r{order[0]}")
+    assert (said.kind, said.source, said.content) == (
+        "observation",
+        "user",
+        "and make sure it is tested",
+    )
+    assert [it.id for it in last][-2:] == ["a4", "u2"]
+    assert findings(trace) == []
+
+
 def test_claude_code_a_result_off_the_chain_after_text_is_still_a_branch() -> None:
     """A result whose call's record is followed by assistant text is no parallel result:
     the chain went on past it, and a message hanging off the call is a branch (a rewind)."""

@@ -319,19 +319,27 @@ def _parallel_result(key: str, parent: str | None, s: _Session) -> bool:
     Claude Code writes each call of one assistant turn as a record of its own (each
     the parent of the next) and each result as a record whose parent is its call's:
     the model saw every call and every result, in one request. A message is such a
-    result when it holds tool results only, each answering a call of the chain from
-    its parent on, and the chain after its parent holds tool calls and results only.
+    result when it holds tool results, each answering a call of the chain from its
+    parent on, and the chain after its parent holds tool calls and results only. A
+    record of results may hold text too: what the user typed while the tools ran,
+    which Claude Code writes into the record of the result it came with.
     """
     if parent is None or parent not in s.current:
         return False
     message = s.live[key]
-    if message.text or message.calls or not message.results:
+    if message.calls or not message.results:
         return False
     after = s.current[s.current.index(parent) :]
-    if any(s.message(k).text for k in after[1:]):
+    if any(_went_on(s.message(k)) for k in after[1:]):
         return False  # the conversation went on past the call: a branch
     calls = {c.id for k in after for c in s.message(k).calls}
     return all(r.call_id in calls for r in message.results)
+
+
+def _went_on(message: Message) -> bool:
+    """Is this message of the chain the conversation going on (text that came with no
+    tool result), rather than one of a turn's calls or results?"""
+    return bool(message.text) and not message.results
 
 
 def _continues(parent: str | None, s: _Session) -> bool:
