@@ -288,6 +288,52 @@ def test_claude_code_a_result_off_the_chain_after_text_is_still_a_branch() -> No
     assert [it.id for it in windows(trace)[-1][1]] == ["u1", "t1", "t1:result"]
 
 
+def _glued_lines(records: list[dict[str, Any]], glue: set[int]) -> str:
+    """Session text whose record k (for k in ``glue``) is written on the line of the
+    record before it, with no newline between them."""
+    text = ""
+    for k, rec in enumerate(records):
+        text += ("" if k in glue else "\n" if k else "") + json.dumps(rec, ensure_ascii=False)
+    return text + "\n"
+
+
+def test_claude_code_reads_records_written_on_one_line() -> None:
+    """Claude Code's writer has been seen to leave out the newline between two records
+    (``...}{"type":...``): such a line is read as its records, as if each had a line
+    of its own, including those read again later from where they stand (a branch back
+    to messages the chain had left) and records without a uuid."""
+    recs = [
+        cc("u1", None, "user", "start é"),
+        cc("a1", "u1", "assistant", [{"type": "text", "text": "plan ✓"}]),
+        cc("u2", "a1", "user", "go on"),
+        cc("u3", "u1", "user", "no, another way"),  # a branch: a1 and u2 leave the chain
+        cc("u4", "u2", "user", "back to the plan"),  # and come back: read again
+        cc(None, None, "user", "no uuid, one"),
+        cc(None, None, "user", "no uuid, two"),
+        {"type": "summary", "summary": "A title", "leafUuid": "u4"},
+    ]
+    plain = import_history("claude-code", [jsonl(recs)])
+    # a byte-order mark before the first record is no part of it
+    assert import_history("claude-code", [("\ufeff" + jsonl(recs)).encode()]) == plain
+    for glue in ({2}, {1, 2}, {6}, {7}, {1, 2, 3, 4, 5, 6, 7}):
+        glued = _glued_lines(recs, glue)
+        assert glued.count("\n") == len(recs) - len(glue)
+        assert import_history("claude-code", [glued]) == plain, glue
+        # a byte-order mark before the first line moves every place by its bytes
+        if 1 in glue:
+            assert import_history("claude-code", [("\ufeff" + glued).encode()]) == plain
+
+
+def test_claude_code_a_line_of_bad_json_is_refused_still(tmp_path: Path) -> None:
+    good = json.dumps(cc("u1", None, "user", "hi"))
+    for line in (good + "{", good + '{"type": "user", "x": NaN}', good + "[1]", good + " x"):
+        path = tmp_path / "s.jsonl"
+        path.write_text(line + "\n")
+        code, out, err = run("import", "claude-code", str(path))
+        assert (code, out) == (2, ""), line
+        assert f"{path}:1:" in err and "Traceback" not in err
+
+
 def test_claude_code_two_sessions_are_refused_naming_both(tmp_path: Path) -> None:
     a = tmp_path / "a.jsonl"
     b = tmp_path / "b.jsonl"

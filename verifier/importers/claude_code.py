@@ -17,6 +17,7 @@ long session is never held whole.
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -33,7 +34,7 @@ from verifier.importers.common import (
     metadata_annotations,
 )
 from verifier.importers.detect import describe, foreign_line
-from verifier.importers.sources import Source, read_jsonl_at, texts
+from verifier.importers.sources import Source, texts
 from verifier.io import _Ctx, _loads
 
 __all__ = ["iter_snapshots", "record_message", "snapshots"]
@@ -119,8 +120,8 @@ def iter_snapshots(sources: Sequence[Source], *, keep_records: bool = True) -> I
     session = _Session(sources, keep=keep_records)
     for index, src in enumerate(sources):
         _refuse_json_document(src)
-        for lineno, offset, size, record in read_jsonl_at(src):
-            _read(record, src.name, lineno, session, _place(index, offset, size, lineno))
+        for lineno, offset, size, record, part in _records_at(src):
+            _read(record, src.name, lineno, session, _place(index, offset, size, lineno), part)
             if session.out:
                 yield from session.out
                 session.out.clear()
@@ -156,14 +157,64 @@ def _refuse_json_document(src: Source) -> None:
 
 def _first_line_is_object(src: Source) -> bool:
     """Does the first non-blank line hold a whole JSON object (as JSONL does)?"""
-    for line in src.head(65536).decode("utf-8", "replace").split("\n", 64)[:64]:
+    head = src.head(65536).decode("utf-8", "replace").removeprefix("\ufeff")
+    for line in head.split("\n", 64)[:64]:
         if line.strip():
             text = line.strip()
             return text.startswith("{") and text.endswith("}")
     return False
 
 
-def _read(record: Any, file: str, lineno: int, s: _Session, place: int) -> None:
+def _records_at(src: Source) -> Iterator[tuple[int, int, int, Any, int]]:
+    """(line number, offset, size, record, part) for every record of a session file.
+
+    A line holds one record (part 0), or several written one after another with no
+    newline between them (``...}{"type":...``: Claude Code's writer has been seen to
+    leave one out). Such a line is read as its records, each placed at its own bytes
+    (part 0, 1, ...); a line that does not split so is refused as the JSON it is.
+    """
+    bom = len(_BOM) if src.head(len(_BOM)) == _BOM else 0
+    for lineno, offset, size, line in src.lines():
+        if not line.strip():
+            continue
+        ctx = _Ctx(src.name, lineno)
+        try:
+            record = _loads(line, ctx)
+        except InputError:
+            spans = _glued(line)
+            if spans is None:
+                raise
+            skipped = bom if offset == 0 else 0
+            for part, (start, end) in enumerate(spans):
+                at = offset + skipped + len(line[:start].encode("utf-8"))
+                piece = line[start:end]
+                yield lineno, at, len(piece.encode("utf-8")), _loads(piece, ctx), part
+            continue
+        yield lineno, offset, size, record, 0
+
+
+_BOM = b"\xef\xbb\xbf"
+_DECODER = json.JSONDecoder()
+
+
+def _glued(line: str) -> list[tuple[int, int]] | None:
+    """Where each of two or more JSON objects written one after another on one line
+    stands, or None when the line is no such run (bad JSON of another kind)."""
+    spans: list[tuple[int, int]] = []
+    i, stop = len(line) - len(line.lstrip()), len(line.rstrip())
+    while i < stop:
+        if line[i] != "{":
+            return None
+        try:
+            _, end = _DECODER.raw_decode(line, i)
+        except (ValueError, RecursionError):
+            return None
+        spans.append((i, end))
+        i = len(line) - len(line[end:].lstrip()) if end < stop else end
+    return spans if len(spans) > 1 else None
+
+
+def _read(record: Any, file: str, lineno: int, s: _Session, place: int, part: int = 0) -> None:
     if not isinstance(record, dict):
         raise InputError("each line must be a JSON object", file=file, line=lineno)
     other = foreign_line(record, "claude-code")
@@ -190,7 +241,7 @@ def _read(record: Any, file: str, lineno: int, s: _Session, place: int) -> None:
     boundary = kind == "system" and record.get("subtype") == "compact_boundary"
     if is_message or boundary:
         _same_session(record, file, lineno, s)
-    key = str(uuid) if has_uuid else f"#{file}:{lineno}"
+    key = str(uuid) if has_uuid else f"#{file}:{lineno}" + (f"+{part}" if part else "")
     parent = record.get("parentUuid")
     if has_uuid:
         s.parents[key] = sys.intern(parent) if isinstance(parent, str) and parent else None
