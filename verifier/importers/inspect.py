@@ -6,11 +6,11 @@ JSON array of such lists, one snapshot each.
 
 A sample's history is read from its events: the input of each call to the
 model (``model`` events) and the message it answered with is one snapshot,
-and a ``compaction`` event marks the next snapshot as a compaction; the model calls
-of a scorer (a grader's prompt) are left out. A sample
-without model events is read from its ``messages``. ``.eval`` members
-compressed with zstd need the ``zstandard`` package (``pip install
-'ctxproof[inspect]'``). See ``docs/importers.md`` ("inspect").
+and a ``compaction`` event marks the next snapshot as a compaction; a
+scorer's calls (a grader's prompt) are left out. A sample without model
+events is read from its ``messages``. ``.eval`` members compressed with zstd
+need the ``zstandard`` package (``pip install 'ctxproof[inspect]'``). See
+``docs/importers.md`` ("inspect").
 """
 
 from __future__ import annotations
