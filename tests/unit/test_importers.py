@@ -435,6 +435,9 @@ def test_a_file_of_no_message_among_several_is_refused(
     with pytest.raises(InputError, match="no message of the") as err:
         import_history(fmt, [first, second])
     assert err.value.file is not None and err.value.file.endswith("two.json")
+    # an empty list is named as one, not as values that are no messages
+    said = "an empty JSON array" if empty == "[]" else "whose 'messages' is an empty list"
+    assert said in err.value.render() and "no messages" not in err.value.render()
     both = imported(fmt, first, first)
     assert [type(ev).__name__ for ev in both.events] == ["Append"]
 

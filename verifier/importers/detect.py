@@ -227,6 +227,8 @@ def _describe_document(value: Any) -> Shape:
             )
         for key in ("messages", "input"):
             if isinstance(value.get(key), list):
+                if not value[key]:
+                    return Shape(None, f"a request body whose '{key}' is an empty list", "json")
                 fmt, what, sure = _classify(value[key])
                 if not sure and key == "messages" and "system" in value:
                     fmt, what, sure = "anthropic", "Anthropic Messages API messages", True
