@@ -154,6 +154,30 @@ def test_codex_compacted_record_keeps_replacement_history() -> None:
     assert any(code == "CP003" and items[0] == "call_cx2:result" for code, items in found)
 
 
+def test_a_codex_rollout_of_one_record_is_read_as_a_rollout(tmp_path: Path) -> None:
+    """A rollout of one line is no JSONL by its lines: its record is still read as a Codex
+    record, as it is after the session's meta line (which gives no item)."""
+    lines = (FIXTURES / "openai" / "codex_rollout.jsonl").read_text("utf-8").splitlines()
+    meta = lines[0]
+
+    def outcome(fmt: str, path: Path) -> str:
+        try:
+            return import_history(fmt, [path])
+        except InputError as exc:  # a record that gives no item: refused alike
+            return exc.render().replace(path.name, "FILE")
+
+    imports = 0
+    for k, line in enumerate(lines[1:]):
+        alone, after_meta = tmp_path / f"alone{k}.jsonl", tmp_path / f"meta{k}.jsonl"
+        alone.write_text(f"\n{line}\n", "utf-8")
+        after_meta.write_text(f"{meta}\n{line}\n", "utf-8")
+        expected = outcome("openai", after_meta)
+        imports += expected.startswith("{")
+        for fmt in ("openai", "auto"):
+            assert outcome(fmt, alone) == expected, (k, fmt)
+    assert imports == 8  # the records that give items, the compaction among them
+
+
 def test_snapshot_that_extends_is_an_append_only() -> None:
     first = [{"role": "user", "content": "a"}]
     second = [*first, {"role": "assistant", "content": "b"}]

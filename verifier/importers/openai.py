@@ -61,8 +61,13 @@ def _file_snapshots(src: Source, seen: set[str]) -> list[Snapshot]:
             item_message(obj, src.name, f"line {n}") for n, obj in records if not _is_meta_line(obj)
         ]
         return _marked(messages, seen)
+    value = read_json(src)
+    if _is_codex_record(value):
+        # a rollout of one record: one line, which no JSONL reading of its lines tells
+        first = next(n for n, _o, _s, line in src.lines() if line.strip())
+        return _codex(src, [(first, value)])
     out: list[Snapshot] = []
-    for where, items in _lists(src):
+    for where, items in _lists(src, value):
         messages = [
             item_message(obj, src.name, f"{where}message {i}") for i, obj in enumerate(items)
         ]
@@ -75,9 +80,9 @@ def _marked(messages: Sequence[Message], seen: set[str]) -> list[Snapshot]:
     return split_at_markers(messages, marks, seen, COMPACTION)
 
 
-def _lists(src: Source) -> list[tuple[str, list[Any]]]:
-    """The message lists of a JSON file: one list, a request body, or a list of lists."""
-    value = read_json(src)
+def _lists(src: Source, value: Any) -> list[tuple[str, list[Any]]]:
+    """The message lists of a JSON file (its value): one list, a request body, or a list of
+    lists."""
     if isinstance(value, dict):
         if "role" in value or "type" in value:
             return [("", [value])]
