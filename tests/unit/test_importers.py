@@ -154,6 +154,68 @@ def test_codex_compacted_record_keeps_replacement_history() -> None:
     assert any(code == "CP003" and items[0] == "call_cx2:result" for code, items in found)
 
 
+def _rollout(*payloads: tuple[str, dict[str, Any]]) -> str:
+    return "".join(
+        json.dumps({"timestamp": f"2026-01-01T00:00:{k:02d}Z", "type": kind, "payload": payload})
+        + "\n"
+        for k, (kind, payload) in enumerate(payloads)
+    )
+
+
+def _codex_msg(role: str, text: str) -> dict[str, Any]:
+    part = "output_text" if role == "assistant" else "input_text"
+    return {"type": "message", "role": role, "content": [{"type": part, "text": text}]}
+
+
+_FAILED_MAKE = [
+    ("response_item", _codex_msg("user", "fix the build")),
+    ("response_item", {"type": "function_call", "name": "exec_command",
+                       "arguments": '{"cmd": "make"}', "call_id": "call_1"}),
+    ("response_item", {"type": "function_call_output", "call_id": "call_1",
+                       "output": "Process exited with code 2\nOutput:\nError 2\n"}),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("compaction_first", [False, True])
+def test_codex_replacement_history_is_the_whole_window(compaction_first: bool) -> None:
+    """A compacted record's replacement history is what the model then saw, every message
+    of it: the messages it holds that no record gave before (the re-injected context, the
+    user's words cut short) are the compaction's output, prose, not later arrivals."""
+    history = [_codex_msg("developer", "<permissions>sandbox</permissions>"),
+               _codex_msg("user", "fix the build (cut)")]  # fmt: skip
+    if compaction_first:
+        history.insert(0, {"type": "compaction", "encrypted_content": "gAAAA"})
+    text = _rollout(
+        *_FAILED_MAKE,
+        ("compacted", {"message": "", "replacement_history": history}),
+        ("response_item", _codex_msg("user", "continue")),
+    )
+    trace = imported("openai", text)
+    seen = windows(trace)
+    assert [p for p, _ in seen] == ["append", "codex:compacted", "append"]
+    window = seen[1][1]
+    assert [it.kind for it in window] == ["prose"] * len(history)
+    assert window[-1].text == "fix the build (cut)"
+    assert [it.content for it in seen[2][1][len(history) :]] == ["continue"]
+    assert ("WR008", ("call_1:result",)) in codes(trace)
+
+
+def test_codex_compaction_item_in_a_rollout_is_a_boundary() -> None:
+    """A Responses compaction item recorded as a response item is the boundary it is in a
+    Responses list: the model sees the rollout from it on."""
+    text = _rollout(
+        *_FAILED_MAKE,
+        ("response_item", {"type": "compaction", "encrypted_content": "gAAAA"}),
+        ("response_item", _codex_msg("user", "continue")),
+    )
+    trace = imported("openai", text)
+    seen = windows(trace)
+    assert [p for p, _ in seen] == ["append", "openai:compaction", "append"]
+    assert [(it.kind, it.text) for it in seen[1][1]] == [("prose", "(compacted history)")]
+    assert [it.content for it in seen[2][1][1:]] == ["continue"]
+    assert ("WR008", ("call_1:result",)) in codes(trace)
+
+
 def test_a_codex_rollout_of_one_record_is_read_as_a_rollout(tmp_path: Path) -> None:
     """A rollout of one line is no JSONL by its lines: its record is still read as a Codex
     record, as it is after the session's meta line (which gives no item)."""

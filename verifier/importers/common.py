@@ -258,11 +258,14 @@ class Snapshot:
 
     ``policy`` names the compaction the format records as having produced this
     window (``None``: a plain snapshot); a snapshot with a policy is always a
-    rewrite, even when it only extends the one before.
+    rewrite, even when it only extends the one before. ``whole``: the snapshot is
+    the compaction's window and nothing else (the format gives what arrived later
+    as snapshots of their own), so none of its messages is a later arrival.
     """
 
     messages: tuple[Message, ...]
     policy: str | None = None
+    whole: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -950,13 +953,16 @@ def _rewrite(snap: Snapshot, idents: Sequence[Ident], s: _State) -> None:
     """A rewrite to the window the snapshot shows, then an append of what arrived after.
 
     The window runs up to the last message an earlier snapshot held (by identity:
-    a tool result by its call id, whatever its content now) or that is a summary.
+    a tool result by its call id, whatever its content now) or that is a summary;
+    a ``whole`` snapshot is the window, every message of it.
     """
     known = [s.known(ident) for ident in idents]  # before this window's items are computed
     cut = 0
     for i, m in enumerate(snap.messages):
         if known[i] or m.summary or any(r.call_id in s.originals for r in m.results):
             cut = i + 1
+    if snap.whole:
+        cut = len(snap.messages)
     window: list[dict[str, Any]] = []
     ids: set[str] = set()
     for i, (m, ident) in enumerate(zip(snap.messages[:cut], idents[:cut], strict=True)):

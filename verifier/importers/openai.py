@@ -140,11 +140,19 @@ def _codex(src: Source, records: Sequence[tuple[int, Any]]) -> list[Snapshot]:
         kind, payload = obj.get("type"), obj.get("payload")
         at = obj.get("timestamp") if isinstance(obj.get("timestamp"), str) else None
         if kind == "response_item":
-            current.append(item_message(payload, src.name, f"line {n}", at=at))
+            m = item_message(payload, src.name, f"line {n}", at=at)
+            if m.summary and m.role == "compaction":
+                # a Responses compaction item: the model sees the rollout from it on
+                out.append(Snapshot(tuple(current)))
+                current = [m]
+                out.append(Snapshot(tuple(current), COMPACTION))
+            else:
+                current.append(m)
         elif kind == "compacted":
             out.append(Snapshot(tuple(current)))
             current = _compacted(payload, src.name, n, current)
-            out.append(Snapshot(tuple(current), CODEX_COMPACTED))
+            # the replacement history is the window: what came later has records of its own
+            out.append(Snapshot(tuple(current), CODEX_COMPACTED, whole=True))
     out.append(Snapshot(tuple(current)))
     return out
 
