@@ -549,6 +549,12 @@ def test_truncation_is_lost_evidence_and_any_other_change_is_wr007() -> None:
         ("abc", "abc", False),
         ("abc", "abc and more", False),
         ("abc", "   ", False),
+        # markers one after the other are one cut
+        ("line\n" * 9, "line\nline\n... [truncated]", True),
+        ("line\n" * 9, "line\n...[output truncated]", True),
+        ("line\n" * 9, "line\n[truncated]...", True),
+        ("head\nmiddle\ntail", "head\n... (truncated) ...\ntail", True),
+        ("line\n" * 9, "line\nlone... [truncated]", False),
     ],
 )
 def test_kept_text(old: str, new: str, cut: bool) -> None:

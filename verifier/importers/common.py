@@ -17,7 +17,7 @@ import re
 import shlex
 import struct
 import tempfile
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import IO, Any, overload
@@ -98,7 +98,8 @@ def kept_text(old: str, new: str) -> str | None:
     """The part of ``old`` that ``new`` keeps when ``new`` is ``old`` cut, else None.
 
     ``new`` is a cut of ``old`` when, less one truncation marker (``...``,
-    ``[truncated]``, ``[... N characters truncated]``, ...), it is a strict
+    ``[truncated]``, ``[... N characters truncated]``, ...) or a run of them
+    (``... [truncated]``), it is a strict
     prefix of ``old``, a strict suffix, or ``old`` with a middle part cut
     (``docs/importers.md``, "Truncation"). The kept text is ``new`` as it is.
 
@@ -111,8 +112,8 @@ def kept_text(old: str, new: str) -> str | None:
         return None
     if len(new) < len(old) and old.startswith(new):
         return new
-    for marker in _TRUNCATION.finditer(new):
-        head, tail = new[: marker.start()], new[marker.end() :]
+    for start, end in _marker_runs(new):
+        head, tail = new[:start], new[end:]
         if not (head.strip() or tail.strip()):
             continue
         if len(head) + len(tail) >= len(old.strip()):
@@ -122,6 +123,23 @@ def kept_text(old: str, new: str) -> str | None:
         if old.lstrip().startswith(head.lstrip()) and old.rstrip().endswith(tail.rstrip()):
             return new
     return None
+
+
+def _marker_runs(text: str) -> Iterator[tuple[int, int]]:
+    """Where truncation markers stand in ``text``: each marker, and each run of markers
+    that follow one another (``... [truncated]``), as (start, end).
+
+    >>> [(a, b) for a, b in _marker_runs("ab... [truncated]")]
+    [(2, 6), (2, 17), (6, 17)]
+    """
+    one = [(m.start(), m.end()) for m in _TRUNCATION.finditer(text)]
+    for i, (start, end) in enumerate(one):
+        yield start, end
+        for later_start, later_end in one[i + 1 :]:
+            if later_start != end:  # a marker's match takes the white space around it
+                break
+            end = later_end
+            yield start, end
 
 
 _DECLINED = re.compile(
