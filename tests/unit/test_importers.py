@@ -796,9 +796,11 @@ def test_anthropic_compaction_block() -> None:
     )
     # the rule is literal: a `command` argument is the COMMAND, whatever the tool
     assert first["toolu_01B7yL:result"].source == "str_replace_based_edit_tool: view"
-    assert [(it.id, it.kind) for it in seen[1][1]] == [("msg-6", "prose")]
-    assert "changelog lacks" in (seen[1][1][0].text or "")
-    assert [it.id for it in seen[2][1]] == ["msg-6", "msg-7", "msg-8"]
+    # the system prompt is no message block: the compaction leaves it where it was
+    assert [(it.id, it.kind) for it in seen[1][1]] == [("msg-0", "observation"), ("msg-6", "prose")]
+    assert seen[1][1][0].raw == first["msg-0"].raw
+    assert "changelog lacks" in (seen[1][1][1].text or "")
+    assert [it.id for it in seen[2][1]] == ["msg-0", "msg-6", "msg-7", "msg-8"]
     assert ("WR008", ("toolu_01A9xK:result",)) in codes(trace)
 
 

@@ -3,7 +3,7 @@
 A file holds one message list (a JSON array, or a request body with
 ``messages`` and an optional ``system``) or a JSON array of such lists. A
 ``compaction`` block marks a server-side compaction: the model sees the list
-from the last one on. See ``docs/importers.md`` ("anthropic").
+from the last one on, after the system prompt. See ``docs/importers.md`` ("anthropic").
 """
 
 from __future__ import annotations
@@ -44,8 +44,14 @@ def snapshots(sources: Sequence[Source]) -> list[Snapshot]:
             messages: list[Message] = []
             for i, obj in enumerate(raw):
                 messages.extend(_messages(obj, src.name, f"{where}message {i}"))
-            marks = [m.role == "compaction" for m in messages]
-            got.extend(split_at_markers(messages, marks, seen, COMPACTION))
+            # the system prompt is no message block: a compaction leaves it in the model's view
+            lead = 0
+            while lead < len(messages) and messages[lead].role == "system":
+                lead += 1
+            rest = messages[lead:]
+            marks = [m.role == "compaction" for m in rest]
+            for snap in split_at_markers(rest, marks, seen, COMPACTION):
+                got.append(Snapshot((*messages[:lead], *snap.messages), snap.policy))
         if not gives_items(got):
             raise no_items(FORMAT, src)  # each file, not only the first: never an empty window
         out.extend(got)
