@@ -655,6 +655,31 @@ def test_no_item_is_exit_2_never_an_empty_trace(tmp_path: Path) -> None:
     assert code == 2 and "gives an item" in err
 
 
+def test_auto_gives_a_plain_file_the_format_the_others_show(tmp_path: Path) -> None:
+    """A request of plain text messages, which openai and anthropic both read, is of the
+    format the conversation's later requests show: auto imports it as that format."""
+    plain = [{"role": "user", "content": "hi"}]
+    later = {
+        "system": "Be brief.",
+        "messages": [
+            *plain,
+            {"role": "assistant", "content": [{"type": "thinking", "thinking": "t",
+                                              "signature": "s"}, {"type": "text", "text": "yo"}]},
+            {"role": "user", "content": [{"type": "text", "text": "bye"}]},
+        ],
+    }  # fmt: skip
+    first, second = tmp_path / "req0.json", tmp_path / "req1.json"
+    first.write_text(json.dumps(plain))
+    second.write_text(json.dumps(later))
+    for files in ([first, second], [second, first]):
+        expected = import_history("anthropic", files)
+        assert import_history("auto", files) == expected
+    other = tmp_path / "lc.json"
+    other.write_text(json.dumps([{"type": "human", "data": {"content": "hi"}}]))
+    with pytest.raises(InputError, match="of one format"):
+        import_history("auto", [first, other])  # langchain reads no plain messages
+
+
 def test_auto_refuses_what_it_cannot_tell(tmp_path: Path) -> None:
     path = tmp_path / "x.json"
     path.write_text('{"hello": 1}')

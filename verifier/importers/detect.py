@@ -443,14 +443,22 @@ def mismatch(fmt: str, src: Source, shape: Shape | None = None) -> InputError | 
     )
 
 
+_PLAIN_READERS = frozenset({"openai", "anthropic", "inspect"})
+"""The formats that read plain role/content messages as their own."""
+
+
 def detect_format(sources: Sequence[Source]) -> str:
     """The FORMAT that reads every one of ``sources`` (``FORMAT auto``).
+
+    A file that any of several formats reads (plain role/content messages) takes the
+    format the other files show: a conversation whose first request holds plain text
+    only is of the format its later requests show.
 
     Raises:
         InputError: a file's format cannot be told, or the files are of
             different formats.
     """
-    chosen: tuple[str, str] | None = None
+    shapes: list[tuple[Source, Shape]] = []
     for src in sources:
         shape = describe(src)
         if shape.format is None:
@@ -466,14 +474,20 @@ def detect_format(sources: Sequence[Source]) -> str:
                 file=src.name,
                 fix=shape.fix_for(shape.format),
             )
-        if chosen is not None and chosen[0] != shape.format:
-            raise InputError(
-                f"this is {shape.what} ({shape.format}), but {chosen[1]} is {chosen[0]}:"
-                " the files of one import are of one format",
-                file=src.name,
-                fix="import the files of each format on their own",
-            )
-        chosen = (shape.format, src.name)
-    if chosen is None:
+        shapes.append((src, shape))
+    if not shapes:
         raise InputError("no input given", fix="name at least one history file")
-    return chosen[0]
+    first, shown = next(((src, sh) for src, sh in shapes if sh.sure), shapes[0])
+    fmt = shown.format
+    assert fmt is not None
+    for src, shape in shapes:
+        plain = not shape.sure and fmt in _PLAIN_READERS and shape.container in CONTAINERS[fmt]
+        if shape.format == fmt or plain:
+            continue
+        raise InputError(
+            f"this is {shape.what} ({shape.format}), but {first.name} is {fmt}:"
+            " the files of one import are of one format",
+            file=src.name,
+            fix="import the files of each format on their own",
+        )
+    return fmt
