@@ -809,6 +809,43 @@ def test_anthropic_one_list_with_compaction_is_two_windows() -> None:
     assert [p for p, _ in windows(trace)] == ["append", "anthropic:compaction", "append"]
 
 
+@pytest.mark.parametrize(
+    ("block", "modality", "exit_code"),
+    [
+        ({"type": "bash_code_execution_result", "stdout": "37170\n", "stderr": "",
+          "return_code": 0, "content": []}, "verified", 0),
+        ({"type": "bash_code_execution_result", "stdout": "", "stderr": "no such file",
+          "return_code": 2, "content": []}, "failed", 2),
+        ({"type": "bash_code_execution_tool_result_error", "error_code": "unavailable"},
+         "failed", None),
+        ({"type": "web_fetch_result", "url": "https://example.org",
+          "content": {"type": "document", "source": {"type": "text", "data": "x"}}},
+         "verified", None),
+    ],
+)  # fmt: skip
+def test_anthropic_server_tool_results_are_results(
+    block: dict[str, Any], modality: str, exit_code: int | None
+) -> None:
+    """Every server tool's result block (``*_tool_result`` with a ``tool_use_id``) is the
+    result of its call: what the model saw, failed on an error or a non-zero return code."""
+    kind = "web_fetch" if block["type"] == "web_fetch_result" else "bash_code_execution"
+    messages = [
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": [
+            {"type": "server_tool_use", "id": "srvtoolu_1", "name": kind,
+             "input": {"command": "run"}},
+            {"type": f"{kind}_tool_result", "tool_use_id": "srvtoolu_1", "content": block},
+            {"type": "text", "text": "done"},
+        ]},
+    ]  # fmt: skip
+    trace = imported("anthropic", json.dumps(messages))
+    (window,) = [w for _, w in windows(trace)]
+    result = {it.id: it for it in window}["srvtoolu_1:result"]
+    assert (result.call, result.source) == ("srvtoolu_1", f"{kind}: run")
+    assert (result.modality, result.exit_code) == (modality, exit_code)
+    assert json.loads(result.content or "") == block
+
+
 def test_anthropic_bad_block_names_the_message(tmp_path: Path) -> None:
     path = tmp_path / "m.json"
     path.write_text(

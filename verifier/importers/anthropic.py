@@ -118,7 +118,7 @@ def _compaction(block: Mapping[str, Any], base: Message) -> Message:
 def _message(obj: Mapping[str, Any], blocks: list[Any], base: Message) -> Message:
     text = texts([b for b in blocks if isinstance(b, dict) and b.get("type") == "text"])
     calls = tuple(_call(b, base) for b in blocks if _kind(b) in _CALLS)
-    results = tuple(_result(b, base) for b in blocks if _kind(b) in _RESULTS)
+    results = tuple(_result(b, base) for b in blocks if _is_result(b))
     own = obj.get("id") if isinstance(obj.get("id"), str) and obj.get("id") else None
     notes = metadata_annotations(obj.get("metadata"), base.file, base.where)
     return Message(
@@ -138,16 +138,36 @@ def _call(block: Mapping[str, Any], base: Message) -> ToolCall:
     return ToolCall(call_id, name, block.get("input"))
 
 
+def _is_result(block: Any) -> bool:
+    """A tool's result: a ``tool_result`` or ``mcp_tool_result`` block, or a server tool's
+    (``web_search_tool_result``, ``web_fetch_tool_result``, ``bash_code_execution_tool_result``
+    and the other ``*_tool_result`` blocks that answer a ``tool_use_id``)."""
+    kind = _kind(block)
+    if kind is None:
+        return False
+    return kind in _RESULTS or (kind.endswith("_tool_result") and "tool_use_id" in block)
+
+
 def _result(block: Mapping[str, Any], base: Message) -> ToolResult:
     call_id = block.get("tool_use_id")
     if not isinstance(call_id, str) or not call_id:
         raise base.error(f"a {block.get('type')} block needs a 'tool_use_id'")
     content = block.get("content")
-    text = texts(content) if not isinstance(content, dict) else canonical(content)
-    if block.get("type") == "web_search_tool_result" and isinstance(content, list):
-        text = canonical(content)
+    if content is None or isinstance(content, str):
+        text = texts(content)
+    elif block.get("type") in ("tool_result", "mcp_tool_result") and isinstance(content, list):
+        text = texts(content)  # text blocks: what a client tool gave
+    else:
+        text = canonical(content)  # a server tool's result object (or list), as it is
+    exit_code = None
+    if isinstance(content, dict):
+        code = content.get("return_code")
+        if isinstance(code, int) and not isinstance(code, bool):
+            exit_code = code  # code execution: the command's own exit code
     error = block.get("is_error") is True or (
         isinstance(content, dict) and str(content.get("type", "")).endswith("_error")
     )
     refused = declined(block.get("is_error"), text)
-    return ToolResult(call_id, text, error=error and not refused, declined=refused)
+    return ToolResult(
+        call_id, text, error=error and not refused, exit_code=exit_code, declined=refused
+    )
