@@ -846,6 +846,40 @@ def test_anthropic_server_tool_results_are_results(
     assert json.loads(result.content or "") == block
 
 
+def test_anthropic_a_message_sent_again_in_another_form_is_the_same() -> None:
+    """A client moves the cache breakpoint to the newest message at every request and may
+    write a text as a string or as one text block: the message is the same, so the next
+    request extends the one before (appends only), with the same ids."""
+    ephemeral = {"type": "ephemeral"}
+    first = {
+        "system": [{"type": "text", "text": "Be brief.", "cache_control": ephemeral}],
+        "messages": [
+            {"role": "user", "content": "hello"},
+            {"role": "assistant", "content": [{"type": "text", "text": "hi"}]},
+            {"role": "user", "content": [{"type": "text", "text": "more",
+                                          "cache_control": ephemeral}]},
+        ],
+    }  # fmt: skip
+    second = {
+        "system": [{"type": "text", "text": "Be brief."}],
+        "messages": [
+            {"role": "user", "content": [{"type": "text", "text": "hello"}]},
+            {"role": "assistant", "content": "hi"},
+            {"role": "user", "content": "more"},
+            {"role": "assistant", "content": [{"type": "text", "text": "ok",
+                                               "cache_control": ephemeral}]},
+        ],
+    }  # fmt: skip
+    trace = imported("anthropic", json.dumps(first), json.dumps(second))
+    assert [type(ev).__name__ for ev in trace.events] == ["Append", "Append"]
+    assert [it.id for it in windows(trace)[1][1]] == ["msg-0", "msg-1", "msg-2", "msg-3", "msg-4"]
+    assert not codes(trace)
+    edited = json.loads(json.dumps(second))
+    edited["messages"][0]["content"] = "hullo"  # an edit is still one
+    found = codes(imported("anthropic", json.dumps(first), json.dumps(edited)))
+    assert [code for code, _ in found] == ["WR007"]
+
+
 def test_anthropic_bad_block_names_the_message(tmp_path: Path) -> None:
     path = tmp_path / "m.json"
     path.write_text(

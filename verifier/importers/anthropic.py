@@ -81,7 +81,7 @@ def _messages(obj: Any, file: str, where: str) -> list[Message]:
         raise InputError(f"{where}: a message must be a JSON object", file=file)
     foreign_message(obj, FORMAT, file, where)
     role = obj.get("role")
-    base = Message(str(role), canonical(obj), file, where)
+    base = Message(str(role), _key(obj), file, where)
     if role not in ("user", "assistant", "system"):
         raise base.error(f"unknown role {role!r}", fix="use 'user' or 'assistant'")
     content = obj.get("content")
@@ -104,8 +104,40 @@ def _messages(obj: Any, file: str, where: str) -> list[Message]:
     return out
 
 
+def _key(obj: Mapping[str, Any]) -> str:
+    """A message's key (what tells it again in a later request): its JSON, with its content
+    as blocks and without ``cache_control``. Clients move the cache breakpoint to the newest
+    message at every request, and write a text as a string or as one text block: the API
+    reads both alike, and the message is the same.
+
+    >>> _key({"role": "user", "content": "hi"}) == _key(
+    ...     {"role": "user", "content": [{"type": "text", "text": "hi",
+    ...                                   "cache_control": {"type": "ephemeral"}}]})
+    True
+    """
+    content = obj.get("content")
+    if isinstance(content, str):
+        content = [{"type": "text", "text": content}]
+    elif isinstance(content, list):
+        content = _blocks(content)
+    return canonical({**obj, "content": content})
+
+
+def _blocks(blocks: list[Any]) -> list[Any]:
+    """Content blocks without their cache breakpoints (a string is a text block)."""
+    out: list[Any] = []
+    for b in blocks:
+        if isinstance(b, str):
+            out.append({"type": "text", "text": b})
+        elif isinstance(b, dict) and "cache_control" in b:
+            out.append({k: v for k, v in b.items() if k != "cache_control"})
+        else:
+            out.append(b)
+    return out
+
+
 def _part(base: Message, blocks: list[Any], label: str) -> Message:
-    key = canonical({"role": base.role, "content": blocks, "part": label})
+    key = canonical({"role": base.role, "content": _blocks(blocks), "part": label})
     return Message(base.role, key, base.file, f"{base.where} ({label} its compaction block)")
 
 
