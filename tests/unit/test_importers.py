@@ -919,6 +919,64 @@ def test_langchain_summary_and_context_editing() -> None:
     assert not any(code == "WR007" for code, _ in found)
 
 
+def _lc(kind: str, **data: Any) -> dict[str, Any]:
+    return {"type": kind, "data": {"additional_kwargs": {}, "response_metadata": {}, **data}}
+
+
+_LC_RESULT = _lc("tool", content="Error: exit 2", tool_call_id="call_1", status="error", id="t")
+
+
+@pytest.mark.parametrize(
+    "ai",
+    [
+        # langchain-core 0.1: the calls only in additional_kwargs, in the OpenAI form
+        _lc("ai", content="", id="a", additional_kwargs={"tool_calls": [
+            {"id": "call_1", "type": "function",
+             "function": {"name": "bash", "arguments": '{"command": "make"}'}}]}),
+        # a call whose arguments did not parse: an invalid tool call, answered all the same
+        _lc("ai", content="", id="a", tool_calls=[], invalid_tool_calls=[
+            {"type": "invalid_tool_call", "id": "call_1", "name": "bash",
+             "args": '{"command": "make', "error": "bad JSON"}]),
+        # both: the parsed calls count, the raw ones beside them are the same calls
+        _lc("ai", content="", id="a", tool_calls=[
+            {"name": "bash", "args": {"command": "make"}, "id": "call_1", "type": "tool_call"}],
+            additional_kwargs={"tool_calls": [{"id": "call_1", "type": "function",
+                               "function": {"name": "bash", "arguments": "{}"}}]}),
+    ],
+)  # fmt: skip
+def test_langchain_every_form_of_a_call_is_a_call(ai: dict[str, Any]) -> None:
+    """A result pairs with its call however the message holds it: ``tool_calls``, the
+    ``invalid_tool_calls`` of arguments that did not parse, or (langchain-core 0.1)
+    ``additional_kwargs.tool_calls`` only."""
+    messages = [_lc("human", content="run make", id="u"), ai, _LC_RESULT]
+    (window,) = [w for _, w in windows(imported("langchain", json.dumps(messages)))]
+    assert [it.id for it in window] == ["u", "call_1", "call_1:result"]
+    result = window[2]
+    assert (result.call, result.modality) == ("call_1", "failed")
+    assert (result.source or "").startswith("bash: ")
+
+
+def test_langchain_chat_roles_and_langmem_summaries() -> None:
+    """A ChatMessage (or its chunk) of LangChain's role names is read like the typed
+    message; langmem's summary, a system message opening with "Summary of the conversation
+    so far:", is a summary: the snapshot that shows it first is a summarization."""
+    first = [
+        _lc("chat", role="human", content="hello", id="u1"),
+        _lc("ChatMessageChunk", role="ai", content="hi", id="a1"),
+        _lc("human", content="and then?", id="u2"),
+    ]
+    summary = "Summary of the conversation so far: the user greeted."
+    second = [_lc("system", content=summary, id="s1"), first[2]]
+    seen = windows(imported("langchain", json.dumps([first, second])))
+    assert [p for p, _ in seen] == ["append", "langchain:summarization"]
+    assert [(it.kind, it.source) for it in seen[0][1]] == [
+        ("observation", "user"), ("prose", None), ("observation", "user")]  # fmt: skip
+    assert [(it.id, it.kind) for it in seen[1][1]] == [("s1", "prose"), ("u2", "observation")]
+    bad = [_lc("chat", role="function", content="x")]
+    with pytest.raises(InputError, match="unknown role 'function'"):
+        imported("langchain", json.dumps(bad))
+
+
 def test_langchain_bad_message_names_it(tmp_path: Path) -> None:
     path = tmp_path / "m.json"
     path.write_text(json.dumps([{"type": "human", "data": {"content": "x"}}, {"type": "ai"}]))

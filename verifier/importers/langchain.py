@@ -10,6 +10,8 @@ mark the snapshot that shows them first as a rewrite. See ``docs/importers.md``
 
 from __future__ import annotations
 
+import contextlib
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -33,6 +35,8 @@ SUMMARIZATION = "langchain:summarization"
 CONTEXT_EDITING = "langchain:context_editing"
 _ROLES = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool"}
 _SUMMARY_PREFIX = "Here is a summary of the conversation to date:"
+_SYSTEM_SUMMARY_PREFIX = "Summary of the conversation so far:"
+"""How langmem's ``summarize_messages`` opens the system message that holds its summary."""
 
 
 def snapshots(sources: Sequence[Source]) -> list[Snapshot]:
@@ -85,6 +89,11 @@ def _message(obj: Any, file: str, where: str) -> Message:
     base = Message(str(kind), canonical(obj), file, where)
     role = _role(kind, data)
     if role not in ("user", "assistant", "system", "tool", "developer"):
+        if kind in ("chat", "ChatMessageChunk"):
+            raise base.error(
+                f"a chat message of unknown role {data.get('role')!r}",
+                fix="use the role human, ai, user, assistant, system or tool",
+            )
         raise base.error(f"unknown message type {kind!r}", fix="use human, ai, system or tool")
     own = data.get("id") if isinstance(data.get("id"), str) and data.get("id") else None
     extra = data.get("additional_kwargs") if isinstance(data.get("additional_kwargs"), dict) else {}
@@ -94,10 +103,14 @@ def _message(obj: Any, file: str, where: str) -> Message:
     if role == "tool":
         result = _tool_result(data, text, meta, base)
         return Message("tool", base.key, file, where, own, results=(result,), annotations=notes)
-    summary = role == "user" and (
-        extra.get("lc_source") == "summarization" or text.startswith(_SUMMARY_PREFIX)
-    )
+    summary = (
+        role == "user"
+        and (extra.get("lc_source") == "summarization" or text.startswith(_SUMMARY_PREFIX))
+    ) or (role == "system" and text.startswith(_SYSTEM_SUMMARY_PREFIX))
     calls = tuple(_call(c, base, k) for k, c in enumerate(_tool_calls(data, base)))
+    calls += tuple(_invalid_call(c) for c in _listed(data, "invalid_tool_calls"))
+    if not calls:
+        calls = tuple(_legacy_call(c) for c in _listed(extra, "tool_calls"))
     return Message(
         role, base.key, file, where, own, text, calls, summary=summary, annotations=notes
     )
@@ -105,8 +118,9 @@ def _message(obj: Any, file: str, where: str) -> Message:
 
 def _role(kind: Any, data: Mapping[str, Any]) -> Any:
     """The role of a message type (``human``, ``ai``, ... and their ``...MessageChunk`` forms)."""
-    if kind == "chat":
-        return data.get("role")
+    if kind in ("chat", "ChatMessageChunk"):
+        role = data.get("role")  # any string: LangChain's names (human, ai) or the API's
+        return _ROLES.get(role, role) if isinstance(role, str) else None
     name = str(kind)
     chunks = {
         "HumanMessageChunk": "human",
@@ -127,6 +141,37 @@ def _tool_calls(data: Mapping[str, Any], base: Message) -> list[Any]:
     if not isinstance(calls, list):
         raise base.error("'tool_calls' must be a list")
     return calls
+
+
+def _listed(obj: Mapping[str, Any], field: str) -> list[Mapping[str, Any]]:
+    """The objects of a list field that carry a call id (what pairs a result with them)."""
+    value = obj.get(field)
+    if not isinstance(value, list):
+        return []
+    return [c for c in value if isinstance(c, dict) and isinstance(c.get("id"), str) and c["id"]]
+
+
+def _invalid_call(call: Mapping[str, Any]) -> ToolCall:
+    """An ``invalid_tool_calls`` entry: a call the model made whose arguments did not parse
+    (``args`` the raw string); a result may still answer it."""
+    name = call.get("name")
+    return ToolCall(
+        call["id"], name if isinstance(name, str) else "invalid_tool_call", call.get("args")
+    )
+
+
+def _legacy_call(call: Mapping[str, Any]) -> ToolCall:
+    """A call as langchain-core 0.1 kept it, in ``additional_kwargs.tool_calls`` (the OpenAI
+    form: ``function.name`` and ``function.arguments``, a JSON string)."""
+    function = call.get("function")
+    if not isinstance(function, dict):
+        function = {}
+    name = function.get("name")
+    args = function.get("arguments")
+    if isinstance(args, str):
+        with contextlib.suppress(ValueError):  # else kept as the model wrote it
+            args = json.loads(args)
+    return ToolCall(call["id"], name if isinstance(name, str) else "function", args)
 
 
 def _call(call: Any, base: Message, k: int) -> ToolCall:
