@@ -977,6 +977,34 @@ def test_langchain_chat_roles_and_langmem_summaries() -> None:
         imported("langchain", json.dumps(bad))
 
 
+def test_langchain_dumpd_and_flat_messages_read_as_messages_to_dict() -> None:
+    """``dumpd`` output and flat ``model_dump`` messages are the same messages as
+    ``messages_to_dict`` writes them: the same items, by the named format and by auto."""
+    fields: list[tuple[str, str, dict[str, Any]]] = [
+        ("human", "HumanMessage", {"content": "list files", "id": "u"}),
+        ("ai", "AIMessage", {"content": "", "id": "a", "tool_calls": [
+            {"name": "bash", "args": {"command": "ls"}, "id": "c1", "type": "tool_call"}]}),
+        ("tool", "ToolMessage", {"content": "a.txt", "tool_call_id": "c1", "id": "t"}),
+        ("AIMessageChunk", "AIMessageChunk", {"content": "one file", "id": "a2"}),
+    ]  # fmt: skip
+    as_dict = [{"type": kind, "data": data} for kind, _, data in fields]
+    dumpd = [
+        {"lc": 1, "type": "constructor", "id": ["langchain", "schema", "messages", cls],
+         "kwargs": data}
+        for _, cls, data in fields
+    ]  # fmt: skip
+    flat = [{"type": kind, **data} for kind, _, data in fields]
+
+    def items(fmt: str, messages: Any) -> list[tuple[str, str, str | None]]:
+        (window,) = [w for _, w in windows(imported(fmt, json.dumps(messages)))]
+        return [(it.id, it.kind, it.text or it.content) for it in window]
+
+    expected = items("langchain", as_dict)
+    assert [i for i, _, _ in expected] == ["u", "c1", "c1:result", "a2"]
+    for form in (dumpd, flat, {"messages": dumpd}):
+        assert items("langchain", form) == items("auto", form) == expected
+
+
 def test_langchain_bad_message_names_it(tmp_path: Path) -> None:
     path = tmp_path / "m.json"
     path.write_text(json.dumps([{"type": "human", "data": {"content": "x"}}, {"type": "ai"}]))

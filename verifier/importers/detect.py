@@ -314,9 +314,32 @@ def _classify(messages: Iterable[Any]) -> tuple[str | None, str, bool]:
     return None, "messages of several formats (" + ", ".join(sorted(votes)) + ")", True
 
 
+LANGCHAIN_TYPES = frozenset({"human", "ai", "system", "tool", "chat", "developer"})
+"""The ``type`` of a LangChain message (``BaseMessage.type``)."""
+LANGCHAIN_CHUNKS = frozenset(
+    {"HumanMessageChunk", "AIMessageChunk", "SystemMessageChunk", "ToolMessageChunk",
+     "ChatMessageChunk"}
+)  # fmt: skip
+"""The ``type`` of a LangChain message chunk."""
+
+
+def _langchain_other_form(m: Mapping[str, Any]) -> bool:
+    """A LangChain message written by ``dumpd`` (``lc``, ``id``, ``kwargs``) or as a flat
+    ``model_dump`` (``type`` human, ai, tool or chat, with ``content`` and no ``role``)."""
+    path = m.get("id")
+    if m.get("lc") == 1 and isinstance(m.get("kwargs"), dict) and isinstance(path, list):
+        last = path[-1] if path else None
+        return isinstance(last, str) and (last.endswith("Message") or last in LANGCHAIN_CHUNKS)
+    kind = m.get("type")
+    flat = kind in LANGCHAIN_TYPES - {"system", "developer"} or kind in LANGCHAIN_CHUNKS
+    return flat and "content" in m and "role" not in m
+
+
 def _message_format(m: Mapping[str, Any]) -> str | None:
     """The format a single message shows unmistakably, if any."""
     if isinstance(m.get("data"), dict) and isinstance(m.get("type"), str):
+        return "langchain"
+    if _langchain_other_form(m):
         return "langchain"
     if _is_cc_record(m):
         return "claude-code"

@@ -25,7 +25,7 @@ from verifier.importers.common import (
     gives_items,
     metadata_annotations,
 )
-from verifier.importers.detect import no_items
+from verifier.importers.detect import LANGCHAIN_CHUNKS, LANGCHAIN_TYPES, no_items
 from verifier.importers.sources import Source, read_json, texts
 
 __all__ = ["snapshots"]
@@ -78,7 +78,36 @@ def _lists(src: Source) -> list[tuple[str, list[Any]]]:
     return [("", value)]
 
 
+def as_dict_form(obj: Any) -> Any:
+    """A message in ``messages_to_dict`` form, from the other forms LangChain writes it in:
+    ``dumpd`` (``{"lc": 1, "type": "constructor", "id": [..., "HumanMessage"], "kwargs":
+    {...}}``) and a flat ``model_dump`` (``{"type": "human", "content": ...}``). Anything
+    else is returned as it is.
+
+    >>> as_dict_form({"type": "human", "content": "hi"})
+    {'type': 'human', 'data': {'type': 'human', 'content': 'hi'}}
+    >>> as_dict_form({"lc": 1, "type": "constructor", "kwargs": {"content": "hi"},
+    ...               "id": ["langchain", "schema", "messages", "AIMessage"]})["type"]
+    'ai'
+    """
+    if not isinstance(obj, dict) or isinstance(obj.get("data"), dict):
+        return obj
+    path, kwargs = obj.get("id"), obj.get("kwargs")
+    if obj.get("lc") == 1 and isinstance(kwargs, dict) and isinstance(path, list) and path:
+        name = path[-1] if isinstance(path[-1], str) else ""
+        if name in LANGCHAIN_CHUNKS:
+            return {"type": name, "data": kwargs}
+        if name.endswith("Message"):
+            return {"type": name.removesuffix("Message").lower(), "data": kwargs}
+        return obj
+    kind = obj.get("type")
+    if (kind in LANGCHAIN_TYPES or kind in LANGCHAIN_CHUNKS) and "content" in obj:
+        return {"type": kind, "data": obj}
+    return obj
+
+
 def _message(obj: Any, file: str, where: str) -> Message:
+    obj = as_dict_form(obj)
     if not isinstance(obj, dict) or not isinstance(obj.get("data"), dict):
         raise InputError(
             f"{where}: a message must be an object with 'type' and 'data'",
