@@ -680,6 +680,24 @@ def test_auto_gives_a_plain_file_the_format_the_others_show(tmp_path: Path) -> N
         import_history("auto", [first, other])  # langchain reads no plain messages
 
 
+@pytest.mark.parametrize(
+    "block",
+    [
+        {"type": "text", "text": "look", "cache_control": {"type": "ephemeral"}},
+        {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AA"}},
+        {"type": "document", "source": {"type": "text", "media_type": "text/plain", "data": "x"}},
+        {"type": "web_fetch_tool_result", "tool_use_id": "srvtoolu_1", "content": {}},
+    ],
+)
+def test_auto_tells_anthropic_by_the_blocks_only_it_writes(
+    block: dict[str, Any], tmp_path: Path
+) -> None:
+    path = tmp_path / "req.json"
+    messages = [{"role": "user", "content": [{"type": "text", "text": "hi"}, block]}]
+    path.write_text(json.dumps({"model": "m", "messages": messages}))
+    assert detect_format([Source.file(path.name, path, path.stat().st_size)]) == "anthropic"
+
+
 def test_auto_refuses_what_it_cannot_tell(tmp_path: Path) -> None:
     path = tmp_path / "x.json"
     path.write_text('{"hello": 1}')

@@ -335,6 +335,17 @@ def _langchain_other_form(m: Mapping[str, Any]) -> bool:
     return flat and "content" in m and "role" not in m
 
 
+def _anthropic_block(block: Mapping[str, Any]) -> bool:
+    """A content block only the Messages API writes: one with a cache breakpoint, an image
+    or document with a ``source`` object, or a server tool's ``*_tool_result``."""
+    kind = _kind(block) or ""
+    return (
+        "cache_control" in block
+        or (kind in ("image", "document") and isinstance(block.get("source"), dict))
+        or (kind.endswith("_tool_result") and "tool_use_id" in block)
+    )
+
+
 def _message_format(m: Mapping[str, Any]) -> str | None:
     """The format a single message shows unmistakably, if any."""
     if isinstance(m.get("data"), dict) and isinstance(m.get("type"), str):
@@ -362,8 +373,9 @@ def _message_format(m: Mapping[str, Any]) -> str | None:
         return "openai"
     content = m.get("content")
     if isinstance(content, list):
-        kinds = {_kind(b) for b in content if isinstance(b, dict)}
-        if kinds & _ANTHROPIC_BLOCKS:
+        blocks = [b for b in content if isinstance(b, dict)]
+        kinds = {_kind(b) for b in blocks}
+        if kinds & _ANTHROPIC_BLOCKS or any(_anthropic_block(b) for b in blocks):
             return "anthropic"
         if kinds & _OPENAI_PARTS:
             return "openai"
