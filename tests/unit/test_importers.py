@@ -1208,6 +1208,57 @@ def test_inspect_leaves_out_a_scorers_model_calls(form: str) -> None:
     assert "GRADE: C" in import_history("inspect", [json.dumps({"samples": [sample]})])
 
 
+def test_inspect_leaves_out_a_subagents_calls_and_compactions() -> None:
+    """A subagent run as a tool (``as_tool``, ``handoff``) talks to the agent's own model,
+    with no role, in a conversation of its own inside the tool's span; a compaction event
+    of a model role, or in a tool's span, compacts another conversation than the agent's.
+    None of them is a snapshot or a rewrite of the agent's window."""
+    log = json.loads(LOG.read_text())
+    sample = log["samples"][0]
+    agent = import_history("inspect", [json.dumps({"samples": [sample]})])
+    events = sample["events"]
+    last = max(k for k, e in enumerate(events) if e.get("event") == "model" and not e.get("role"))
+    aside = [
+        {"event": "span_begin", "id": "t1", "type": "tool", "name": "researcher"},
+        {"event": "span_begin", "id": "a1", "parent_id": "t1", "type": "agent"},
+        {**_grader_call(span_id="a1"), "input": [
+            {"role": "system", "content": "You are a researcher."},
+            {"role": "user", "content": "Find the flaky test."}]},
+        {"event": "compaction", "type": "trim", "span_id": "a1"},
+        {"event": "span_end", "id": "a1"},
+        {"event": "span_end", "id": "t1"},
+        {"event": "compaction", "type": "summary", "role": "helper"},
+    ]  # fmt: skip
+    sample["events"] = [*events[:last], *aside, *events[last:]]
+    assert import_history("inspect", [json.dumps({"samples": [sample]})]) == agent
+    # the same compaction of the agent's own conversation is one, as before
+    sample["events"] = [*events[:last], {"event": "compaction", "type": "trim"}, *events[last:]]
+    compacted = import_history("inspect", [json.dumps({"samples": [sample]})])
+    assert "inspect:compaction:trim" in compacted
+
+
+def test_inspect_schema_1_tool_error_and_ids_with_a_colon() -> None:
+    """Logs of schema 1 give a tool's error as ``tool_error`` (its message): failed, the
+    message its content when it has no other. A sample id may hold a colon."""
+    messages = [
+        {"role": "user", "content": "Build it.", "source": "input"},
+        {"role": "assistant", "content": "", "tool_calls": [
+            {"id": "c0", "function": "run", "arguments": {}, "type": "function"}]},
+        {"role": "tool", "content": "", "tool_call_id": "c0", "function": "run",
+         "tool_error": "Error parsing the arguments"},
+    ]  # fmt: skip
+    samples = [
+        {"id": "mmlu:12", "epoch": 1, "messages": messages},
+        {"id": "mmlu:13", "epoch": 1, "messages": messages[:1]},
+    ]
+    text = json.dumps({"version": 1, "samples": samples})
+    for wanted in ("mmlu:12", "mmlu:12:1"):
+        trace = imported("inspect", text, sample=wanted)
+        (window,) = [w for _, w in windows(trace)]
+        result = {it.id: it for it in window}["c0:result"]
+        assert (result.modality, result.content) == ("failed", "Error parsing the arguments")
+
+
 # --- annotations --------------------------------------------------------------------------
 
 CHAT = FIXTURES / "openai" / "chat_snapshots.json"

@@ -6,8 +6,9 @@ JSON array of such lists, one snapshot each.
 
 A sample's history is read from its events: the input of each call to the
 model (``model`` events) and the message it answered with is one snapshot,
-and a ``compaction`` event marks the next snapshot as a compaction; a
-scorer's calls (a grader's prompt) are left out. A sample without model
+and a ``compaction`` event marks the next snapshot as a compaction; calls
+made aside from the agent's conversation (a scorer's, a grader's prompt; a
+subagent's, run as a tool) are left out. A sample without model
 events is read from its ``messages``. ``.eval`` members compressed with zstd
 need the ``zstandard`` package (``pip install 'ctxproof[inspect]'``). See
 ``docs/importers.md`` ("inspect").
@@ -195,7 +196,7 @@ def _pick(samples: list[Any], wanted: str | None, file: str) -> Mapping[str, Any
             fix="pick one with --sample ID or ID:EPOCH",
         )
     for name, s in named:
-        if wanted in (name, name.split(":")[0]):
+        if wanted in (name, str(s.get("id"))):  # an id may hold a colon itself
             return s
     raise InputError(f"no sample {wanted!r} in the log", file=file, fix="see the sample ids")
 
@@ -208,16 +209,18 @@ def _sample_snapshots(sample: Mapping[str, Any], file: str) -> list[Snapshot]:
     events: list[Any] = given if isinstance(given, list) else []
     out: list[Snapshot] = []
     policy: str | None = None
-    scoring = _Scoring()
+    aside = _Aside()
     for n, event in enumerate(events):
         if not isinstance(event, dict):
             continue
-        scoring.see(event)
+        aside.see(event)
         if event.get("event") == "compaction":
-            policy = f"inspect:compaction:{event.get('type', 'summary')}"
+            if event.get("role") is None and not aside.within(event):
+                policy = f"inspect:compaction:{event.get('type', 'summary')}"
+            # else: another conversation's (a model role's, a subagent's): not the agent's
         elif event.get("event") == "model" and event.get("role") is None:
-            if scoring.within(event):
-                continue  # a grader's call (model_graded_fact and the like): not the agent's
+            if aside.within(event):
+                continue  # a grader's or a subagent's call: not the agent's context
             raw = _model_messages(event, pool, file, n)
             messages = [
                 _message(_resolve(m, attachments), file, f"event {n} message {i}")
@@ -242,15 +245,20 @@ def _sample_snapshots(sample: Mapping[str, Any], file: str) -> list[Snapshot]:
 
 _SCORING = frozenset({"scorer", "scorers"})
 """The types of the spans (and of the older logs' steps) a sample is scored in."""
+_ASIDE = _SCORING | {"tool"}
+"""The types of the spans whose model calls are no part of the agent's own conversation."""
 
 
-class _Scoring:
-    """Which of a sample's events its scorers made, read in order: the events of a
-    ``scorer`` span (by ``span_id``, through the spans' ``parent_id``) or, in logs
-    written before spans, those between a ``scorer`` step's ``begin`` and ``end``.
+class _Aside:
+    """Which of a sample's events were made aside from the agent's own conversation, read
+    in order: the events of a ``scorer`` or a ``tool`` span (by ``span_id``, through the
+    spans' ``parent_id``) or, in logs written before spans, those between a ``scorer``
+    step's ``begin`` and ``end``.
 
     A scorer may call the model the agent runs on (``model_graded_fact`` does, with
-    no ``role``): what it sends is the grader's prompt, not the agent's context.
+    no ``role``): what it sends is the grader's prompt, not the agent's context. So may
+    a tool: a subagent run as a tool or handed off to (``as_tool``, ``handoff``) talks
+    to the same model in a conversation of its own, and compacts that one.
     """
 
     def __init__(self) -> None:
@@ -276,7 +284,7 @@ class _Scoring:
         while isinstance(span, str) and span in self.spans and span not in seen:
             seen.add(span)
             kind, span = self.spans[span]
-            if kind in _SCORING:
+            if kind in _ASIDE:
                 return True
         return False
 
@@ -372,6 +380,9 @@ def _result(obj: Mapping[str, Any], text: str, base: Message) -> ToolResult:
     if not isinstance(call_id, str) or not call_id:
         raise base.error("a tool message needs a 'tool_call_id'")
     error = obj.get("error")
+    legacy = obj.get("tool_error")  # logs of schema 1: the error's message alone
+    if error is None and isinstance(legacy, str) and legacy:
+        error = {"message": legacy}
     if isinstance(error, dict) and isinstance(error.get("message"), str) and not text:
         text = error["message"]
     name = obj.get("function") if isinstance(obj.get("function"), str) else None
