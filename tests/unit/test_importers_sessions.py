@@ -683,7 +683,6 @@ def test_auto_gives_a_plain_file_the_format_the_others_show(tmp_path: Path) -> N
 @pytest.mark.parametrize(
     "block",
     [
-        {"type": "text", "text": "look", "cache_control": {"type": "ephemeral"}},
         {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AA"}},
         {"type": "document", "source": {"type": "text", "media_type": "text/plain", "data": "x"}},
         {"type": "web_fetch_tool_result", "tool_use_id": "srvtoolu_1", "content": {}},
@@ -696,6 +695,15 @@ def test_auto_tells_anthropic_by_the_blocks_only_it_writes(
     messages = [{"role": "user", "content": [{"type": "text", "text": "hi"}, block]}]
     path.write_text(json.dumps({"model": "m", "messages": messages}))
     assert detect_format([Source.file(path.name, path, path.stat().st_size)]) == "anthropic"
+
+
+def test_a_cache_breakpoint_in_a_chat_completions_part_is_openai_still(tmp_path: Path) -> None:
+    """Gateways take Anthropic's cache_control in chat-completions parts: no sign of format."""
+    path = tmp_path / "chat.json"
+    part = {"type": "text", "text": "hi", "cache_control": {"type": "ephemeral"}}
+    path.write_text(json.dumps([{"role": "user", "content": [part]}]))
+    assert import_history("openai", [path]).count('"source":"user"') == 1
+    assert import_history("auto", [path]) == import_history("openai", [path])
 
 
 def test_auto_refuses_what_it_cannot_tell(tmp_path: Path) -> None:

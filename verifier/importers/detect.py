@@ -336,13 +336,12 @@ def _langchain_other_form(m: Mapping[str, Any]) -> bool:
 
 
 def _anthropic_block(block: Mapping[str, Any]) -> bool:
-    """A content block only the Messages API writes: one with a cache breakpoint, an image
-    or document with a ``source`` object, or a server tool's ``*_tool_result``."""
+    """A content block only the Messages API writes: an image or document with a ``source``
+    object, or a server tool's ``*_tool_result``. (A cache breakpoint is no sign: gateways
+    take ``cache_control`` in chat-completions parts too.)"""
     kind = _kind(block) or ""
-    return (
-        "cache_control" in block
-        or (kind in ("image", "document") and isinstance(block.get("source"), dict))
-        or (kind.endswith("_tool_result") and "tool_use_id" in block)
+    return (kind in ("image", "document") and isinstance(block.get("source"), dict)) or (
+        kind.endswith("_tool_result") and "tool_use_id" in block
     )
 
 
