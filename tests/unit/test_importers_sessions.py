@@ -706,6 +706,16 @@ def test_a_cache_breakpoint_in_a_chat_completions_part_is_openai_still(tmp_path:
     assert import_history("auto", [path]) == import_history("openai", [path])
 
 
+@pytest.mark.parametrize("fmt", ["openai", "anthropic", "langchain", "inspect", "auto"])
+def test_a_type_that_is_no_string_is_bad_input_or_ignored(fmt: str, tmp_path: Path) -> None:
+    """A mutated file may hold any value where a type goes: never an internal error."""
+    path = tmp_path / "m.json"
+    path.write_text('[{"role": "user", "content": "x"}, {"type": [], "content": "y"},'
+                    ' {"lc": 1, "id": [[]], "kwargs": {}}]')  # fmt: skip
+    code, _, err = run("import", fmt, str(path))
+    assert code in (0, 2) and "internal error" not in err, err
+
+
 def test_auto_refuses_what_it_cannot_tell(tmp_path: Path) -> None:
     path = tmp_path / "x.json"
     path.write_text('{"hello": 1}')

@@ -330,7 +330,7 @@ def _langchain_other_form(m: Mapping[str, Any]) -> bool:
     if m.get("lc") == 1 and isinstance(m.get("kwargs"), dict) and isinstance(path, list):
         last = path[-1] if path else None
         return isinstance(last, str) and (last.endswith("Message") or last in LANGCHAIN_CHUNKS)
-    kind = m.get("type")
+    kind = _kind(m)  # a mutated file may hold any value there
     flat = kind in LANGCHAIN_TYPES - {"system", "developer"} or kind in LANGCHAIN_CHUNKS
     return flat and "content" in m and "role" not in m
 

@@ -101,6 +101,8 @@ def as_dict_form(obj: Any) -> Any:
             return {"type": name.removesuffix("Message").lower(), "data": kwargs}
         return obj
     kind = obj.get("type")
+    if not isinstance(kind, str):
+        return obj
     if (kind in LANGCHAIN_TYPES or kind in LANGCHAIN_CHUNKS) and "content" in obj:
         return {"type": kind, "data": obj}
     return obj
