@@ -125,6 +125,16 @@ def kept_text(old: str, new: str) -> str | None:
     return None
 
 
+def call_arguments(raw: Any) -> Any:
+    """A call's arguments: a JSON string is decoded; text that is not JSON stays text."""
+    if isinstance(raw, str):
+        try:
+            return json.loads(raw)
+        except (ValueError, RecursionError):  # not JSON, or nested past the parser's stack
+            return raw
+    return raw
+
+
 def _marker_runs(text: str) -> Iterator[tuple[int, int]]:
     """Where truncation markers stand in ``text``: each marker, and each run of markers
     that follow one another (``... [truncated]``), as (start, end).

@@ -10,8 +10,6 @@ mark the snapshot that shows them first as a rewrite. See ``docs/importers.md``
 
 from __future__ import annotations
 
-import contextlib
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -21,6 +19,7 @@ from verifier.importers.common import (
     Snapshot,
     ToolCall,
     ToolResult,
+    call_arguments,
     canonical,
     gives_items,
     metadata_annotations,
@@ -198,10 +197,7 @@ def _legacy_call(call: Mapping[str, Any]) -> ToolCall:
     if not isinstance(function, dict):
         function = {}
     name = function.get("name")
-    args = function.get("arguments")
-    if isinstance(args, str):
-        with contextlib.suppress(ValueError):  # else kept as the model wrote it
-            args = json.loads(args)
+    args = call_arguments(function.get("arguments"))
     return ToolCall(call["id"], name if isinstance(name, str) else "function", args)
 
 

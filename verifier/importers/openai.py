@@ -20,6 +20,7 @@ from verifier.importers.common import (
     Snapshot,
     ToolCall,
     ToolResult,
+    call_arguments,
     canonical,
     gives_items,
     metadata_annotations,
@@ -221,21 +222,13 @@ def _chat_call(call: Any, base: Message, k: int) -> ToolCall:
     if not isinstance(call, dict) or not isinstance(call.get("function"), dict):
         raise base.error(f"tool_calls[{k}] must be an object with 'function'")
     fn = call["function"]
-    return ToolCall(_str(call, "id", base), _str(fn, "name", base), _arguments(fn.get("arguments")))
-
-
-def _arguments(raw: Any) -> Any:
-    """A call's arguments: a JSON string is decoded; text that is not JSON stays text."""
-    if isinstance(raw, str):
-        try:
-            return json.loads(raw)
-        except (ValueError, RecursionError):  # not JSON, or nested past the parser's stack
-            return raw
-    return raw
+    args = call_arguments(fn.get("arguments"))
+    return ToolCall(_str(call, "id", base), _str(fn, "name", base), args)
 
 
 def _function_call(obj: dict[str, Any], base: Message) -> Message:
-    call = ToolCall(_call_id(obj, base), _str(obj, "name", base), _arguments(obj.get("arguments")))
+    args = call_arguments(obj.get("arguments"))
+    call = ToolCall(_call_id(obj, base), _str(obj, "name", base), args)
     return _with(base, calls=(call,))
 
 
