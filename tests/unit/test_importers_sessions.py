@@ -191,6 +191,44 @@ def test_claude_code_file_starting_at_its_compaction_imports() -> None:
     assert [it.id for it in seen[-1][1]] == ["cs", "a2"]
 
 
+def _kept(head: str, tail: str) -> dict[str, Any]:
+    return {
+        **_boundary("a3"),
+        "uuid": "b2",
+        "compactMetadata": {
+            "preservedSegment": {"headUuid": head, "anchorUuid": "cs2", "tailUuid": tail}
+        },
+    }
+
+
+@pytest.mark.parametrize(
+    ("head", "tail", "kept"),
+    [
+        ("cs", "a3", ["cs", "a3"]),  # along parentUuid as written: a3 names the summary
+        ("a1", "a3", ["a1", "a3"]),  # no such chain (the summary's parent is the boundary)
+        ("a3", "a3", ["a3"]),
+    ],
+)
+def test_claude_code_segment_across_an_earlier_compaction(
+    head: str, tail: str, kept: list[str]
+) -> None:
+    """A second compaction's preservedSegment may start at the first one's summary or
+    before it; a message that followed the summary was chained to the window's last
+    message, and the segment, walked that way, was lost (an empty window but the summary)."""
+    recs = [
+        cc("u1", None, "user", "start"),
+        cc("a1", "u1", "assistant", [{"type": "text", "text": "step one"}]),
+        {**_boundary("a1"), "compactMetadata": {"preservedMessages": {"uuids": ["a1"]}}},
+        cc("cs", "b1", "user", "summary one", isCompactSummary=True),
+        cc("a3", "cs", "assistant", [{"type": "text", "text": "going on"}]),
+        _kept(head, tail),
+        cc("cs2", "b2", "user", "summary two", isCompactSummary=True),
+    ]
+    seen = windows(imported("claude-code", jsonl(recs)))
+    assert [it.id for it in seen[1][1]] == ["cs", "a1"]
+    assert [it.id for it in seen[-1][1]] == ["cs2", *kept]
+
+
 def test_claude_code_without_parent_or_uuid_is_the_file_order() -> None:
     recs = [
         cc("m1", None, "user", "one"),

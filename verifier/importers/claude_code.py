@@ -83,6 +83,9 @@ class _Session:
     """Messages that continued the chain without being the child of its end: by the file's
     order (no uuid or no parentUuid), past such messages, or as results of parallel tool
     calls; a message whose parent they follow continues the chain too."""
+    relinked: dict[str, str] = field(default_factory=dict)
+    """The ``parentUuid`` a loose message names, where ``parents`` chains it to the message
+    before it instead (a compaction's segment is read along the parents as written)."""
 
     def snapshot(self, policy: str | None = None) -> None:
         self.out.append(Snapshot(tuple(self.message(u) for u in self.current), policy))
@@ -316,7 +319,10 @@ def _preserved(meta: Any, s: _Session) -> list[str]:
 
 
 def _segment(head: str, tail: str, s: _Session) -> list[str]:
-    """Messages from head to tail along ``parentUuid``."""
+    """Messages from head to tail along ``parentUuid`` as written (a record that names no
+    parent follows the message before it); else, where head is no ancestor of tail that
+    way (a segment that runs across an earlier compaction), the window's messages from
+    head to tail."""
     out: list[str] = []
     node: str | None = tail
     seen: set[str] = set()
@@ -326,7 +332,10 @@ def _segment(head: str, tail: str, s: _Session) -> list[str]:
             out.append(node)
         if node == head:
             return out[::-1]
-        node = s.parents.get(node)
+        node = s.relinked.get(node) or s.parents.get(node)
+    window = s.current
+    if head in window and tail in window and window.index(head) <= window.index(tail):
+        return window[window.index(head) : window.index(tail) + 1]
     return []
 
 
@@ -356,6 +365,9 @@ def _extend(key: str, s: _Session) -> None:
         if not s.current or parent != s.current[-1]:
             s.loose.add(key)  # the chain's end may be its parent's child: skipped over
             if s.current:
+                written = s.parents.get(key)
+                if written is not None:
+                    s.relinked[key] = written
                 s.parents[key] = s.current[-1]  # what follows it chains through the session
         s.current.append(key)
         return
