@@ -1332,6 +1332,27 @@ def test_metadata_annotations_follow_their_message() -> None:
     assert ("CF001", ("inv-green",)) in codes(trace)
 
 
+def test_claude_code_metadata_annotations_in_the_message_or_the_record() -> None:
+    """The message of a Claude Code line is its ``message``: a ``ctxproof`` key in its
+    metadata is read, as one in the record's own ``metadata`` is."""
+    inv = {"id": "inv-green", "kind": "commitment", "type": "invariant", "formula": "ci.green"}
+    claim = {"id": "c-green", "kind": "claim", "formula": "ci.green", "modality": "unverified"}
+    user = {"role": "user", "content": "keep CI green", "metadata": {"ctxproof": [inv]}}
+    recs = [
+        {"type": "user", "uuid": "u1", "parentUuid": None, "message": user},
+        {
+            "type": "assistant",
+            "uuid": "a1",
+            "parentUuid": "u1",
+            "metadata": {"ctxproof": [claim]},
+            "message": {"role": "assistant", "content": [{"type": "text", "text": "ok"}]},
+        },
+    ]
+    trace = imported("claude-code", "\n".join(json.dumps(r) for r in recs) + "\n")
+    items = trace.events[0].items  # type: ignore[union-attr]
+    assert [it.id for it in items] == ["u1", "inv-green", "a1", "c-green"]
+
+
 def test_every_fixture_imports_and_audits() -> None:
     cases: list[tuple[str, list[Path], dict[str, Any]]] = [
         ("claude-code", [CC / "session_compact.jsonl"], {}),

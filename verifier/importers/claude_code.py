@@ -472,7 +472,10 @@ def record_message(
     content = body.get("content")
     text, calls, results = _blocks(content, base)
     at = record.get("timestamp") if isinstance(record.get("timestamp"), str) else None
-    notes = metadata_annotations(record.get("metadata"), file, where)
+    # the message's own metadata (the line's ``message``), or the record's
+    notes = metadata_annotations(body.get("metadata"), file, where) + metadata_annotations(
+        record.get("metadata"), file, where
+    )
     return Message(
         str(role),
         base.key,
