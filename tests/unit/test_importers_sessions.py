@@ -812,9 +812,17 @@ def test_extractor_context_and_annotations_together(tmp_path: Path) -> None:
         "content": json.loads(CC_ON.read_text().splitlines()[1])["message"]["content"],
     }
     assert context["format"] == "claude-code" and context["ids"] == ("u-0001",)
+    # every item so far, as the trace holds them: the annotation that follows u-0001 too
     assert context["record"]["uuid"] == "u-0001" and [i["id"] for i in context["items"]] == [
-        "u-0001"
+        "u-0001",
+        "k",
     ]
+    first: list[str] = []  # the trace's items in order of first appearance
+    for _, window in windows(parse_trace_text(text, "<claude-code>")):
+        first += [it.id for it in window if it.id not in first]
+    for _, later in calls:
+        held = [i["id"] for i in later["items"]]
+        assert held == first[: len(held)] and set(later["ids"]) <= set(held)
     assert len(calls) == len({c[1]["record"]["uuid"] for c in calls})  # once per message
 
 

@@ -781,6 +781,9 @@ def _extract_all(
     history = _history_ids(snapshots, s)
     scratch = _scratch(s)
     noted = {str(raw.get("id")) for ann in annotations for raw in ann.items}
+    following: dict[str, list[Mapping[str, Any]]] = {}  # the --annotations by the id they follow
+    for ann in annotations:
+        following.setdefault(ann.after, []).extend(ann.items)
     so_far: list[Mapping[str, Any]] = []
     taken: dict[str, Message] = {}
     done: set[Ident] = set()
@@ -790,7 +793,12 @@ def _extract_all(
                 continue
             done.add(ident)
             own = _own_items(m, s.names[ident], scratch)
-            so_far.extend(MappingProxyType(dict(it)) for it in own)
+            # every item so far as the trace holds them: each own item, the annotations that
+            # follow it, then the message's metadata items
+            for it in own:
+                so_far.append(MappingProxyType(dict(it)))
+                so_far.extend(MappingProxyType(dict(raw)) for raw in following.get(it["id"], ()))
+            so_far.extend(MappingProxyType(dict(raw)) for raw in m.annotations)
             # the message as the format holds it: its object (the key is its canonical JSON
             # where the format did not keep it)
             held = m.raw if m.raw is not None else json.loads(m.key)
