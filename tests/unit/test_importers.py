@@ -18,6 +18,8 @@ from verifier.errors import InputError
 from verifier.importers import FORMATS, import_history, snapshots_of
 from verifier.importers.common import command_of, exit_code_in, is_placeholder
 from verifier.importers.coverage import NO_COMMITMENTS
+from verifier.importers.detect import detect_format
+from verifier.importers.sources import Source
 from verifier.io import parse_trace_text
 from verifier.window import Append, Item, Rewrite, Trace
 
@@ -126,6 +128,38 @@ def test_chat_snapshots_clear_a_failed_result() -> None:
             assert it.raw == first[it.id].raw
     assert ("WR008", ("call_Zr3pQ1:result",)) in codes(trace)
     assert not any(code == "WR007" for code, _ in codes(trace))
+
+
+@pytest.mark.parametrize(
+    ("kept", "sent"),
+    [
+        # a chat message as the SDK dumped it, sent again with only its role and content
+        (
+            {"role": "assistant", "content": "ok", "refusal": None, "annotations": []},
+            {"role": "assistant", "content": "ok"},
+        ),
+        ({"role": "user", "content": "go", "name": "ana"}, {"role": "user", "content": "go"}),
+        # a Responses item whose status changed, or was left out
+        (
+            {"type": "function_call", "call_id": "c1", "name": "sh", "arguments": "{}",
+             "status": "in_progress"},
+            {"type": "function_call", "call_id": "c1", "name": "sh", "arguments": "{}"},
+        ),
+    ],
+)  # fmt: skip
+def test_a_message_is_told_by_role_content_and_calls(
+    kept: dict[str, Any], sent: dict[str, Any]
+) -> None:
+    """Across snapshots a message is the same when its role, content, tool calls and
+    tool_call_id are: fields beside those (null or not) do not make it another one."""
+    first = [{"role": "user", "content": "start"}, kept]
+    second = [{"role": "user", "content": "start"}, sent, {"role": "user", "content": "more"}]
+    trace = imported("openai", json.dumps([first, second]))
+    assert [type(ev).__name__ for ev in trace.events] == ["Append", "Append"]
+    assert len([it.id for it in windows(trace)[-1][1]]) == 3
+    edited = {**sent, "content": "changed"} if "content" in sent else {**sent, "name": "rm"}
+    again = imported("openai", json.dumps([first, [first[0], edited]]))
+    assert any(isinstance(ev, Rewrite) for ev in again.events)
 
 
 def test_responses_compaction_item_is_a_boundary() -> None:
@@ -878,6 +912,35 @@ def test_anthropic_a_message_sent_again_in_another_form_is_the_same() -> None:
     edited["messages"][0]["content"] = "hullo"  # an edit is still one
     found = codes(imported("anthropic", json.dumps(first), json.dumps(edited)))
     assert [code for code, _ in found] == ["WR007"]
+
+
+def test_anthropic_a_message_kept_as_the_api_returned_it() -> None:
+    """A history may keep the assistant's message as the API returned it (``id``, ``type:
+    "message"``, ``model``, ``stop_reason``, ``usage``): an Anthropic message with its own
+    id, not a Responses item; a later request that sends it again with other usage
+    figures (or none) extends the one before."""
+    call = {"type": "tool_use", "id": "toolu_9", "name": "bash", "input": {"command": "ls"}}
+    returned = {
+        "id": "msg_01A",
+        "type": "message",
+        "role": "assistant",
+        "model": "claude-x",
+        "content": [{"type": "text", "text": "listing"}, call],
+        "stop_reason": "tool_use",
+        "usage": {"input_tokens": 10, "output_tokens": 5},
+    }
+    result = {"type": "tool_result", "tool_use_id": "toolu_9", "content": "a.txt"}
+    first = [{"role": "user", "content": "run"}, returned]
+    second = [*first, {"role": "user", "content": [result]}]
+    second[1] = {**returned, "usage": {"input_tokens": 12, "output_tokens": 5}}
+    for fmt in ("anthropic", "auto"):
+        trace = imported(fmt, json.dumps(first), json.dumps(second))
+        assert [type(ev).__name__ for ev in trace.events] == ["Append", "Append"]
+        ids = [it.id for it in windows(trace)[-1][1]]
+        assert ids == ["msg-0", "msg_01A", "toolu_9", "toolu_9:result"]
+    text = [{"type": "output_text", "text": "hi"}]
+    plain = {"type": "message", "role": "assistant", "content": text}
+    assert detect_format([Source("r.json", json.dumps([plain]).encode())]) == "openai"
 
 
 def test_anthropic_bad_block_names_the_message(tmp_path: Path) -> None:

@@ -81,7 +81,7 @@ def _messages(obj: Any, file: str, where: str) -> list[Message]:
         raise InputError(f"{where}: a message must be a JSON object", file=file)
     foreign_message(obj, FORMAT, file, where)
     role = obj.get("role")
-    base = Message(str(role), _key(obj), file, where)
+    base = Message(str(role), _key(obj), file, where, match=_match(obj))
     if role not in ("user", "assistant", "system"):
         raise base.error(f"unknown role {role!r}", fix="use 'user' or 'assistant'")
     content = obj.get("content")
@@ -97,10 +97,11 @@ def _messages(obj: Any, file: str, where: str) -> list[Message]:
     k = cut[-1]
     out = []
     if content[:k]:
-        out.append(_message(obj, content[:k], _part(base, content[:k], "before")))
+        out.append(_message(obj, content[:k], _part(base, content[:k], "before"), part=True))
     out.append(_compaction(content[k], _part(base, [content[k]], "compaction")))
     if content[k + 1 :]:
-        out.append(_message(obj, content[k + 1 :], _part(base, content[k + 1 :], "after")))
+        after = _part(base, content[k + 1 :], "after")
+        out.append(_message(obj, content[k + 1 :], after, part=True))
     return out
 
 
@@ -115,12 +116,25 @@ def _key(obj: Mapping[str, Any]) -> str:
     ...                                   "cache_control": {"type": "ephemeral"}}]})
     True
     """
+    return canonical({**obj, "content": _content(obj)})
+
+
+def _match(obj: Mapping[str, Any]) -> str | None:
+    """What tells a message across snapshots where it holds more than its role and content
+    (a message kept as the API returned it: ``id``, ``type``, ``model``, ``usage``...): its
+    role and content, as :func:`_key` reads them."""
+    if all(k in ("role", "content") for k in obj):
+        return None
+    return canonical({"role": obj.get("role"), "content": _content(obj)})
+
+
+def _content(obj: Mapping[str, Any]) -> Any:
     content = obj.get("content")
     if isinstance(content, str):
-        content = [{"type": "text", "text": content}]
-    elif isinstance(content, list):
-        content = _blocks(content)
-    return canonical({**obj, "content": content})
+        return [{"type": "text", "text": content}]
+    if isinstance(content, list):
+        return _blocks(content)
+    return content
 
 
 def _blocks(blocks: list[Any]) -> list[Any]:
@@ -147,14 +161,27 @@ def _compaction(block: Mapping[str, Any], base: Message) -> Message:
     return Message("compaction", base.key, base.file, base.where, text=text, summary=True)
 
 
-def _message(obj: Mapping[str, Any], blocks: list[Any], base: Message) -> Message:
+def _message(
+    obj: Mapping[str, Any], blocks: list[Any], base: Message, *, part: bool = False
+) -> Message:
     text = texts([b for b in blocks if isinstance(b, dict) and b.get("type") == "text"])
     calls = tuple(_call(b, base) for b in blocks if _kind(b) in _CALLS)
     results = tuple(_result(b, base) for b in blocks if _is_result(b))
     own = obj.get("id") if isinstance(obj.get("id"), str) and obj.get("id") else None
+    if part:
+        own = None  # a part of a message cut at its compaction block: its id is the whole's
     notes = metadata_annotations(obj.get("metadata"), base.file, base.where)
     return Message(
-        base.role, base.key, base.file, base.where, own, text, calls, results, annotations=notes
+        base.role,
+        base.key,
+        base.file,
+        base.where,
+        own,
+        text,
+        calls,
+        results,
+        annotations=notes,
+        match=base.match,
     )
 
 

@@ -29,6 +29,7 @@ from verifier.io import MAX_ID_LENGTH, _Ctx, item_from_json, parse_trace_text
 from verifier.window import canonical_json
 
 __all__ = [
+    "CHAT_FIELDS",
     "Annotation",
     "Diverged",
     "Extractor",
@@ -44,6 +45,7 @@ __all__ = [
     "gives_items",
     "is_placeholder",
     "kept_text",
+    "matching",
     "message_count",
     "metadata_annotations",
     "one_line",
@@ -180,6 +182,24 @@ def exit_code_in(content: str) -> int | None:
     return int(match.group(1) if match.group(1) is not None else match.group(2))
 
 
+CHAT_FIELDS = ("role", "content", "tool_calls", "tool_call_id")
+"""What tells a message across snapshots (docs/importers.md, "Ids")."""
+
+
+def matching(obj: Mapping[str, Any], fields: Iterable[str]) -> str | None:
+    """The canonical JSON of a message's ``fields`` that are not null, where it holds other
+    fields too or a null one; None where it holds those alone (its key tells it then).
+
+    >>> matching({"role": "user", "content": "hi"}, CHAT_FIELDS) is None
+    True
+    >>> matching({"role": "user", "content": "hi", "refusal": None}, CHAT_FIELDS)
+    '{"content":"hi","role":"user"}'
+    """
+    if all(k in fields and v is not None for k, v in obj.items()):
+        return None
+    return canonical({k: obj[k] for k in fields if obj.get(k) is not None})
+
+
 def fit_id(raw: str) -> str:
     """An item id of at most 256 characters: ids that are longer become ``id-`` + a hash.
 
@@ -253,12 +273,15 @@ class ToolResult:
 class Message:
     """One message the model saw, read from its format.
 
-    ``key`` is the canonical JSON of the message as the format wrote it: two
-    messages without an id of their own are the same message when their keys
-    are equal. ``where`` names the message in its file for error messages
-    ("message 3", "line 12"). ``raw`` is the message as the format holds it and
-    ``record`` the record that carries it (a Claude Code line; else the message
-    itself): what an extractor is given (``docs/importers.md``, "Extractors").
+    ``key`` is the canonical JSON of the message as the format wrote it.
+    ``match`` is the canonical JSON of the fields that tell it across snapshots
+    (role, content, tool calls, ``tool_call_id``), where the message holds more
+    than those: two messages without an id of their own are the same message
+    when their :attr:`same` keys are equal. ``where`` names the message in its
+    file for error messages ("message 3", "line 12"). ``raw`` is the message as
+    the format holds it and ``record`` the record that carries it (a Claude Code
+    line; else the message itself): what an extractor is given
+    (``docs/importers.md``, "Extractors").
     """
 
     role: str
@@ -274,6 +297,12 @@ class Message:
     annotations: tuple[Any, ...] = ()
     raw: Any = field(default=None, compare=False, repr=False)
     record: Any = field(default=None, compare=False, repr=False)
+    match: str | None = None
+
+    @property
+    def same(self) -> str:
+        """What tells this message across snapshots: ``match``, else ``key``."""
+        return self.key if self.match is None else self.match
 
     def error(self, message: str, fix: str | None = None) -> InputError:
         """Bad input in this message: names the file and the message."""
@@ -360,9 +389,9 @@ def _occurrence_keys(messages: Sequence[Message]) -> list[str]:
     counts: dict[str, int] = {}
     out = []
     for m in messages:
-        j = counts.get(m.key, 0)
-        counts[m.key] = j + 1
-        out.append(f"{j}:{m.key}")
+        j = counts.get(m.same, 0)
+        counts[m.same] = j + 1
+        out.append(f"{j}:{m.same}")
     return out
 
 
@@ -713,7 +742,7 @@ def _stable_key(m: Message) -> str:
     result call ids and call ids (a cleared or cut result does not make it new).
     """
     if not m.results:
-        return m.key
+        return m.same
     return canonical(
         [m.role, m.text, [r.call_id for r in m.results], [c.id for c in m.calls], m.summary]
     )
@@ -957,7 +986,7 @@ def _history_ids(snapshots: Sequence[Snapshot], s: _State) -> set[str]:
 def _take(snap: Snapshot, s: _State) -> None:
     """Turn one snapshot into an append (it extends the last one) or a rewrite."""
     idents = _idents(snap.messages)
-    marks = list(zip(idents, (m.key for m in snap.messages), strict=True))
+    marks = list(zip(idents, (m.same for m in snap.messages), strict=True))
     last = s.last
     if snap.policy is None and last is not None and marks[: len(last)] == last:
         _append(snap.messages[len(last) :], idents[len(last) :], s)

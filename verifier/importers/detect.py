@@ -345,6 +345,23 @@ def _anthropic_block(block: Mapping[str, Any]) -> bool:
     )
 
 
+def _anthropic_response(m: Mapping[str, Any]) -> bool:
+    """A ``type: "message"`` object as the Messages API returns it (kept in a history as
+    it came, with its ``id``), not a Responses message item: it has a ``stop_reason``, or
+    its content holds Anthropic blocks (``text``, ``tool_use``...) and no Responses parts
+    (``input_text``, ``output_text``...)."""
+    if "stop_reason" in m:
+        return True
+    content = m.get("content")
+    if not isinstance(content, list):
+        return False
+    blocks = [b for b in content if isinstance(b, dict)]
+    kinds = {_kind(b) for b in blocks}
+    if kinds & _OPENAI_PARTS:
+        return False
+    return bool(kinds & (_ANTHROPIC_BLOCKS | {"text"})) or any(_anthropic_block(b) for b in blocks)
+
+
 def _message_format(m: Mapping[str, Any]) -> str | None:
     """The format a single message shows unmistakably, if any."""
     if isinstance(m.get("data"), dict) and isinstance(m.get("type"), str):
@@ -364,7 +381,9 @@ def _message_format(m: Mapping[str, Any]) -> str | None:
     if _kind(m, "source") in ("input", "generate") and "role" in m:
         return "inspect"
     kind = _kind(m)
-    if kind in _RESPONSES_TYPES or (kind == "message" and "role" in m):
+    if kind == "message" and "role" in m:
+        return "anthropic" if _anthropic_response(m) else "responses"
+    if kind in _RESPONSES_TYPES:
         return "responses"
     if m.get("role") == "tool" and "tool_call_id" in m:
         return "openai"

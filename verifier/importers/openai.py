@@ -16,6 +16,7 @@ from typing import Any
 
 from verifier.errors import InputError
 from verifier.importers.common import (
+    CHAT_FIELDS,
     Message,
     Snapshot,
     ToolCall,
@@ -23,6 +24,7 @@ from verifier.importers.common import (
     call_arguments,
     canonical,
     gives_items,
+    matching,
     metadata_annotations,
     split_at_markers,
 )
@@ -168,18 +170,18 @@ def _compacted(payload: Any, file: str, n: int, before: Sequence[Message]) -> li
         text = summary or "(compacted)"
         key = canonical({"compacted": payload})
         return [Message("user", key, file, f"line {n}", text=text, summary=True)]
-    known = {m.key for m in before}
+    known = {m.same for m in before}
     out = []
     for i, obj in enumerate(history):
         m = item_message(obj, file, f"line {n} replacement_history {i}")
-        if summary and m.key not in known and summary.strip() in m.text:
+        if summary and m.same not in known and summary.strip() in m.text:
             m = _as_summary(m)
         out.append(m)
     return out
 
 
 def _as_summary(m: Message) -> Message:
-    return Message(m.role, m.key, m.file, m.where, m.id, m.text, m.calls, m.results, True, m.at)
+    return dataclasses.replace(m, summary=True)
 
 
 def item_message(obj: Any, file: str, where: str, *, at: str | None = None) -> Message:
@@ -193,15 +195,18 @@ def item_message(obj: Any, file: str, where: str, *, at: str | None = None) -> M
     reader = _ITEMS.get(kind) if isinstance(kind, str) else None
     key = canonical(obj)
     own = obj.get("id") if isinstance(obj.get("id"), str) and obj.get("id") else None
+    # an item's status ("in_progress", "completed") does not make it another item
+    match = matching(obj, [k for k in obj if k != "status"])
     if reader is None:
-        return Message("assistant", key, file, where, own)
-    return reader(obj, Message("assistant", key, file, where, own, at=at))
+        return Message("assistant", key, file, where, own, match=match)
+    return reader(obj, Message("assistant", key, file, where, own, at=at, match=match))
 
 
 def _chat(obj: dict[str, Any], file: str, where: str, at: str | None) -> Message:
     role = obj.get("role")
     key = canonical(obj)
-    base = Message(str(role), key, file, where)
+    match = matching(obj, CHAT_FIELDS)
+    base = Message(str(role), key, file, where, match=match)
     if role == "function" or "function_call" in obj:
         raise base.error(
             "legacy function messages have no call id", fix="use tool_calls and role 'tool'"
@@ -212,10 +217,14 @@ def _chat(obj: dict[str, Any], file: str, where: str, at: str | None) -> Message
     notes = metadata_annotations(obj.get("metadata"), file, where)
     if role == "tool":
         result = ToolResult(_str(obj, "tool_call_id", base), texts(obj.get("content")), _name(obj))
-        return Message("tool", key, file, where, own, results=(result,), annotations=notes)
+        return Message(
+            "tool", key, file, where, own, results=(result,), annotations=notes, match=match
+        )
     calls = tuple(_chat_call(c, base, k) for k, c in enumerate(_list(obj, "tool_calls", base)))
     text = texts(obj.get("content"))
-    return Message(role, key, file, where, own, text, calls, at=at, annotations=notes)
+    return Message(
+        role, key, file, where, own, text, calls, at=at, annotations=notes, match=match
+    )
 
 
 def _chat_call(call: Any, base: Message, k: int) -> ToolCall:
