@@ -1322,6 +1322,28 @@ def test_inspect_schema_1_tool_error_and_ids_with_a_colon() -> None:
         assert (result.modality, result.content) == ("failed", "Error parsing the arguments")
 
 
+def test_inspect_results_after_the_last_model_call_are_appended() -> None:
+    """A sample that ended after its tools ran, before the model was called again, holds
+    their results in its messages only: they are appended, not lost (a failed one with
+    them)."""
+    user = {"id": "U", "role": "user", "content": "Fix the build", "source": "input"}
+    call = {"id": "tc1", "function": "bash", "arguments": {"cmd": "make"}, "type": "function"}
+    reply = {"id": "A1", "role": "assistant", "content": "", "tool_calls": [call]}
+    result = {"id": "T1", "role": "tool", "content": "boom", "tool_call_id": "tc1",
+              "function": "bash", "error": {"type": "unknown", "message": "boom"}}  # fmt: skip
+    model = {"event": "model", "model": "m", "input": [user],
+             "output": {"choices": [{"message": reply}]}}  # fmt: skip
+    sample = {"id": 1, "epoch": 1, "messages": [user, reply, result], "events": [model]}
+    trace = imported("inspect", json.dumps({"samples": [sample]}))
+    seen = windows(trace)
+    assert [it.id for it in seen[-1][1]] == ["U", "tc1", "tc1:result"]
+    assert seen[-1][1][-1].modality == "failed"
+    # a sample whose last message is the last call's output gives no more
+    sample["messages"] = [user, reply]
+    ended = windows(imported("inspect", json.dumps({"samples": [sample]})))
+    assert [it.id for it in ended[-1][1]] == ["U", "tc1"]
+
+
 # --- annotations --------------------------------------------------------------------------
 
 CHAT = FIXTURES / "openai" / "chat_snapshots.json"

@@ -228,8 +228,10 @@ def _sample_snapshots(sample: Mapping[str, Any], file: str) -> list[Snapshot]:
             ]
             out.append(Snapshot(tuple(messages), policy))
             policy = None
+    raw_messages = sample.get("messages")
+    if out and isinstance(raw_messages, list):
+        out.extend(_after_the_last_call(out[-1], raw_messages, attachments, file))
     if not out:
-        raw_messages = sample.get("messages")
         if not isinstance(raw_messages, list):
             raise InputError("the sample has neither model events nor messages", file=file)
         out.append(
@@ -241,6 +243,27 @@ def _sample_snapshots(sample: Mapping[str, Any], file: str) -> list[Snapshot]:
             )
         )
     return out
+
+
+def _after_the_last_call(
+    last: Snapshot, raw_messages: list[Any], attachments: Mapping[str, Any], file: str
+) -> list[Snapshot]:
+    """The sample's messages that came after the last model call's output (the results of
+    the calls it made, when the sample ended before the model was called again): one more
+    snapshot, the last one and those; none when there are none, or the output is not among
+    the sample's messages (by its id)."""
+    output = last.messages[-1].id if last.messages else None
+    ids = [m.get("id") if isinstance(m, dict) else None for m in raw_messages]
+    if output is None or output not in ids:
+        return []
+    start = len(ids) - ids[::-1].index(output)
+    if start == len(raw_messages):
+        return []
+    later = tuple(
+        _message(_resolve(raw_messages[i], attachments), file, f"message {i}")
+        for i in range(start, len(raw_messages))
+    )
+    return [Snapshot(last.messages + later)]
 
 
 _SCORING = frozenset({"scorer", "scorers"})
