@@ -1040,6 +1040,36 @@ def test_langchain_chat_roles_and_langmem_summaries() -> None:
         imported("langchain", json.dumps(bad))
 
 
+def test_langchain_a_summary_within_one_list_is_a_compaction() -> None:
+    """One list that holds a summary after other messages (a whole session written out) is
+    the list before the summary, then a summarization: the model sees the list from the
+    summary on, after the system prompt. A list that opens with its summary is no
+    rewrite, and a summary met before is none again."""
+    call = {"name": "bash", "args": {"command": "make"}, "id": "call_1", "type": "tool_call"}
+    summary = _lc("human", content="Here is a summary of the conversation to date: built.",
+                  id="s", additional_kwargs={"lc_source": "summarization"})  # fmt: skip
+    messages = [
+        _lc("system", content="Be careful.", id="p"),
+        _lc("human", content="run make", id="u"),
+        _lc("ai", content="", id="a", tool_calls=[call]),
+        _LC_RESULT,
+        summary,
+        _lc("human", content="go on", id="u2"),
+    ]
+    trace = imported("langchain", json.dumps(messages))
+    seen = windows(trace)
+    assert [p for p, _ in seen] == ["append", "langchain:summarization", "append"]
+    assert [it.id for it in seen[1][1]] == ["p", "s"]
+    assert [it.id for it in seen[2][1]] == ["p", "s", "u2"]
+    assert ("WR008", ("call_1:result",)) in codes(trace)
+    # the same session written out again, longer: the summary is not a compaction again
+    longer = [*messages, _lc("ai", content="done", id="a2")]
+    again = windows(imported("langchain", json.dumps([messages, longer])))
+    assert [p for p, _ in again] == ["append", "langchain:summarization", "append", "append"]
+    opening = windows(imported("langchain", json.dumps(messages[4:])))
+    assert [p for p, _ in opening] == ["append"]
+
+
 def test_langchain_dumpd_and_flat_messages_read_as_messages_to_dict() -> None:
     """``dumpd`` output and flat ``model_dump`` messages are the same messages as
     ``messages_to_dict`` writes them: the same items, by the named format and by auto."""

@@ -23,6 +23,7 @@ from verifier.importers.common import (
     canonical,
     gives_items,
     metadata_annotations,
+    split_at_markers,
 )
 from verifier.importers.detect import LANGCHAIN_CHUNKS, LANGCHAIN_TYPES, no_items
 from verifier.importers.sources import Source, read_json, texts
@@ -39,14 +40,31 @@ _SYSTEM_SUMMARY_PREFIX = "Summary of the conversation so far:"
 
 
 def snapshots(sources: Sequence[Source]) -> list[Snapshot]:
-    """One snapshot per message list, each marked by what produced it."""
+    """One snapshot per message list, each marked by what produced it; a list that holds a
+    summary after other messages is the list before it, then a compaction: the model sees
+    the list from its summary on (after the leading system messages)."""
     out: list[Snapshot] = []
     before: set[str] = set()
+    seen: set[str] = set()  # the summaries met in earlier lists
     for src in sources:
         got: list[Snapshot] = []
         for where, raw in _lists(src):
             messages = [_message(obj, src.name, f"{where}message {i}") for i, obj in enumerate(raw)]
-            got.append(Snapshot(tuple(messages), _policy(messages, before)))
+            lead = 0
+            while lead < len(messages) and messages[lead].role == "system":
+                if messages[lead].summary:
+                    break
+                lead += 1
+            rest = messages[lead:]
+            marks = [m.summary for m in rest]
+            for snap in split_at_markers(rest, marks, seen, SUMMARIZATION):
+                window = (*messages[:lead], *snap.messages)
+                policy = snap.policy
+                if policy is not None and not (out or got) and snap.messages[:1] == tuple(rest[:1]):
+                    policy = None  # the first list opens with a summary: nothing before it
+                if policy is None:
+                    policy = _editing(window, before)
+                got.append(Snapshot(window, policy))
             before = {m.key for m in messages}
         if not gives_items(got):
             raise no_items(FORMAT, src)  # each file, not only the first: never an empty window
@@ -54,11 +72,9 @@ def snapshots(sources: Sequence[Source]) -> list[Snapshot]:
     return out
 
 
-def _policy(messages: Sequence[Message], before: set[str]) -> str | None:
-    """The marker a snapshot shows for the first time, if any."""
+def _editing(messages: Sequence[Message], before: set[str]) -> str | None:
+    """The context-editing marker a snapshot shows for the first time, if any."""
     new = [m for m in messages if m.key not in before]
-    if before and any(m.summary for m in new):
-        return SUMMARIZATION
     if before and any(r.cleared for m in new for r in m.results):
         return CONTEXT_EDITING
     return None
