@@ -664,6 +664,23 @@ def test_wrong_format_is_named(tmp_path: Path, fmt: str, path: Path, words: str)
     assert "Traceback" not in err
 
 
+def test_plain_messages_are_named_where_the_format_does_not_read_them(tmp_path: Path) -> None:
+    """Plain role/content messages are read by openai, anthropic and inspect; langchain and
+    claude-code name what the file is, not the first message they cannot read."""
+    plain = tmp_path / "plain.json"
+    plain.write_text(json.dumps([{"role": "user", "content": "hi"}]))
+    for fmt in ("openai", "anthropic", "inspect"):
+        assert run("import", fmt, str(plain))[0] == 0
+    code, _, err = run("import", "langchain", str(plain))
+    assert code == 2 and "chat messages (role and content)" in err and "`openai`" in err
+    lines = tmp_path / "plain.jsonl"
+    lines.write_text(
+        jsonl([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}])
+    )
+    code, _, err = run("import", "claude-code", str(lines))
+    assert code == 2 and "chat messages (role and content)" in err
+
+
 def test_jsonl_json_mixups_are_named(tmp_path: Path) -> None:
     loglines = tmp_path / "export.json"
     records = [json.loads(line) for line in CC_ON.read_text().splitlines()]

@@ -485,8 +485,10 @@ def mismatch(fmt: str, src: Source, shape: Shape | None = None) -> InputError | 
     """The error for a file that FORMAT ``fmt`` cannot read by its shape, or None."""
     shape = shape if shape is not None else describe(src)
     readable = shape.container in CONTAINERS[fmt]
-    if shape.fits(fmt) or (readable and (shape.format is None or not shape.sure)):
+    if shape.fits(fmt) or (readable and shape.format is None):
         return None
+    if readable and not shape.sure and fmt in _PLAIN_READERS:
+        return None  # plain role/content messages: this format reads them too
     if shape.format is None and shape.container == "other":
         return None  # the reader words what is wrong (malformed JSON, bad UTF-8, ...)
     return InputError(
