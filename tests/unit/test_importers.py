@@ -162,6 +162,20 @@ def test_a_message_is_told_by_role_content_and_calls(
     assert any(isinstance(ev, Rewrite) for ev in again.events)
 
 
+def test_responses_request_instructions_are_a_system_message() -> None:
+    """A Responses request's ``instructions`` are a system (or developer) message inserted
+    before its input: a system observation first, as an Anthropic request's ``system``."""
+    body = {"model": "m", "instructions": "Be terse.", "input": "hi"}
+    (window,) = [w for _, w in windows(imported("openai", json.dumps(body)))]
+    assert [(it.id, it.source, it.content) for it in window] == [
+        ("msg-0", "system", "Be terse."),
+        ("msg-1", "user", "hi"),
+    ]
+    listed = {**body, "instructions": [{"role": "developer", "content": "No jokes."}]}
+    (window,) = [w for _, w in windows(imported("openai", json.dumps(listed)))]
+    assert [it.source for it in window] == ["developer", "user"]
+
+
 def test_responses_compaction_item_is_a_boundary() -> None:
     trace = imported("openai", FIXTURES / "openai" / "responses_compaction.json")
     seen = windows(trace)

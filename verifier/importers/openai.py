@@ -92,11 +92,18 @@ def _lists(src: Source, value: Any) -> list[tuple[str, list[Any]]]:
         if isinstance(value.get("messages"), list):
             return [("", value["messages"])]
         if "input" in value:
+            # a Responses request's instructions are a system message before its input
+            told = value.get("instructions")
+            head: list[Any] = []
+            if isinstance(told, str) and told:
+                head = [{"role": "system", "content": told}]
+            elif isinstance(told, list):
+                head = told
             given = value["input"]
             if isinstance(given, str):
-                return [("", [{"role": "user", "content": given}])]
+                return [("", [*head, {"role": "user", "content": given}])]
             if isinstance(given, list):
-                return [("", given)]
+                return [("", [*head, *given])]
         raise InputError(
             "the file is a JSON object without a 'messages' or 'input' list",
             file=src.name,
