@@ -107,7 +107,7 @@ class PlotProcess:
         env["PYTHONPATH"] = os.pathsep.join(p for p in (here, env.get("PYTHONPATH", "")) if p)
         try:
             self._proc = subprocess.Popen(
-                [sys.executable, "-m", "verifier.pressure"],
+                [sys.executable, "-P", "-m", "verifier.pressure"],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL,

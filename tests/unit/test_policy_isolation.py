@@ -289,6 +289,22 @@ def test_a_module_that_ends_the_process_on_import_is_bad_input(tmp_path: Path) -
     assert "ended its process while loading: exit code 7" in err
 
 
+@pytest.mark.parametrize("shadow", ["random.py", "json.py", "verifier.py"])
+def test_the_working_folder_does_not_shadow_what_the_worker_imports(
+    hostile: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, shadow: str
+) -> None:
+    """A module in the folder ctxproof runs from, named like one the worker imports itself
+    (the standard library's, or ctxproof's own), is not imported in its place: a policy
+    that keeps everything finds nothing, wherever it is run from."""
+    here = tmp_path / "cwd"
+    here.mkdir()
+    (here / shadow).write_text("raise SystemExit(1)\n")
+    monkeypatch.chdir(here)
+    code, out, err = fuzz_cli(hostile, "keep", tmp_path / "o", "--format", "json", sessions=2)
+    assert code == 0, err
+    assert json.loads(out)["findings_by_rule"] == {}
+
+
 def test_a_missing_function_is_still_named_from_the_workers_load(
     hostile: Path, tmp_path: Path
 ) -> None:

@@ -476,6 +476,7 @@ class PolicyProcess:
             self._proc = subprocess.Popen(
                 [
                     sys.executable,
+                    "-P",  # not the working folder first: its random.py is no stdlib module
                     "-m",
                     "verifier.policies.isolated",
                     str(to_child[0]),
