@@ -714,10 +714,12 @@ def test_commands_run_in_process_leave_their_garbage_collectable(
     sys.modules.pop("probe_command_module", None)
 
 
-def test_check_reads_both_backgrounds_together(tmp_path: Path) -> None:
-    """A background holds in every window: AFTER's background is read for BEFORE too (no
-    CF005 for a claim it entails), and two that contradict each other are bad input."""
+def test_check_reads_the_background_of_before(tmp_path: Path) -> None:
+    """The domain knowledge is BEFORE's: a formula AFTER's background adds is no premise
+    (the rewrite cannot certify what it made up: CF005, CF002), a background AFTER leaves
+    out still holds, and an AFTER background unsatisfiable on its own is bad input."""
     claim = {"id": "n1", "kind": "claim", "formula": "db.replicas3"}
+    decision = {"id": "c1", "kind": "commitment", "type": "decision", "formula": "a"}
 
     def window(name: str, background: list[str], items: list[dict[str, Any]]) -> str:
         path = tmp_path / name
@@ -725,14 +727,24 @@ def test_check_reads_both_backgrounds_together(tmp_path: Path) -> None:
         path.write_text(json.dumps(obj), "utf-8")
         return str(path)
 
-    before = window("b.json", [], [])
-    code, out, _ = run("check", before, window("a0.json", [], [claim]), "--format", "json")
-    assert code == 1 and [f["code"] for f in json.loads(out)["findings"]] == ["CF005"]
-    after = window("a1.json", ["db.replicas3"], [claim])
-    code, out, _ = run("check", before, after, "--format", "json")
-    assert code == 0 and json.loads(out)["findings"] == []
-    code, _, err = run("check", window("b2.json", ["!db.replicas3"], []), after)
-    assert code == 2 and "unsatisfiable" in err
+    def codes(*argv: str) -> tuple[int, list[str]]:
+        code, out, err = run("check", *argv, "--format", "json")
+        assert code in (0, 1), err
+        return code, [f["code"] for f in json.loads(out)["findings"]]
+
+    before = window("b.json", [], [decision])
+    assert codes(before, window("a0.json", [], [decision, claim])) == (1, ["CF005"])
+    # AFTER adds an axiom that would entail its new claim: not read
+    added = window("a1.json", ["a -> db.replicas3"], [decision, claim])
+    assert codes(before, added) == (1, ["CF005"])
+    stronger = {**decision, "formula": "a & db.replicas3"}
+    strengthened = window("a2.json", ["a -> db.replicas3"], [stronger])
+    assert codes(before, strengthened) == (1, ["CF002", "CF005"])
+    # BEFORE's axiom holds in AFTER, whatever AFTER's background says
+    knows = window("b1.json", ["a -> db.replicas3"], [decision])
+    assert codes(knows, window("a3.json", [], [decision, claim])) == (0, [])
+    code, _, err = run("check", before, window("a4.json", ["x", "!x"], [decision]))
+    assert code == 2 and "unsatisfiable" in err and "a4.json" in err
 
 
 def test_a_check_finding_stands_at_the_line_of_its_item(tmp_path: Path) -> None:
