@@ -146,8 +146,12 @@ def parse_with_grammar(text: str) -> Formula:
         column = exc.column if isinstance(exc.column, int) and exc.column > 0 else len(text) + 1
         if at_end:
             column = len(text) + 1
-        expected = _describe_expected(exc.expected)
-        if at_end and text.count("(") > text.count(")"):
+        # the tokens the parser can take there (LALR's own list may name a token that a
+        # reduction would reject: ')' with no parenthesis open)
+        where = len(text) if at_end else exc.token.start_pos or 0
+        accepted = _accepted_at(text, where) or set(exc.expected)
+        expected = _describe_expected(accepted)
+        if at_end and "RPAR" in accepted:
             expected = "')': a parenthesis is still open"
         raise FormulaError(
             f"formula {text!r}: column {column}: unexpected {found}, expected {expected}",

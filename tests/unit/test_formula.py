@@ -330,6 +330,35 @@ def test_lark_is_loaded_only_for_a_formula_the_fast_path_refuses() -> None:
     ]
 
 
+OPERAND = "'!' or '(' or an atom"
+AFTER_OPERAND = "'&' or '->' or '<->' or '|' or end of formula"
+
+
+@pytest.mark.parametrize(
+    ("text", "column", "expected"),
+    [
+        ("a & (b |", 9, OPERAND),  # a parenthesis is open, but an operand is missing first
+        ("(b ->", 6, OPERAND),
+        ("(", 2, OPERAND),
+        ("(!", 3, OPERAND),
+        ("(a & b", 7, "')': a parenthesis is still open"),
+        ("((a)", 5, "')': a parenthesis is still open"),
+        ("a)", 2, AFTER_OPERAND),  # no parenthesis is open: ')' is not expected
+        ("a & b)", 6, AFTER_OPERAND),
+        ("a b", 3, AFTER_OPERAND),
+        ("(a) b", 5, AFTER_OPERAND),
+        ("(a b", 4, "'&' or ')' or '->' or '<->' or '|'"),
+    ],
+)
+def test_a_syntax_error_names_what_could_stand_there(text: str, column: int, expected: str) -> None:
+    """What was expected is what the grammar can take at that column: an operand where
+    one is missing (even inside a parenthesis), ')' only where one is open."""
+    with pytest.raises(FormulaError) as info:
+        parse_formula(text)
+    assert f"column {column}: " in info.value.message
+    assert info.value.message.endswith(f"expected {expected}"), info.value.message
+
+
 @pytest.mark.parametrize("name", ["a", "db.postgres", "x y", "", "é"])
 def test_new_atom_is_the_atom_its_constructor_makes(name: str) -> None:
     made, reference = new_atom(name), Atom(name)
