@@ -750,27 +750,57 @@ def item_from_plain(obj: Any) -> Item:
     return item_from_json(json.loads(text))
 
 
+def _bad_id(obj: dict[str, Any]) -> str:
+    """What is wrong with an item's id, in words."""
+    if "id" not in obj:
+        return 'an item has no "id"'
+    iid = obj["id"]
+    if not isinstance(iid, str):
+        return f"item id {_shown(iid)} is not a string"
+    if not iid:
+        return "an item's id is empty"
+    return f"item id {_shown(iid[:40])}... is {len(iid)} characters long, over {MAX_ID_LENGTH}"
+
+
+def _bad_id_fix(obj: dict[str, Any]) -> str:
+    if "id" not in obj:
+        return 'give every item an "id"'
+    return f'write "id" as a string of 1 to {MAX_ID_LENGTH} characters'
+
+
+def _a(word: str) -> str:
+    """``word`` with its indefinite article."""
+    return f"{'an' if word[:1] in 'aeiou' else 'a'} {word}"
+
+
+def _missing_or(obj: dict[str, Any], key: str, what: str) -> str:
+    """``what`` followed by the value of ``key``, or saying it has none."""
+    if key not in obj:
+        return f'{what} has no "{key}"'
+    return f"{what} {key} is {_value(obj[key])}"
+
+
+def _value(value: Any) -> str:
+    """A JSON value as a message quotes it: ``null`` for None, else as :func:`_shown`."""
+    return "null" if value is None else _shown(value)
+
+
 def _item_from_json(obj: dict[str, Any], ctx: _Ctx, raw: str | None) -> Item:
     iid = obj.get("id")
     if not isinstance(iid, str) or not 1 <= len(iid) <= MAX_ID_LENGTH:
-        shown = iid if isinstance(iid, str) and 1 <= len(iid) <= 40 else None
-        raise ctx.error(
-            f"item id must be a string of 1 to {MAX_ID_LENGTH} characters",
-            item=shown,
-            fix='give every item an "id"',
-        )
+        raise ctx.error(_bad_id(obj), fix=_bad_id_fix(obj))
     kind = obj.get("kind")
     kind = _KIND.get(kind, kind) if isinstance(kind, str) else kind  # one str per kind
     if kind not in KINDS:
         raise ctx.error(
-            f"unknown kind {_shown(kind)}",
+            f"unknown kind {_value(kind)}" if "kind" in obj else 'the item has no "kind"',
             item=iid,
             fix=suggestion(kind, KINDS) or f"use one of {', '.join(KINDS)}",
         )
     if not _FIELDS[kind].issuperset(obj):
         unknown = sorted(set(obj) - _FIELDS[kind])
         raise ctx.error(
-            f"unknown field {_shown(unknown[0])} for a {kind}",
+            f"unknown field {_shown(unknown[0])} for {_a(kind)}",
             item=iid,
             fix=_field_fix(unknown[0], kind),
         )
@@ -1128,15 +1158,15 @@ def _event(obj: Any, ctx: _Ctx) -> Event | Header:
     kind = obj.get("event")
     if not isinstance(kind, str) or kind not in _EVENT_FIELDS:  # a list or object is no name
         raise ctx.error(
-            f"unknown event {_shown(kind)}",
+            f"unknown event {_value(kind)}" if "event" in obj else 'the line has no "event"',
             fix=suggestion(kind, _EVENT_FIELDS) or "use header, append, spill or rewrite",
         )
-    _check_fields(obj, _EVENT_FIELDS[kind], ctx, f"a {kind} event")
+    _check_fields(obj, _EVENT_FIELDS[kind], ctx, f"{_a(kind)} event")
     line = ctx.line or 0
     if kind == "header":
         if obj.get("format") != TRACE_FORMAT:
             raise ctx.error(
-                f"header format is {_shown(obj.get('format'))}",
+                _missing_or(obj, "format", "the header"),
                 fix=f'write "format": "{TRACE_FORMAT}"',
             )
         budget = obj.get("budget")
@@ -1604,7 +1634,7 @@ def _window(obj: Any, ctx: _Ctx, text: str) -> Window:
     _check_fields(obj, {"format", "background", "items"}, ctx, "a window file")
     if obj.get("format") != WINDOW_FORMAT:
         raise ctx.error(
-            f"window format is {_shown(obj.get('format'))}",
+            _missing_or(obj, "format", "the window file"),
             fix=f'write "format": "{WINDOW_FORMAT}"',
         )
     background = _background(obj.get("background", []), ctx)

@@ -321,7 +321,7 @@ def test_a_ten_megabyte_id_costs_little_memory_and_time(traced: None) -> None:
     assert peak < 1_000_000, peak  # the old regex scan took ~140 bytes a character
     assert elapsed < 5
     tracemalloc.reset_peak()
-    with pytest.raises(InputError, match="item id must be a string of 1 to 256"):
+    with pytest.raises(InputError, match="is 10000000 characters long, over 256"):
         parse_window_text(text, "w.json")
     peak = tracemalloc.get_traced_memory()[1] - base
     assert peak < 120_000_000, peak  # the text, its parse, and little more
@@ -368,3 +368,48 @@ def test_the_first_key_written_twice_is_the_one_named() -> None:
     with pytest.raises(InputError) as caught:
         _loads('{"id": "c1", "id": "c2"}', _Ctx("t.jsonl", 2))
     assert caught.value.item == "c1"
+
+
+@pytest.mark.parametrize(
+    ("lines", "said"),
+    [
+        (['{"items": []}'], 'the line has no "event"'),
+        (['{"event": null}'], "unknown event null"),
+        (['{"event": "append", "items": [{"id": "x", "kind": null}]}'], "unknown kind null"),
+        (['{"event": "append", "items": [{"id": "x"}]}'], 'the item has no "kind"'),
+        (['{"event": "append", "items": [], "x": 1}'], "in an append event"),
+        (
+            ['{"event": "append", "items": [{"id": "o", "kind": "observation", "x": 1}]}'],
+            "for an observation",
+        ),
+        (['{"event": "append", "items": [{"kind": "prose"}]}'], 'an item has no "id"'),
+        (['{"event": "append", "items": [{"id": "", "kind": "prose"}]}'], "id is empty"),
+        (
+            ['{"event": "append", "items": [{"id": 7, "kind": "prose"}]}'],
+            "item id 7 is not a string",
+        ),
+        (
+            [json.dumps({"event": "append", "items": [{"id": "i" * 300, "kind": "prose"}]})],
+            "is 300 characters long, over 256",
+        ),
+    ],
+)
+def test_a_message_says_what_is_missing_or_wrong_in_words(
+    tmp_path: Path, lines: list[str], said: str
+) -> None:
+    """A missing key is said to be missing, a JSON null is written null (never Python's
+    None), and an id's problem is named (missing, not a string, empty, too long)."""
+    trace = tmp_path / "t.jsonl"
+    trace.write_text(HEADER + "\n".join(lines) + "\n", "utf-8")
+    code, out, err = run("audit", str(trace))
+    assert_bad_input(code, out, err, said)
+    assert "None" not in err and f"{trace}:2:" in err
+
+
+def test_a_window_or_header_without_format_says_so(tmp_path: Path) -> None:
+    window = tmp_path / "w.json"
+    window.write_text('{"items": []}', "utf-8")
+    assert_bad_input(*run("check", str(window), str(window)), 'the window file has no "format"')
+    trace = tmp_path / "t.jsonl"
+    trace.write_text('{"event": "header", "format": null}\n', "utf-8")
+    assert_bad_input(*run("audit", str(trace)), "the header format is null")

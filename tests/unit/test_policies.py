@@ -379,7 +379,7 @@ def test_a_policy_that_raises_is_pl001_with_the_exception_on_one_line() -> None:
         ([{"id": "x", "kind": "note"}], r"item 'x' is invalid: unknown kind 'note'"),
         ([{"id": "x", "kind": "commitment"}], r"item 'x' is invalid: commitment has no 'type'"),
         ([{"id": "x", "kind": "prose", "colour": 1}], r"unknown field 'colour' for a prose"),
-        ([{"kind": "prose"}], r"window\[0\] is invalid: item id must be a string"),
+        ([{"kind": "prose"}], r"window\[0\] is invalid: an item has no \"id\""),
         ([C1, P1, dict(C1, text="again")], r"holds id 'c1' twice"),
         ([{"id": "x", "kind": "prose", "tokens": float("nan")}], r"window\[0\] is not plain JSON"),
         ([{"id": "x", "kind": "prose", "text": {1, 2}}], r"window\[0\] is not plain JSON"),
