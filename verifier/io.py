@@ -194,6 +194,11 @@ def _loads(text: str, ctx: _Ctx, *, flat_when_valid: bool = False) -> Any:
         )
     except json.JSONDecodeError as exc:
         where = _Ctx(ctx.file, (ctx.line or 1) + exc.lineno - 1)
+        if exc.msg.startswith("Unexpected UTF-8 BOM"):
+            raise where.error(
+                "a byte order mark (U+FEFF) stands before the JSON value",
+                fix="remove it (only the file's first line may start with one)",
+            ) from None
         raise where.error(
             f"malformed JSON: {exc.msg} (column {exc.colno})", fix="write one valid JSON value"
         ) from None
@@ -367,8 +372,10 @@ def decode_input(data: bytes, file: str) -> str:
         return text[1:] if text.startswith("\ufeff") else text  # a byte order mark is allowed
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
+        column = exc.start - data.rfind(b"\n", 0, exc.start)
         raise InputError(
-            f"invalid UTF-8 at byte {exc.start}",
+            f"invalid UTF-8 at column {column} (byte {exc.start} of the file):"
+            f" {data[exc.start : exc.end]!r}",
             file=file,
             line=line,
             item=_item_with_bad_bytes(data, exc.start),
@@ -393,8 +400,8 @@ def _item_with_bad_bytes(data: bytes, at: int) -> str | None:
             return None
         obj = _lenient(chunk.decode("utf-8", "surrogateescape"))
         item = None if obj is None else _item_around(obj, _has_surrogate)
-        if item is not None:
-            return item
+        if item is not None:  # its bad bytes shown as U+FFFD, as a text editor shows them
+            return item.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
     return None
 
 
@@ -1395,8 +1402,37 @@ def _near_name(path: str | Path) -> str | None:
         names = [e.name for _, e in zip(range(2000), os.scandir(given.parent or "."), strict=False)]
     except (OSError, ValueError):
         return None
-    meant = did_you_mean(given.name, names)
-    return None if meant is None else str(given.with_name(meant))
+    # a typo is an edit or two (one for a short name): a name that merely shares letters
+    # and an extension with the one given is no suggestion
+    limit = max(1, min(2, len(given.name) // 5))
+    scored = sorted(
+        (d, name)
+        for name in names
+        if name != given.name and (d := _edits(given.name, name, limit)) <= limit
+    )
+    if not scored or (len(scored) > 1 and scored[1][0] == scored[0][0]):
+        return None
+    return str(given.with_name(scored[0][1]))
+
+
+def _edits(a: str, b: str, limit: int) -> int:
+    """The edits (insert, delete, replace, swap of neighbours) from ``a`` to ``b``, or
+    ``limit + 1`` when more than ``limit``."""
+    if abs(len(a) - len(b)) > limit:
+        return limit + 1
+    before: list[int] = []
+    row = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        current = [i]
+        for j, cb in enumerate(b, 1):
+            cost = min(row[j] + 1, current[j - 1] + 1, row[j - 1] + (ca != cb))
+            if i > 1 and j > 1 and ca == b[j - 2] and a[i - 2] == cb:
+                cost = min(cost, before[j - 2] + 1)
+            current.append(cost)
+        if min(current) > limit:
+            return limit + 1
+        before, row = row, current
+    return min(row[-1], limit + 1)
 
 
 def load_trace(path: str | Path, *, known_ids: Callable[[str], bool] | None = None) -> Trace:

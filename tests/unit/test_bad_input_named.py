@@ -201,6 +201,28 @@ def test_bytes_that_are_no_utf8_name_the_item_they_stand_in() -> None:
     assert err.value.item is None and err.value.line == 1
 
 
+def test_bytes_that_are_no_utf8_stand_at_their_column_and_show_in_the_id() -> None:
+    """The column counts from the line's start (the byte of the file follows it), and an
+    id holding the bytes names them as an editor shows them (U+FFFD), not escaped."""
+    header = b'{"event": "header", "format": "ctxproof-trace/1"}\n'
+    event = b'{"event": "append", "items": [{"id": "c\xff1", "kind": "prose"}]}\n'
+    with pytest.raises(InputError) as err:
+        parse_trace_text(header + event, "t.jsonl")
+    column = event.index(b"\xff") + 1
+    at = len(header) + column - 1
+    assert f"invalid UTF-8 at column {column} (byte {at} of the file)" in err.value.message
+    assert (err.value.item, err.value.line) == ("c\ufffd1", 2)
+
+
+def test_a_byte_order_mark_past_the_first_line_is_named() -> None:
+    header = '{"event": "header", "format": "ctxproof-trace/1"}\n'
+    with pytest.raises(InputError) as err:
+        parse_trace_text(header + '\ufeff{"event": "append", "items": []}\n', "t.jsonl")
+    assert "byte order mark" in err.value.message and err.value.line == 2
+    assert "utf-8-sig" not in str(err.value)
+    assert parse_trace_text(("\ufeff" + header).encode(), "t.jsonl").events == ()
+
+
 def test_a_lone_surrogate_names_the_item_it_stands_in() -> None:
     header = '{"event": "header", "format": "ctxproof-trace/1"}\n'
     event = '{"event": "append", "items": [{"id": "a", "kind": "prose", "text": "x\\udc00y"}]}\n'

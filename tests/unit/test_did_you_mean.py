@@ -154,6 +154,29 @@ def test_a_mistyped_counterexample_path_names_the_file(tmp_path: Path) -> None:
     assert code == 2 and "check the path" in err and "did you mean" not in err
 
 
+@pytest.mark.parametrize(
+    ("given", "meant"),
+    [
+        ("nonexist.jsonl", None),  # shares an extension and letters with both: no typo
+        ("missing.json", None),  # a part of 'id_missing.jsonl' is no typo of it
+        ("lc_nne.json", "lc_none.json"),
+        ("f_nonstr.jsnol", "f_nonstr.jsonl"),  # two letters swapped
+        ("id_missing.json", "id_missing.jsonl"),
+    ],
+)
+def test_a_missing_file_is_told_of_a_neighbour_only_an_edit_or_two_away(
+    tmp_path: Path, given: str, meant: str | None
+) -> None:
+    for name in ("lc_none.json", "f_nonstr.jsonl", "id_missing.jsonl"):
+        shutil.copy(CORPUS / "cf001_fires.jsonl", tmp_path / name)
+    code, _, err = run("audit", str(tmp_path / given))
+    assert code == 2
+    if meant is None:
+        assert "did you mean" not in err and "check the path" in err, err
+    else:
+        assert f"did you mean '{tmp_path / meant}'?" in err, err
+
+
 def test_a_mistyped_field_and_item_are_named(tmp_path: Path) -> None:
     trace = tmp_path / "t.jsonl"
     header = {"event": "header", "format": "ctxproof-trace/1"}
