@@ -264,15 +264,18 @@ def _load_trace(name: str, data: bytes, given: Store | None) -> tuple[Trace, Sto
             present = path.exists()
         except (OSError, ValueError):  # a NUL byte, a name too long
             present = False
+        shown = header_store if len(header_store) <= 200 else header_store[:200] + "..."
         if not present:
-            shown = header_store if len(header_store) <= 200 else header_store[:200] + "..."
             raise InputError(
                 f"header names store {shown!r}, which does not exist",
                 file=name,
                 line=1,
                 fix="fix the path or drop 'store'",
             )
-        store = SqliteStore(path, readonly=True)
+        try:
+            store = SqliteStore(path, readonly=True)
+        except StoreError as exc:  # the trace's header is where the fix goes
+            raise InputError(f"header names store {shown!r}: {exc}", file=name, line=1) from None
     known = store.has_id if store is not None else None
     try:
         return parse_trace_text(data, name, known_ids=known), store

@@ -413,3 +413,12 @@ def test_a_window_or_header_without_format_says_so(tmp_path: Path) -> None:
     trace = tmp_path / "t.jsonl"
     trace.write_text('{"event": "header", "format": null}\n', "utf-8")
     assert_bad_input(*run("audit", str(trace)), "the header format is null")
+
+
+def test_a_header_store_that_is_no_store_is_named_at_the_header(tmp_path: Path) -> None:
+    (tmp_path / "garbage.sqlite").write_bytes(b"not a database" * 100)
+    trace = tmp_path / "t.jsonl"
+    trace.write_text('{"event":"header","format":"ctxproof-trace/1","store":"garbage.sqlite"}\n')
+    code, out, err = run("audit", str(trace))
+    assert_bad_input(code, out, err, f"{trace}:1: header names store 'garbage.sqlite'")
+    assert "not a SQLite file" in err
