@@ -121,6 +121,21 @@ def test_a_claim_from_the_failing_run_goes_stale() -> None:
     assert report.rewrites[0].verdict == "accept"
 
 
+def test_an_appended_item_excluded_with_the_stale_claim_is_named_in_the_message() -> None:
+    """The claim goes stale; the content is still unsatisfiable, so the appended
+    observation is no premise either, and the message says so (a later claim that
+    agrees with it contradicts the earlier observation, not it)."""
+    o1 = {"id": "o1", "kind": "observation", "shows": "p", "source": "s1"}
+    c = {"id": "c", "kind": "claim", "formula": "p"}
+    o2 = {"id": "o2", "kind": "observation", "shows": "!p", "source": "s2"}
+    r = {"id": "r", "kind": "claim", "formula": "!p"}
+    report = audit(append(o1, c), append(o2), append(r))
+    assert found(report) == [("CP004", 0, ("o2", "c")), ("CP004", 0, ("r", "o1"))]
+    first, second = (f.message for f in report.findings)
+    assert "'c' is stale" in first and "'o2' is no premise either" in first
+    assert "no premise either" not in second
+
+
 # -- CP001, WR005 ----------------------------------------------------------------------------
 
 

@@ -671,6 +671,7 @@ def _inconsistent(
     claims = [c.id for c in (*appended, *others) if _kind(ctx, c) == "claim"]
     excluded = list(claims) if claims else [a.id for a in appended]
     prem.exclude(excluded)
+    more: list[str] = []
     if claims and not prem.rest_satisfiable(prefix, it, f, excluded):
         more = [a.id for a in appended if a.id not in excluded]
         excluded += more
@@ -689,6 +690,13 @@ def _inconsistent(
             f"the claim{'s' if many else ''} {cite(claims)} {'are' if many else 'is'} stale and"
             f" no premise from now on; re-derive or drop {'them' if many else 'it'}"
         )
+        if more:  # the content is unsatisfiable without the claims too
+            them = "them" if len(more) > 1 else "it"
+            advice += (
+                f"; {cite(more)} {'are' if len(more) > 1 else 'is'} no premise either:"
+                f" the window contradicts {them} without the claim{'s' if many else ''} too;"
+                f" correct {them}"
+            )
     else:
         advice = "what was appended is no premise from now on; correct it"
     ctx.report(
