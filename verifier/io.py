@@ -61,6 +61,7 @@ __all__ = [
     "TRACE_FORMAT",
     "WINDOW_FORMAT",
     "background_argument",
+    "bad_utf8_message",
     "collector_paused",
     "decode_input",
     "forget_reads",
@@ -374,13 +375,18 @@ def decode_input(data: bytes, file: str) -> str:
         line = data[: exc.start].count(b"\n") + 1
         column = exc.start - data.rfind(b"\n", 0, exc.start)
         raise InputError(
-            f"invalid UTF-8 at column {column} (byte {exc.start} of the file):"
-            f" {data[exc.start : exc.end]!r}",
+            bad_utf8_message(data[exc.start : exc.end], column, exc.start),
             file=file,
             line=line,
             item=_item_with_bad_bytes(data, exc.start),
             fix="re-encode as UTF-8",
         ) from None
+
+
+def bad_utf8_message(bad: bytes, column: int, at: int) -> str:
+    """How every reader names bytes that are not UTF-8: their column on the line (in
+    bytes, from 1), their offset in the file, and the bytes."""
+    return f"invalid UTF-8 at column {column} (byte {at} of the file): {bad!r}"
 
 
 def _has_surrogate(value: Any) -> bool:

@@ -18,7 +18,15 @@ from pathlib import Path
 from typing import IO, Any
 
 from verifier.errors import InputError
-from verifier.io import MAX_INPUT_BYTES, _Ctx, _loads, _regular_file, decode_input, read_input
+from verifier.io import (
+    MAX_INPUT_BYTES,
+    _Ctx,
+    _loads,
+    _regular_file,
+    bad_utf8_message,
+    decode_input,
+    read_input,
+)
 
 __all__ = [
     "Source",
@@ -97,8 +105,9 @@ class Source:
                     block.decode("utf-8")
                 except UnicodeDecodeError as exc:
                     line = lines + block.count(b"\n", 0, exc.start) + 1
+                    column = exc.start - block.rfind(b"\n", 0, exc.start)  # blocks start lines
                     raise InputError(
-                        f"invalid UTF-8 at byte {offset + exc.start}",
+                        bad_utf8_message(block[exc.start : exc.end], column, offset + exc.start),
                         file=self.name,
                         line=line,
                         fix="re-encode as UTF-8",
@@ -128,7 +137,7 @@ class Source:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as exc:  # the file changed since it was checked
             raise InputError(
-                f"invalid UTF-8 at byte {offset + exc.start}",
+                bad_utf8_message(raw[exc.start : exc.end], exc.start + 1, offset + exc.start),
                 file=self.name,
                 line=lineno,
                 fix="re-encode as UTF-8",

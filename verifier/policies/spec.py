@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from verifier.errors import InputError
-from verifier.io import item_from_json, read_input, sniff_kind, stub_for
+from verifier.io import bad_utf8_message, item_from_json, read_input, sniff_kind, stub_for
 from verifier.window import KINDS, MODALITIES, TYPES, Item
 
 __all__ = [
@@ -377,8 +377,9 @@ def load_spec(path: str | Path) -> Spec:
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError as exc:
+            column = exc.start - data.rfind(b"\n", 0, exc.start)
             raise InputError(
-                f"invalid UTF-8 at byte {exc.start}",
+                bad_utf8_message(data[exc.start : exc.end], column, exc.start),
                 file=str(path),
                 line=data[: exc.start].count(b"\n") + 1,
                 fix="save the spec as UTF-8",
