@@ -310,6 +310,32 @@ def test_result_without_call_in_history_has_no_call() -> None:
     assert (item.id, item.call, item.source) == ("call_gone:result", None, "grep")
 
 
+def test_null_legacy_fields_of_a_model_dump_are_absent() -> None:
+    msgs = [
+        {"role": "user", "content": "why does CI fail?"},
+        {
+            "role": "assistant",
+            "content": None,
+            "function_call": None,
+            "audio": None,
+            "tool_calls": [
+                {
+                    "id": "c1",
+                    "type": "function",
+                    "function": {"name": "shell", "arguments": '{"command": "pytest"}'},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": "Exit code: 1"},
+        {"role": "assistant", "content": "it fails", "function_call": None, "tool_calls": None},
+    ]
+    items = imported("openai", json.dumps(msgs)).events[0].items  # type: ignore[union-attr]
+    assert [it.id for it in items if it.call] == ["c1:result"]
+    legacy = [{"role": "assistant", "content": "x", "function_call": {"name": "f"}}]
+    with pytest.raises(InputError, match="legacy function messages"):
+        imported("openai", json.dumps(legacy))
+
+
 def test_long_ids_are_hashed_consistently() -> None:
     long_id = "call_" + "x" * 300
     msgs = [

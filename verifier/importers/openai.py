@@ -214,7 +214,8 @@ def _chat(obj: dict[str, Any], file: str, where: str, at: str | None) -> Message
     key = canonical(obj)
     match = matching(obj, CHAT_FIELDS)
     base = Message(str(role), key, file, where, match=match)
-    if role == "function" or "function_call" in obj:
+    # the SDK's model_dump() writes "function_call": null on every assistant message
+    if role == "function" or obj.get("function_call") is not None:
         raise base.error(
             "legacy function messages have no call id", fix="use tool_calls and role 'tool'"
         )
