@@ -189,6 +189,28 @@ def test_responses_compaction_item_is_a_boundary() -> None:
     assert ("WR008", ("call_sh1:result",)) in codes(trace)
 
 
+def test_responses_compact_output_keeps_its_user_messages() -> None:
+    """The compact endpoint's output is the user messages, then one compaction item: one
+    rewrite whose window holds both (with what follows a kept message), not two."""
+    first = [
+        {"role": "user", "content": "Why does CI fail on main?"},
+        {"type": "function_call", "call_id": "c1", "name": "shell", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "c1", "output": "Exit code: 1"},
+    ]
+    compacted = [first[0], {"type": "compaction", "id": "cmp_01", "encrypted_content": "g"}]
+    later = [*compacted, {"role": "user", "content": "Fix it."}]
+    ci = {"id": "ci", "kind": "commitment", "type": "obligation"}
+    notes = [{"after": "msg-0", "items": [ci]}]
+    trace = imported("openai", json.dumps(first), json.dumps(later), annotations=notes)
+    seen = windows(trace)
+    assert [p for p, _ in seen] == ["append", "openai:compaction", "append"]
+    assert [it.id for it in seen[1][1]] == ["msg-0", "ci", "cmp_01"]
+    assert codes(trace) == [("WR008", ("c1:result",))]
+    # the same history grown in one list: the user message was seen before the item
+    whole = imported("openai", json.dumps([*first, *later[1:]]))
+    assert [p for p, _ in windows(whole)] == ["append", "openai:compaction", "append"]
+
+
 def test_codex_compacted_record_keeps_replacement_history() -> None:
     trace = imported("openai", FIXTURES / "openai" / "codex_rollout.jsonl")
     seen = windows(trace)

@@ -360,29 +360,55 @@ def split_at_markers(
     is_marker: Sequence[bool],
     seen: set[str],
     policy: str,
+    *,
+    kept: Callable[[Message], bool] | None = None,
+    previous: Sequence[Message] = (),
 ) -> list[Snapshot]:
     """Snapshots of one message list in which some messages mark a compaction.
 
     The model sees a list from its last marker on. Markers already met in an
     earlier list (``seen``, by key and position among equal keys) are not
     compactions again; each new marker starts a snapshot with ``policy``.
+    ``kept`` tells the messages a compaction keeps when they come right before
+    its marker (a Responses compact output is all user messages, then the
+    compaction item): the run of them directly before a marker opens its window,
+    and belongs to the window before it only where that window extends
+    ``previous``, the snapshot before this list (else the list is the compact
+    output, and the run was never seen apart from it).
     """
     marks = [i for i, m in enumerate(is_marker) if m]
     keys = _occurrence_keys(messages)
-    start = 0
-    for i in marks:
-        if keys[i] in seen:
-            start = i
+
+    def opening(i: int) -> int:
+        while kept is not None and i > 0 and not is_marker[i - 1] and kept(messages[i - 1]):
+            i -= 1
+        return i
+
+    last = max((i for i in marks if keys[i] in seen), default=-1)
+    start = opening(last) if last >= 0 else 0
+    bounds = [i for i in marks if i > last]
     out = []
-    bounds = [i for i in marks if i > start or (i == start and keys[i] not in seen)]
-    if not bounds or bounds[0] != start:
-        end = bounds[0] if bounds else len(messages)
-        out.append(Snapshot(tuple(messages[start:end])))
+    if not bounds:
+        out.append(Snapshot(tuple(messages[start:])))
+    else:
+        before = messages[start : bounds[0]]
+        if before and not _extends(before, previous):
+            before = messages[start : opening(bounds[0])]
+        if before:
+            out.append(Snapshot(tuple(before)))
     for n, i in enumerate(bounds):
         end = bounds[n + 1] if n + 1 < len(bounds) else len(messages)
-        out.append(Snapshot(tuple(messages[i:end]), policy))
+        out.append(Snapshot(tuple(messages[opening(i) : end]), policy))
         seen.add(keys[i])
     return out
+
+
+def _extends(messages: Sequence[Message], previous: Sequence[Message]) -> bool:
+    """Whether ``messages`` begin with ``previous`` (by :attr:`Message.same`)."""
+    n = len(previous)
+    return n <= len(messages) and all(
+        a.same == b.same for a, b in zip(messages[:n], previous, strict=True)
+    )
 
 
 def _occurrence_keys(messages: Sequence[Message]) -> list[str]:

@@ -48,14 +48,14 @@ def snapshots(sources: Sequence[Source]) -> list[Snapshot]:
     seen: set[str] = set()
     out: list[Snapshot] = []
     for src in sources:
-        got = _file_snapshots(src, seen)
+        got = _file_snapshots(src, seen, out[-1].messages if out else ())
         if not gives_items(got):
             raise no_items(FORMAT, src)  # each file, not only the first: never an empty window
         out.extend(got)
     return out
 
 
-def _file_snapshots(src: Source, seen: set[str]) -> list[Snapshot]:
+def _file_snapshots(src: Source, seen: set[str], previous: Sequence[Message]) -> list[Snapshot]:
     if is_jsonl(src):
         records = list(read_jsonl(src))
         if any(_is_codex_record(obj) for _, obj in records):
@@ -63,7 +63,7 @@ def _file_snapshots(src: Source, seen: set[str]) -> list[Snapshot]:
         messages = [
             item_message(obj, src.name, f"line {n}") for n, obj in records if not _is_meta_line(obj)
         ]
-        return _marked(messages, seen)
+        return _marked(messages, seen, previous)
     value = read_json(src)
     if _is_codex_record(value):
         # a rollout of one record: one line, which no JSONL reading of its lines tells
@@ -74,13 +74,22 @@ def _file_snapshots(src: Source, seen: set[str]) -> list[Snapshot]:
         messages = [
             item_message(obj, src.name, f"{where}message {i}") for i, obj in enumerate(items)
         ]
-        out.extend(_marked(messages, seen))
+        out.extend(_marked(messages, seen, out[-1].messages if out else previous))
     return out
 
 
-def _marked(messages: Sequence[Message], seen: set[str]) -> list[Snapshot]:
+def _marked(
+    messages: Sequence[Message], seen: set[str], previous: Sequence[Message]
+) -> list[Snapshot]:
     marks = [m.summary and m.role == "compaction" for m in messages]
-    return split_at_markers(messages, marks, seen, COMPACTION)
+    return split_at_markers(
+        messages, marks, seen, COMPACTION, kept=_kept_by_compaction, previous=previous
+    )
+
+
+def _kept_by_compaction(m: Message) -> bool:
+    """A message a Responses compact output keeps before its compaction item: a user's."""
+    return m.role == "user" and not m.summary
 
 
 def _lists(src: Source, value: Any) -> list[tuple[str, list[Any]]]:
