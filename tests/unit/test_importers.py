@@ -1200,6 +1200,41 @@ def test_inspect_summary_compaction() -> None:
     ]
 
 
+def _inspect_compacted_log(kind: str) -> str:
+    """A sample whose compaction comes, as inspect runs it, before the next model call:
+    the result of the last call's tool call arrived in between."""
+    sys_, usr = {"id": "S", "role": "system", "content": "Fix it."}, {
+        "id": "U", "role": "user", "content": "The service fails."}
+    ask = {"id": "A1", "role": "assistant", "content": "", "tool_calls": [
+        {"id": "t1", "function": "bash", "arguments": {"cmd": "systemctl start web"}}]}
+    failed = {"id": "T1", "role": "tool", "tool_call_id": "t1", "function": "bash",
+              "content": "Job failed.", "error": {"type": "unknown", "message": "Job failed."}}
+    summary = {"id": "M", "role": "user", "content": "Summary: it failed.",
+               "metadata": {"summary": True}}
+    done = {"id": "A2", "role": "assistant", "content": "Port 8080 is taken."}
+    after = [sys_, usr, summary] if kind == "summary" else [sys_, usr, ask, failed]
+    events = [
+        {"event": "model", "input": [sys_, usr], "output": {"choices": [{"message": ask}]}},
+        {"event": "tool", "id": "t1", "function": "bash", "result": "Job failed."},
+        {"event": "compaction", "type": kind},
+        {"event": "model", "input": after, "output": {"choices": [{"message": done}]}},
+    ]
+    messages = [sys_, usr, ask, failed, *([summary] if kind == "summary" else []), done]
+    return json.dumps({"samples": [{"id": 1, "messages": messages, "events": events}]})
+
+
+def test_inspect_results_before_a_compaction_are_in_the_window_it_rewrote() -> None:
+    summarised = imported("inspect", _inspect_compacted_log("summary"))
+    seen = windows(summarised)
+    assert [p for p, _ in seen][-2:] == ["inspect:compaction:summary", "append"]
+    assert "t1:result" in [it.id for it in seen[-3][1]]
+    assert codes(summarised) == [("WR008", ("t1:result",))]
+    edited = windows(imported("inspect", _inspect_compacted_log("edit")))
+    rewrite = next(w for p, w in edited if p == "inspect:compaction:edit")
+    assert [it.id for it in rewrite] == ["S", "U", "t1", "t1:result"]
+    assert [it.id for it in edited[-1][1]][-1] == "A2"
+
+
 def test_inspect_needs_a_sample_when_there_are_several() -> None:
     code, _, err = run("import", "inspect", str(LOG))
     assert code == 2 and "fix-1:1" in err and "--sample" in err

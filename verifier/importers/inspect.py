@@ -207,6 +207,7 @@ def _sample_snapshots(sample: Mapping[str, Any], file: str) -> list[Snapshot]:
     attachments: Mapping[str, Any] = found if isinstance(found, dict) else {}
     given = sample.get("events")
     events: list[Any] = given if isinstance(given, list) else []
+    raw_messages = sample.get("messages")
     out: list[Snapshot] = []
     policy: str | None = None
     aside = _Aside()
@@ -217,6 +218,14 @@ def _sample_snapshots(sample: Mapping[str, Any], file: str) -> list[Snapshot]:
         if event.get("event") == "compaction":
             if event.get("role") is None and not aside.within(event):
                 policy = f"inspect:compaction:{event.get('type', 'summary')}"
+                if out and isinstance(raw_messages, list):
+                    # inspect compacts before the next call: the results of the last
+                    # call's tool calls were in the window the compaction rewrote
+                    out.extend(
+                        _after_the_last_call(
+                            out[-1], raw_messages, attachments, file, results_only=True
+                        )
+                    )
             # else: another conversation's (a model role's, a subagent's): not the agent's
         elif event.get("event") == "model" and event.get("role") is None:
             if aside.within(event):
@@ -228,7 +237,6 @@ def _sample_snapshots(sample: Mapping[str, Any], file: str) -> list[Snapshot]:
             ]
             out.append(Snapshot(tuple(messages), policy))
             policy = None
-    raw_messages = sample.get("messages")
     if out and isinstance(raw_messages, list):
         out.extend(_after_the_last_call(out[-1], raw_messages, attachments, file))
     if not out:
@@ -246,24 +254,38 @@ def _sample_snapshots(sample: Mapping[str, Any], file: str) -> list[Snapshot]:
 
 
 def _after_the_last_call(
-    last: Snapshot, raw_messages: list[Any], attachments: Mapping[str, Any], file: str
+    last: Snapshot,
+    raw_messages: list[Any],
+    attachments: Mapping[str, Any],
+    file: str,
+    *,
+    results_only: bool = False,
 ) -> list[Snapshot]:
     """The sample's messages that came after the last model call's output (the results of
     the calls it made, when the sample ended before the model was called again): one more
     snapshot, the last one and those; none when there are none, or the output is not among
-    the sample's messages (by its id)."""
+    the sample's messages (by its id). ``results_only``: only the tool messages right
+    after the output (what arrived before a compaction)."""
     output = last.messages[-1].id if last.messages else None
     ids = [m.get("id") if isinstance(m, dict) else None for m in raw_messages]
     if output is None or output not in ids:
         return []
-    start = len(ids) - ids[::-1].index(output)
-    if start == len(raw_messages):
+    start = end = len(ids) - ids[::-1].index(output)
+    if not results_only:
+        end = len(raw_messages)
+    while end < len(raw_messages) and _is_tool(raw_messages[end]):
+        end += 1
+    if start == end:
         return []
     later = tuple(
         _message(_resolve(raw_messages[i], attachments), file, f"message {i}")
-        for i in range(start, len(raw_messages))
+        for i in range(start, end)
     )
     return [Snapshot(last.messages + later)]
+
+
+def _is_tool(raw: Any) -> bool:
+    return isinstance(raw, dict) and raw.get("role") == "tool"
 
 
 _SCORING = frozenset({"scorer", "scorers"})
