@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import re
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -424,13 +424,24 @@ def _u_escape(m: re.Match[str]) -> str:
     return f"\\u{ord(m.group()):04x}"
 
 
-def _xml_name(node: str) -> str:
-    """A node's name as GraphML writes it: a backslash as two, and each character XML
-    cannot hold as ``\\uXXXX``, so that no two names become one (the node's ``id``
+def _xml_names(nodes: Sequence[str]) -> dict[str, str]:
+    """Each node's name as GraphML writes it: the name itself (``id@pass``, as in the
+    node-link JSON), except where it holds a character XML cannot hold; such a name is
+    written with each backslash doubled and each of those characters as ``\\uXXXX``,
+    and a ``#K`` appended where that is the name of another node (the node's ``id``
     attribute keeps the item's id exactly)."""
-    if "\\" not in node and _NOT_XML.search(node) is None:
-        return node
-    return _NOT_XML.sub(_u_escape, node.replace("\\", "\\\\"))
+    names = {node: node for node in nodes if _NOT_XML.search(node) is None}
+    taken = set(names.values())
+    for node in nodes:
+        if node in names:
+            continue
+        name = base = _NOT_XML.sub(_u_escape, node.replace("\\", "\\\\"))
+        k = 1
+        while name in taken:
+            name, k = f"{base}#{k}", k + 1
+        names[node] = name
+        taken.add(name)
+    return names
 
 
 def _xml_scalar(value: Any) -> str:
@@ -452,12 +463,11 @@ def export(graph: JustificationGraph, path: str | Path) -> Path:
     if suffix == ".graphml":
         networkx = _networkx()
         flat: nx.DiGraph[str] = networkx.DiGraph()
+        name = _xml_names(list(g.nodes))
         for node, attrs in g.nodes(data=True):
-            flat.add_node(_xml_name(node), **{k: _xml_scalar(v) for k, v in attrs.items()})
+            flat.add_node(name[node], **{k: _xml_scalar(v) for k, v in attrs.items()})
         for u, v, attrs in g.edges(data=True):
-            flat.add_edge(
-                _xml_name(u), _xml_name(v), **{k: _xml_scalar(val) for k, val in attrs.items()}
-            )
+            flat.add_edge(name[u], name[v], **{k: _xml_scalar(val) for k, val in attrs.items()})
         text = "\n".join(networkx.generate_graphml(flat)) + "\n"
     elif suffix == ".json":
         # the node's name goes under "node": "id" is the item's id, as in GraphML

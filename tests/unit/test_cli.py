@@ -337,7 +337,7 @@ def test_graph_exports(tmp_path: Path) -> None:
 def test_graphml_holds_ids_xml_cannot(tmp_path: Path) -> None:
     """Ids with characters XML 1.0 cannot hold (a C0 control, U+FFFE) or with a backslash:
     the GraphML reads back, one node per version, each ``id`` attribute the item's id."""
-    ids = ["c\x01x", "o\ufffe", "a\\u0001", "t\tab", "plain"]
+    ids = ["c\x01x", "c\\u0001x", "o\ufffe", "a\\u0001", "t\tab", "plain", "x\\y"]
     items = [{"id": i, "kind": "observation", "shows": "a", "modality": "verified"} for i in ids]
     trace = tmp_path / "t.jsonl"
     header = {"event": "header", "format": "ctxproof-trace/1"}
@@ -359,6 +359,8 @@ def test_graphml_holds_ids_xml_cannot(tmp_path: Path) -> None:
     read = sorted(json.loads(a["id"]) for _, a in g.nodes(data=True) if "id" in a)
     assert read == sorted(a["id"] for _, a in graph.g.nodes(data=True) if "id" in a)
     assert set(read) == set(ids)
+    # a name XML can hold is written as it is, as in the node-link JSON: `id@pass`
+    assert {"x\\y@0", "c\\u0001x@0", "plain@0"} <= set(g.nodes)
 
 
 def test_why_names_the_rewrite_that_broke_the_chain() -> None:
