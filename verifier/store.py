@@ -478,9 +478,11 @@ class SqliteStore(Store):
         try:
             self._db.execute("BEGIN IMMEDIATE")
             try:
-                self._db.executemany(
+                done = self._db.executemany(
                     "INSERT OR IGNORE INTO entries(ref, id, body) VALUES (?, ?, ?)", rows
                 )
+                if done.rowcount != len(rows):
+                    self._check_present(rows)  # a ref stored before: the same bytes?
                 self._db.execute("COMMIT")
             except BaseException:
                 # SQLite may already have rolled back (RAISE(ROLLBACK), SQLITE_FULL,
@@ -490,6 +492,19 @@ class SqliteStore(Store):
                 raise
         except sqlite3.Error as exc:
             raise StoreError(f"{self.path}: spill not written: {exc}") from exc
+
+    def _check_present(self, rows: Sequence[tuple[str, str, bytes]]) -> None:
+        """Refuse a spill whose ref the store holds with other bytes (a row corrupted on
+        disk, or written by another program): the insert left that row as it was, so the
+        item would not be there to read back."""
+        for ref, item_id, body in rows:
+            stored = self._body(ref)
+            if stored is not None and stored != body:
+                raise StoreError(
+                    f"{self.path}: spill not written: entry {ref} (item {item_id!r}) holds"
+                    " other bytes than the item, which do not hash to its ref; the store is"
+                    " corrupt: spill to another store, or restore this one from a copy"
+                )
 
     def integrity_check(self) -> str:
         rows = self._rows("PRAGMA integrity_check")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import sqlite3
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -189,6 +190,27 @@ def test_repair_that_spills_without_a_store_is_bad_usage(
     assert code == 2 and "--store" in err and "'rej1'" in err  # names what it would spill
     assert out == ""  # nothing printed that promises another exit code
     assert not (tmp_path / "x.json").exists()
+
+
+def test_repair_onto_a_corrupt_entry_is_exit_2_not_an_accept(
+    windows: tuple[str, str], tmp_path: Path
+) -> None:
+    """A store whose row for a ref to spill holds other bytes keeps them (append-only):
+    the repair is refused, naming the store and the ref, and no window is written."""
+    before, after = windows
+    db, fixed = tmp_path / "s.sqlite", tmp_path / "fixed.json"
+    assert run("check", before, after, "--store", str(db), "--repair", str(fixed))[0] == 1
+    fixed.unlink()
+    con = sqlite3.connect(db, isolation_level=None)
+    try:
+        con.execute("DROP TRIGGER entries_no_update")
+        (ref,) = con.execute("SELECT ref FROM entries WHERE id = 'rej1'").fetchone()
+        con.execute("UPDATE entries SET body = CAST('{}' AS BLOB) WHERE ref = ?", (ref,))
+    finally:
+        con.close()
+    code, out, err = run("check", before, after, "--store", str(db), "--repair", str(fixed))
+    assert code == 2 and out == "" and str(db) in err and ref in err
+    assert "accept" not in err and not fixed.exists()
 
 
 def _window_file(path: Path, items: Sequence[Mapping[str, object]]) -> str:

@@ -301,6 +301,26 @@ def test_tampered_body_is_corrupt_and_never_returned(
     assert [store.get(r) for r in refs] == [only, old, new]
 
 
+def test_a_spill_onto_a_tampered_row_is_refused_not_acknowledged(
+    store: SqliteStore, db_path: Path, tmp_path: Path
+) -> None:
+    """The row of a ref already stored keeps its bytes (the store is append-only): where
+    they are not the item's, the spill is refused, and nothing of it is written."""
+    only, other = decision("only", "a"), prose("p", "new")
+    store.spill([only])
+    bad = tmp_path / "tampered.db"
+    flipped = only.raw.replace('"a"', '"b"').encode()
+    _tampered_copy(db_path, bad, ("UPDATE entries SET body = ? WHERE ref = ?", (flipped, only.ref)))
+    t = SqliteStore(bad)
+    try:
+        with pytest.raises(StoreError, match=only.ref):
+            t.spill([other, only])
+        assert other.ref not in t and row_count(bad) == 1
+        assert t.spill([other]) == [other.ref]  # a spill of refs not stored is written
+    finally:
+        t.close()
+
+
 def test_row_with_a_wrong_ref_is_corrupt(store: SqliteStore, db_path: Path) -> None:
     real = prose("p", "real")
     store.spill([real])
