@@ -13,7 +13,7 @@ import itertools
 import json
 from typing import Any
 
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from verifier.audit import audit_trace
@@ -123,6 +123,40 @@ def test_claude_code_whole_equals_split(recs: list[dict[str, Any]], data: st.Dat
     summaries = sum(1 for r in recs if r.get("isCompactSummary"))
     rewrites = [ev for ev in _load(whole).events if isinstance(ev, Rewrite)]
     assert len(rewrites) == summaries
+
+
+@settings(max_examples=60, deadline=None)
+@given(cc_sessions(compactions=True), st.data())
+def test_claude_code_a_branch_left_changes_nothing(
+    recs: list[dict[str, Any]], data: st.DataObject
+) -> None:
+    """A branch the session left (a rewind: a prompt off an earlier message, a failed
+    command under it) is no part of the conversation, wherever it stands in the file."""
+    named = [i for i, r in enumerate(recs) if "uuid" in r and "message" in r]
+    # before a record that names its parent (one that names none follows the branch)
+    spots = [
+        i
+        for i in range(1, len(recs))
+        if isinstance(recs[i].get("parentUuid") or recs[i].get("logicalParentUuid"), str)
+        and named
+        and named[0] < i
+    ]
+    assume(spots)
+    at = data.draw(st.sampled_from(spots))
+    parent = data.draw(st.sampled_from([recs[i]["uuid"] for i in named if i < at]))
+    call = {"type": "tool_use", "id": "toolu_left", "name": "Bash", "input": {"command": "x"}}
+    failed = {"type": "tool_result", "tool_use_id": "toolu_left", "content": "Exit code 1"}
+    branch = [
+        {"type": "user", "uuid": "x1", "parentUuid": parent,
+         "message": {"role": "user", "content": "another way"}},
+        {"type": "assistant", "uuid": "x2", "parentUuid": "x1",
+         "message": {"role": "assistant", "content": [call]}},
+        {"type": "user", "uuid": "x3", "parentUuid": "x2",
+         "message": {"role": "user", "content": [{**failed, "is_error": True}]}},
+    ]  # fmt: skip
+    left = [*recs[:at], *branch[: data.draw(st.integers(1, 3))], *recs[at:]]
+    whole = import_history("claude-code", [_jsonl(recs).encode()])
+    assert import_history("claude-code", [_jsonl(left).encode()]) == whole
 
 
 @settings(max_examples=60, deadline=None)

@@ -316,14 +316,41 @@ def test_claude_code_parallel_results_may_carry_what_the_user_typed(order: list[
     assert findings(trace) == []
 
 
-def test_claude_code_a_result_off_the_chain_after_text_is_still_a_branch() -> None:
-    """A result whose call's record is followed by assistant text is no parallel result:
-    the chain went on past it, and a message hanging off the call is a branch (a rewind)."""
+def test_claude_code_a_branch_left_is_no_part_of_the_conversation() -> None:
+    """The conversation is the chain that ends at the last message: text that a later
+    message branched away from (here a result hanging off its call's record, after the
+    chain went on with text) is none of its items, and no rewrite is made up; the turn's
+    other calls, hanging off the chain, stay."""
     recs = _parallel_turn([1], "r1")[:5]  # u1, a1..a3, r1
     recs.insert(4, cc("x1", "a3", "assistant", [{"type": "text", "text": "thinking"}]))
     trace = imported("claude-code", jsonl(recs))
-    assert "Rewrite" in [type(ev).__name__ for ev in trace.events]
-    assert [it.id for it in windows(trace)[-1][1]] == ["u1", "t1", "t1:result"]
+    assert [type(ev).__name__ for ev in trace.events] == ["Append"]
+    assert [it.id for it in windows(trace)[-1][1]] == ["u1", "t1", "t2", "t3", "t1:result"]
+
+
+def test_claude_code_a_rewound_failure_is_no_finding() -> None:
+    """A rewind (the user restores the conversation to before a prompt) leaves the old
+    branch in the file: its failed command is no item, so no WR008 for it; the prompt
+    the user sent instead follows the message it hangs off."""
+    failed = {"type": "tool_result", "tool_use_id": "t1", "content": "Exit code 1"}
+    failed["is_error"] = True
+    recs = [
+        cc("u1", None, "user", "deploy to staging"),
+        cc("a1", "u1", "assistant", [{"type": "text", "text": "Which method?"}]),
+        cc("b1", "a1", "user", "use the script"),
+        cc("b2", "b1", "assistant", [
+            {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "./d.sh"}}]),
+        cc("b3", "b2", "user", [failed]),
+        cc("c1", "a1", "user", "use the Makefile"),
+        cc("c2", "c1", "assistant", [{"type": "text", "text": "Deployed."}]),
+    ]  # fmt: skip
+    trace = imported("claude-code", jsonl(recs))
+    assert [type(ev).__name__ for ev in trace.events] == ["Append"]
+    assert [it.id for it in windows(trace)[-1][1]] == ["u1", "a1", "c1", "c2"]
+    assert findings(trace) == []
+    # the same session, cut before the rewind, holds the failure: the branch is the chain
+    cut = imported("claude-code", jsonl(recs[:5]))
+    assert "t1:result" in [it.id for it in windows(cut)[-1][1]]
 
 
 def _glued_lines(records: list[dict[str, Any]], glue: set[int]) -> str:

@@ -3,7 +3,8 @@
 Records with ``type`` ``user`` or ``assistant`` and a ``message`` are
 messages. The conversation is the ``parentUuid`` chain where records have one
 and the file's order where they do not: a record without ``parentUuid`` or
-without ``uuid`` continues the session. A ``compact_boundary`` system record
+without ``uuid`` continues the session, and the branches a rewind left are no
+part of it (:func:`_abandoned`). A ``compact_boundary`` system record
 followed by an ``isCompactSummary`` user record is a compaction, and the
 session goes on after it. Titles (``type: "summary"``), progress, sidechain
 records and other system records are no messages. Records of another
@@ -79,6 +80,8 @@ class _Session:
     """(file, line) of the first sidechain message, if any."""
     keep: bool = True
     """Keep each message's record and body (for an extractor)."""
+    abandoned: frozenset[str] = frozenset()
+    """Messages of branches the session left (:func:`_abandoned`): read as no message."""
     loose: set[str] = field(default_factory=set)
     """Messages that continued the chain without being the child of its end: by the file's
     order (no uuid or no parentUuid), past such messages, or as results of parallel tool
@@ -120,9 +123,10 @@ def snapshots(sources: Sequence[Source], *, keep_records: bool = True) -> list[S
 
 def iter_snapshots(sources: Sequence[Source], *, keep_records: bool = True) -> Iterator[Snapshot]:
     """:func:`snapshots`, each given as soon as it is made (the file read line by line)."""
-    session = _Session(sources, keep=keep_records)
-    for index, src in enumerate(sources):
+    for src in sources:
         _refuse_json_document(src)
+    session = _Session(sources, keep=keep_records, abandoned=_abandoned(sources))
+    for index, src in enumerate(sources):
         for lineno, offset, size, record, part in _records_at(src):
             _read(record, src.name, lineno, session, _place(index, offset, size, lineno), part)
             if session.out:
@@ -248,6 +252,8 @@ def _read(record: Any, file: str, lineno: int, s: _Session, place: int, part: in
     parent = record.get("parentUuid")
     if has_uuid:
         s.parents[key] = sys.intern(parent) if isinstance(parent, str) and parent else None
+    if key in s.abandoned:
+        return  # off the conversation: walked through, as a record that is no message
     if boundary:
         _boundary(record, key, s)
     elif is_message:
@@ -262,6 +268,140 @@ def _read(record: Any, file: str, lineno: int, s: _Session, place: int, part: in
                 return
             s.live[key] = message  # not in the window the compaction left: it follows it
         _extend(key, s)
+
+
+@dataclass(slots=True)
+class _Node:
+    """A record as :func:`_abandoned` reads it: what it names as its parent, and whether
+    it is a message, one that continues by the file's order (``loose``), a summary, one
+    of a turn's tool calls or results only (``turn``), or a compaction boundary (its
+    ``logicalParentUuid``: ``logical``)."""
+
+    parent: str | None
+    message: bool = False
+    loose: bool = False
+    summary: bool = False
+    turn: bool = False
+    boundary: bool = False
+    logical: str | None = None
+
+
+def _abandoned(sources: Sequence[Source]) -> frozenset[str]:
+    """The messages of branches the session left (a rewind, an edited prompt): the
+    conversation is the ``parentUuid`` chain that ends at the last message, walked back
+    through each compaction's ``logicalParentUuid``, and the messages off it are none of
+    its items.
+
+    Read before the session is, the records' uuids and parents only. Never left: a
+    message that continues by the file's order (no ``uuid`` or no ``parentUuid``), a
+    compaction's summary, a message a compaction keeps or whose chain its window before
+    ends at, and the records of a
+    turn's parallel tool calls and results that hang off the chain (each result is the
+    child of its own call's record). An empty set where the session never branched.
+    """
+    nodes: dict[str, _Node] = {}
+    order: list[str] = []  # messages and boundaries, in the file's order
+    roots: list[str] = []
+    for index, src in enumerate(sources):
+        for lineno, part, record in _plain_records(src):
+            if not isinstance(record, dict):
+                continue  # refused when the session is read
+            uuid, kind = record.get("uuid"), record.get("type")
+            has_uuid = isinstance(uuid, str) and bool(uuid)
+            if has_uuid and uuid in nodes:
+                continue  # a replay: the first counts
+            is_message = kind in ("user", "assistant") and "message" in record
+            boundary = kind == "system" and record.get("subtype") == "compact_boundary"
+            if (is_message and record.get("isSidechain")) or not (
+                has_uuid or is_message or boundary
+            ):
+                continue
+            named = record.get("parentUuid")
+            parent = named if isinstance(named, str) and named else None
+            node = _Node(parent, is_message, boundary=boundary)
+            if is_message:
+                node.loose = not has_uuid or parent is None
+                # a compaction's summary is the window it left, wherever the chain goes on
+                node.summary = bool(record.get("isCompactSummary"))
+                node.turn = _is_turn(record.get("message"))
+            if boundary:
+                logical = record.get("logicalParentUuid")
+                node.logical = logical if isinstance(logical, str) else None
+                roots.extend(_named_kept(record.get("compactMetadata")))
+            key = str(uuid) if has_uuid else f"#{index}:{lineno}+{part}"
+            nodes[key] = node
+            if is_message or boundary:
+                order.append(key)
+    before = dict(zip(order[1:], order, strict=False))
+
+    def up(key: str) -> str | None:
+        """The message or boundary the record continues: its parent, else the one before."""
+        node = nodes[key]
+        start = node.logical if node.boundary else None if node.loose else node.parent
+        seen: set[str] = set()
+        while start is not None and start in nodes and start not in seen:
+            seen.add(start)
+            if nodes[start].message or nodes[start].boundary:
+                return start
+            start = nodes[start].parent
+        return before.get(key)  # no known parent: it continues the session
+
+    last = next((k for k in reversed(order) if nodes[k].message), None)
+    roots.extend(n.logical for n in nodes.values() if n.boundary and n.logical)
+    held: set[str] = set()
+    for root in [last, *roots]:
+        node_key = root if root in nodes else None
+        while node_key is not None and node_key not in held:
+            held.add(node_key)
+            node_key = up(node_key)
+    out: set[str] = set()
+    for key in order:
+        node = nodes[key]
+        if key in held or not node.message or node.loose or node.summary:
+            continue
+        if node.turn and up(key) in held:
+            held.add(key)  # a parallel call or result hanging off the chain
+        else:
+            out.add(key)
+    return frozenset(out)
+
+
+def _plain_records(src: Source) -> Iterator[tuple[int, int, Any]]:
+    """(line number, part, record) as :func:`_records_at` gives them, parsed without its
+    checks: what is not JSON is left out here, and refused when the session is read."""
+    for lineno, _offset, _size, line in src.lines():
+        text = line.lstrip("\ufeff") if lineno == 1 else line
+        if not text.strip():
+            continue
+        try:
+            yield lineno, 0, json.loads(text)
+        except (ValueError, RecursionError):
+            for part, (start, end) in enumerate(_glued(text) or ()):
+                try:
+                    yield lineno, part, json.loads(text[start:end])
+                except (ValueError, RecursionError):
+                    continue
+
+
+def _is_turn(body: Any) -> bool:
+    """Does a message hold tool calls or results, and no text that came without a result?"""
+    content = body.get("content") if isinstance(body, dict) else None
+    if not isinstance(content, list):
+        return False
+    kinds = {b.get("type") for b in content if isinstance(b, dict)}
+    said = any(_is(b, "text") and b.get("text") for b in content)
+    return bool(kinds & {"tool_use", "tool_result"}) and not (said and "tool_result" not in kinds)
+
+
+def _named_kept(meta: Any) -> list[str]:
+    """The uuids a compaction's metadata names as kept (listed, or a segment's ends)."""
+    if not isinstance(meta, dict):
+        return []
+    listed = meta.get("preservedMessages")
+    uuids = listed.get("uuids") if isinstance(listed, dict) else None
+    segment = meta.get("preservedSegment")
+    ends = [segment.get("headUuid"), segment.get("tailUuid")] if isinstance(segment, dict) else []
+    return [u for u in [*(uuids if isinstance(uuids, list) else []), *ends] if isinstance(u, str)]
 
 
 def _same_session(record: Mapping[str, Any], file: str, lineno: int, s: _Session) -> None:
