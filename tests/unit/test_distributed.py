@@ -147,6 +147,15 @@ def test_a_trace_taken_as_the_address_is_refused() -> None:
     assert "put --ray after the inputs" in err
 
 
+def test_a_trace_taken_as_the_address_without_ray_names_the_install(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(sys.modules, "ray", None)  # import ray now fails, as when not installed
+    code, out, err = run("audit", "--ray", str(CORPUS[0]))
+    assert code == 2 and out == ""
+    assert "put --ray after the inputs" in err and "pip install 'ctxproof[ray]'" in err
+
+
 def test_a_policy_taken_as_the_address_is_refused(tmp_path: Path) -> None:
     code, out, err = run("fuzz", "--ray", POLICY, "--out", str(tmp_path))
     assert code == 2 and out == ""

@@ -9,6 +9,7 @@ from __future__ import annotations
 import errno
 import io
 import os
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any, cast
@@ -267,13 +268,28 @@ def _check_ray_address(ctx: click.Context, param: click.Parameter, value: Any) -
     if isinstance(value, str) and (
         value.endswith((".jsonl", ".py", ".toml")) or ".py:" in value or _exists(value)
     ):
+        from verifier.distributed import INSTALL  # only on the way to this error
+
+        missing = f"; and Ray is not installed: {INSTALL}" if _ray_missing() else ""
         raise click.BadParameter(
             f"{value!r} is an input, taken as the Ray address; put --ray after the inputs"
-            " or write --ray=ADDRESS",
+            f" or write --ray=ADDRESS{missing}",
             ctx=ctx,
             param=param,
         )
     return value
+
+
+def _ray_missing() -> bool:
+    """Is Ray not installed? Told without importing it (that takes seconds)."""
+    import importlib.util
+
+    if "ray" in sys.modules:
+        return sys.modules["ray"] is None
+    try:
+        return importlib.util.find_spec("ray") is None
+    except (ImportError, ValueError):
+        return True
 
 
 def _exists(path: str) -> bool:
