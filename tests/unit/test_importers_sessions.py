@@ -353,6 +353,35 @@ def test_claude_code_a_rewound_failure_is_no_finding() -> None:
     assert "t1:result" in [it.id for it in windows(cut)[-1][1]]
 
 
+def test_claude_code_microcompaction_clears_the_results_it_names() -> None:
+    """A ``microcompact_boundary`` record clears the results of the calls it names: a
+    rewrite to placeholders (a failed one cleared is WR008), which later windows keep."""
+    call = {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "npm test"}}
+    failed = {"type": "tool_result", "tool_use_id": "t1", "content": "Exit code 1"}
+    micro = {"type": "system", "subtype": "microcompact_boundary", "uuid": "m1",
+             "parentUuid": "a2", "microcompactMetadata": {"compactedToolIds": ["t1"]}}
+    recs = [
+        cc("u1", None, "user", "npm test fails"),
+        cc("a1", "u1", "assistant", [call]),
+        cc("r1", "a1", "user", [{**failed, "is_error": True}]),
+        cc("a2", "r1", "assistant", [{"type": "text", "text": "The cart test fails."}]),
+        micro,
+        cc("u2", "m1", "user", "go on"),
+    ]  # fmt: skip
+    trace = imported("claude-code", jsonl(recs))
+    seen = windows(trace)
+    assert [p for p, _ in seen] == ["append", "claude-code:microcompact_boundary", "append"]
+    cleared = {it.id: it for it in seen[1][1]}["t1:cleared"]
+    assert (cleared.kind, cleared.call) == ("prose", "t1")
+    assert [it.id for it in seen[2][1]] == ["u1", "t1", "t1:cleared", "a2", "u2"]
+    assert findings(trace) == [("WR008", ("t1:result",))]
+    # a microcompaction naming no result the window shows changes nothing
+    micro["microcompactMetadata"] = {"compactedToolIds": ["t9"]}
+    assert [type(ev).__name__ for ev in imported("claude-code", jsonl(recs)).events] == [
+        "Append"
+    ]
+
+
 def _glued_lines(records: list[dict[str, Any]], glue: set[int]) -> str:
     """Session text whose record k (for k in ``glue``) is written on the line of the
     record before it, with no newline between them."""

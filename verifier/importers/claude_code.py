@@ -18,6 +18,7 @@ long session is never held whole.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from collections.abc import Iterator, Mapping, Sequence
@@ -41,6 +42,9 @@ from verifier.io import _Ctx, _loads
 __all__ = ["iter_snapshots", "record_message", "snapshots"]
 
 COMPACTION = "claude-code:compact_boundary"
+MICROCOMPACTION = "claude-code:microcompact_boundary"
+CLEARED = "[Old tool result content cleared]"
+"""What the model sees of a tool result a microcompaction cleared."""
 _HARNESS_ERROR = "<tool_use_error>"
 
 
@@ -82,6 +86,8 @@ class _Session:
     """Keep each message's record and body (for an extractor)."""
     abandoned: frozenset[str] = frozenset()
     """Messages of branches the session left (:func:`_abandoned`): read as no message."""
+    cleared: set[str] = field(default_factory=set)
+    """Call ids whose results a microcompaction cleared: the model sees a placeholder."""
     loose: set[str] = field(default_factory=set)
     """Messages that continued the chain without being the child of its end: by the file's
     order (no uuid or no parentUuid), past such messages, or as results of parallel tool
@@ -91,7 +97,10 @@ class _Session:
     before it instead (a compaction's segment is read along the parents as written)."""
 
     def snapshot(self, policy: str | None = None) -> None:
-        self.out.append(Snapshot(tuple(self.message(u) for u in self.current), policy))
+        shown = [self.message(u) for u in self.current]
+        if self.cleared:
+            shown = [_cleared(m, self.cleared) for m in shown]
+        self.out.append(Snapshot(tuple(shown), policy))
 
     def message(self, key: str) -> Message:
         """The message ``key``: held while it is in the chain, else read again."""
@@ -248,6 +257,8 @@ def _read(record: Any, file: str, lineno: int, s: _Session, place: int, part: in
     boundary = kind == "system" and record.get("subtype") == "compact_boundary"
     if is_message or boundary:
         _same_session(record, file, lineno, s)
+    if kind == "system" and record.get("subtype") == "microcompact_boundary":
+        _microcompact(record.get("microcompactMetadata"), s)
     key = str(uuid) if has_uuid else f"#{file}:{lineno}" + (f"+{part}" if part else "")
     parent = record.get("parentUuid")
     if has_uuid:
@@ -441,6 +452,32 @@ def _boundary(record: Mapping[str, Any], uuid: str, s: _Session) -> None:
         s.move(before)
     s.snapshot()
     s.pending = (_preserved(record.get("compactMetadata"), s), uuid)
+
+
+def _microcompact(meta: Any, s: _Session) -> None:
+    """A microcompaction: the results of the calls ``compactedToolIds`` names are cleared
+    from the window (a rewrite), and stay cleared in every window after it."""
+    named = meta.get("compactedToolIds") if isinstance(meta, dict) else None
+    ids = {i for i in named if isinstance(i, str)} if isinstance(named, list) else set()
+    shown = {r.call_id for u in s.current for r in s.message(u).results}
+    if not (ids & shown) - s.cleared:
+        return  # nothing the model sees changes
+    s.snapshot()
+    s.cleared |= ids
+    s.snapshot(MICROCOMPACTION)
+
+
+def _cleared(m: Message, ids: set[str]) -> Message:
+    """The message as the model sees it once the results of ``ids`` were cleared."""
+    if not any(r.call_id in ids for r in m.results):
+        return m
+    results = tuple(
+        dataclasses.replace(r, content=CLEARED, cleared=True) if r.call_id in ids else r
+        for r in m.results
+    )
+    # another key: the items of the message as it was shown are not these
+    cleared = ",".join(r.call_id for r in results if r.cleared)
+    return dataclasses.replace(m, key=f"{m.key}#cleared:{cleared}", results=results)
 
 
 def _preserved(meta: Any, s: _Session) -> list[str]:
