@@ -332,7 +332,7 @@ def test_claude_code_a_rewound_failure_is_no_finding() -> None:
     """A rewind (the user restores the conversation to before a prompt) leaves the old
     branch in the file: its failed command is no item, so no WR008 for it; the prompt
     the user sent instead follows the message it hangs off."""
-    failed = {"type": "tool_result", "tool_use_id": "t1", "content": "Exit code 1"}
+    failed: dict[str, Any] = {"type": "tool_result", "tool_use_id": "t1", "content": "Exit 1"}
     failed["is_error"] = True
     recs = [
         cc("u1", None, "user", "deploy to staging"),
