@@ -306,9 +306,9 @@ def _abandoned(sources: Sequence[Source]) -> frozenset[str]:
     Read before the session is, the records' uuids and parents only. Never left: a
     message that continues by the file's order (no ``uuid`` or no ``parentUuid``), a
     compaction's summary, a message a compaction keeps or whose chain its window before
-    ends at, and the records of a
-    turn's parallel tool calls and results that hang off the chain (each result is the
-    child of its own call's record). An empty set where the session never branched.
+    ends at, and the records of a turn's parallel tool calls and results that hang off
+    the chain (each result is the child of its own call's record). An empty set where
+    the session never branched.
     """
     nodes: dict[str, _Node] = {}
     order: list[str] = []  # messages and boundaries, in the file's order
