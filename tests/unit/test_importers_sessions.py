@@ -639,6 +639,11 @@ def test_truncation_is_lost_evidence_and_any_other_change_is_wr007() -> None:
         ("abcdef\nFAILED x", "abcdef", True),
         ("head\nmiddle\ntail", "head\n[... 7 characters truncated]\ntail", True),
         ("head\nmiddle\ntail", "[truncated]\ntail", True),
+        # less a bare marker nothing is left: a strict prefix, so a cut
+        ("hello world", "[truncated]", True),
+        ("hello world", "[... 11 characters truncated]", True),
+        ("hello world", "...", True),
+        ("...", "...", False),
         ("abcdef", "abcxyz", False),
         ("abc", "abc", False),
         ("abc", "abc and more", False),

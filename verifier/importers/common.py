@@ -109,6 +109,8 @@ def kept_text(old: str, new: str) -> str | None:
     '1 passed; [... 15 characters truncated]'
     >>> kept_text("abc", "abd") is None, kept_text("abc", "abc") is None
     (True, True)
+    >>> kept_text("1 passed; FAILED test_x", "[truncated]")
+    '[truncated]'
     """
     if new == old or not new.strip():
         return None
@@ -116,8 +118,7 @@ def kept_text(old: str, new: str) -> str | None:
         return new
     for start, end in _marker_runs(new):
         head, tail = new[:start], new[end:]
-        if not (head.strip() or tail.strip()):
-            continue
+        # a bare marker is a cut too: less the marker, nothing is left, a strict prefix
         if len(head) + len(tail) >= len(old.strip()):
             continue
         if old.startswith(head) and old.endswith(tail):
