@@ -899,6 +899,40 @@ def test_anthropic_one_list_with_compaction_is_two_windows() -> None:
     assert [p for p, _ in windows(trace)] == ["append", "anthropic:compaction", "append"]
 
 
+def test_anthropic_a_compaction_that_failed_changes_nothing() -> None:
+    """A compaction block without content is one that failed, which the API reads as
+    nothing: the model still sees the whole history, so no rewrite and no WR008."""
+    call = {"type": "tool_use", "id": "t1", "name": "bash", "input": {"command": "pytest"}}
+    result = {"type": "tool_result", "tool_use_id": "t1", "content": "Exit code: 1"}
+    history = [
+        {"role": "user", "content": "Fix the failing test."},
+        {"role": "assistant", "content": [call]},
+        {"role": "user", "content": [{**result, "is_error": True}]},
+        {"role": "assistant", "content": [
+            {"type": "compaction", "content": None}, {"type": "text", "text": "Go on."}]},
+    ]  # fmt: skip
+    trace = imported("anthropic", json.dumps(history))
+    assert [type(ev).__name__ for ev in trace.events] == ["Append"]
+    assert codes(trace) == []
+    history[3]["content"][0]["content"] = "Summary: pytest failed."  # type: ignore[index]
+    assert ("WR008", ("t1:result",)) in codes(imported("anthropic", json.dumps(history)))
+
+
+def test_anthropic_extractor_gets_the_message_as_the_file_holds_it() -> None:
+    given: list[Any] = []
+
+    def extract(message: Any, context: Any) -> list[Any]:
+        given.append(message)
+        return []
+
+    history = [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": [{"type": "text", "text": "hello"}], "id": "m1"},
+    ]
+    imported("anthropic", json.dumps(history), extract=extract)
+    assert given == history
+
+
 @pytest.mark.parametrize(
     ("block", "modality", "exit_code"),
     [

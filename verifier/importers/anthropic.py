@@ -86,14 +86,18 @@ def _messages(obj: Any, file: str, where: str) -> list[Message]:
         raise base.error(f"unknown role {role!r}", fix="use 'user' or 'assistant'")
     content = obj.get("content")
     if isinstance(content, str) or content is None:
-        return [_message(obj, [{"type": "text", "text": texts(content)}], base)]
+        return [_message(obj, [{"type": "text", "text": texts(content)}], base, raw=obj)]
     if not isinstance(content, list):
         raise base.error("'content' must be a string or a list of blocks")
+    # a compaction block without content is a compaction that failed: the API reads it
+    # as nothing, so the model still sees the whole history
     cut = [
-        k for k, b in enumerate(content) if isinstance(b, dict) and b.get("type") == "compaction"
+        k
+        for k, b in enumerate(content)
+        if isinstance(b, dict) and b.get("type") == "compaction" and b.get("content") is not None
     ]
     if not cut:
-        return [_message(obj, content, base)]
+        return [_message(obj, content, base, raw=obj)]
     k = cut[-1]
     out = []
     if content[:k]:
@@ -162,8 +166,15 @@ def _compaction(block: Mapping[str, Any], base: Message) -> Message:
 
 
 def _message(
-    obj: Mapping[str, Any], blocks: list[Any], base: Message, *, part: bool = False
+    obj: Mapping[str, Any],
+    blocks: list[Any],
+    base: Message,
+    *,
+    part: bool = False,
+    raw: Mapping[str, Any] | None = None,
 ) -> Message:
+    """A message (or a part of one cut at its compaction block); ``raw``: the message as
+    the file holds it, what an extractor is given."""
     text = texts([b for b in blocks if isinstance(b, dict) and b.get("type") == "text"])
     calls = tuple(_call(b, base) for b in blocks if _kind(b) in _CALLS)
     results = tuple(_result(b, base) for b in blocks if _is_result(b))
@@ -181,6 +192,7 @@ def _message(
         calls,
         results,
         annotations=notes,
+        raw=raw,
         match=base.match,
     )
 
