@@ -1076,6 +1076,24 @@ def _lc(kind: str, **data: Any) -> dict[str, Any]:
     return {"type": kind, "data": {"additional_kwargs": {}, "response_metadata": {}, **data}}
 
 
+@pytest.mark.parametrize("own_id", [None, "ai-1"])
+def test_langchain_metadata_filled_in_later_is_the_same_message(own_id: str | None) -> None:
+    """A message is told by its role, content, tool calls and tool_call_id: usage and
+    response metadata a later dump fills in make no rewrite."""
+    first = [_lc("human", content="hi", id="h1"), _lc("ai", content="hello", id=own_id)]
+    later = [
+        first[0],
+        _lc("ai", content="hello", id=own_id, usage_metadata={"input_tokens": 3},
+            response_metadata={"model_name": "m", "stop_reason": "end_turn"}),
+        _lc("human", content="bye", id="h2"),
+    ]  # fmt: skip
+    trace = imported("langchain", json.dumps(first), json.dumps(later))
+    assert [type(ev).__name__ for ev in trace.events] == ["Append", "Append"]
+    edited = [first[0], _lc("ai", content="hello!", id=own_id)]
+    again = imported("langchain", json.dumps(first), json.dumps(edited))
+    assert any(isinstance(ev, Rewrite) for ev in again.events)
+
+
 _LC_RESULT = _lc("tool", content="Error: exit 2", tool_call_id="call_1", status="error", id="t")
 
 

@@ -132,8 +132,12 @@ def _message(obj: Any, file: str, where: str) -> Message:
             fix="give messages_to_dict output",
         )
     kind, data = obj.get("type"), obj["data"]
-    base = Message(str(kind), canonical(obj), file, where)
     role = _role(kind, data)
+    # what tells it across snapshots: role, content, tool calls and tool_call_id, not the
+    # metadata a later dump fills in (usage, response metadata)
+    told = {"role": role, **{k: data.get(k) for k in ("content", "tool_calls", "tool_call_id")}}
+    match = canonical({k: v for k, v in told.items() if v not in (None, [])})
+    base = Message(str(kind), canonical(obj), file, where, match=match)
     if role not in ("user", "assistant", "system", "tool", "developer"):
         if kind in ("chat", "ChatMessageChunk"):
             raise base.error(
@@ -148,7 +152,9 @@ def _message(obj: Any, file: str, where: str) -> Message:
     text = texts(data.get("content"))
     if role == "tool":
         result = _tool_result(data, text, meta, base)
-        return Message("tool", base.key, file, where, own, results=(result,), annotations=notes)
+        return Message(
+            "tool", base.key, file, where, own, results=(result,), annotations=notes, match=match
+        )
     summary = (
         role == "user"
         and (extra.get("lc_source") == "summarization" or text.startswith(_SUMMARY_PREFIX))
@@ -158,7 +164,16 @@ def _message(obj: Any, file: str, where: str) -> Message:
     if not calls:
         calls = tuple(_legacy_call(c) for c in _listed(extra, "tool_calls"))
     return Message(
-        role, base.key, file, where, own, text, calls, summary=summary, annotations=notes
+        role,
+        base.key,
+        file,
+        where,
+        own,
+        text,
+        calls,
+        summary=summary,
+        annotations=notes,
+        match=match,
     )
 
 
