@@ -1399,6 +1399,28 @@ def test_inspect_pooled_inputs_read_like_inline_ones() -> None:
     assert pooled == import_history("inspect", [LOG], sample="fix-1")
 
 
+def test_inspect_a_message_sent_again_under_a_pooled_id_is_another_message() -> None:
+    """inspect pools messages by content without their ids: ``react()``'s nudge to go on,
+    sent twice, reads back twice under the first one's id. The repeat is a message of
+    its own (the j-th equal message), not an id given twice."""
+    sys_ = {"id": "S", "role": "system", "content": "Solve it."}
+    nudge = {"id": "C1", "role": "user", "content": "Please proceed to the next step."}
+    one = {"id": "A1", "role": "assistant", "content": "Let me think."}
+    two = {"id": "A2", "role": "assistant", "content": "Still thinking."}
+    done = {"id": "A3", "role": "assistant", "content": "Done."}
+    events = [
+        {"event": "model", "input": [sys_], "output": {"choices": [{"message": one}]}},
+        {"event": "model", "input": [sys_, one, nudge], "output": {"choices": [{"message": two}]}},
+        {"event": "model", "input": [sys_, one, nudge, two, nudge],
+         "output": {"choices": [{"message": done}]}},
+    ]  # fmt: skip
+    log = {"samples": [{"id": 1, "messages": [], "events": events}]}
+    trace = imported("inspect", json.dumps(log))
+    ids = [it.id for it in windows(trace)[-1][1]]
+    assert ids == ["S", "A1", "C1", "A2", "msg-4", "A3"]
+    assert [type(ev).__name__ for ev in trace.events] == ["Append"] * 3
+
+
 def _grader_call(**where: Any) -> dict[str, Any]:
     """A model event as ``model_graded_fact`` writes it: the agent's model, no role."""
     prompt = {"role": "user", "content": "You are comparing a submitted answer to an expert..."}

@@ -16,6 +16,7 @@ need the ``zstandard`` package (``pip install 'ctxproof[inspect]'``). See
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import re
 import zipfile
@@ -235,7 +236,7 @@ def _sample_snapshots(sample: Mapping[str, Any], file: str) -> list[Snapshot]:
                 _message(_resolve(m, attachments), file, f"event {n} message {i}")
                 for i, m in enumerate(raw)
             ]
-            out.append(Snapshot(tuple(messages), policy))
+            out.append(Snapshot(_pooled_apart(messages), policy))
             policy = None
     if out and isinstance(raw_messages, list):
         out.extend(_after_the_last_call(out[-1], raw_messages, attachments, file))
@@ -282,6 +283,24 @@ def _after_the_last_call(
         for i in range(start, end)
     )
     return [Snapshot(last.messages + later)]
+
+
+def _pooled_apart(messages: Sequence[Message]) -> tuple[Message, ...]:
+    """A model call's input with each repeated message id dropped after its first use.
+
+    inspect pools a sample's messages by their content, leaving out their ids, so a
+    message sent again with equal content (``react()``'s nudge to go on, two tool calls
+    an edit cleared alike) reads back under the first one's id: the repeat is another
+    message, told by its content and rank among equal ones (``msg-K``)."""
+    seen: set[str] = set()
+    out = []
+    for m in messages:
+        if m.id is not None and m.id in seen:
+            m = dataclasses.replace(m, id=None)
+        elif m.id is not None:
+            seen.add(m.id)
+        out.append(m)
+    return tuple(out)
 
 
 def _is_tool(raw: Any) -> bool:
