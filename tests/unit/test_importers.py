@@ -89,13 +89,18 @@ def test_exit_code_conventions(content: str, code: int | None) -> None:
         "Skipped 7 messages.",
         "Old environment output: (120 lines omitted)",
         "  [cleared]\n",
+        # the OpenAI Agents SDK's ToolOutputTrimmer: a header, then a preview
+        "[Trimmed: search output \u2014 1560 chars \u2192 200 char preview]\nResult 1: ...",
+        "[Trimmed]\n{\"rows\": [1, 2, ...",
     ],
 )
 def test_placeholders_are_recognised(text: str) -> None:
     assert is_placeholder(text)
 
 
-@pytest.mark.parametrize("text", ["cleared", "[cleared] but more", "Skipped messages.", ""])
+@pytest.mark.parametrize(
+    "text", ["cleared", "[cleared] but more", "Skipped messages.", "", "[Trimmed] rows"]
+)
 def test_ordinary_text_is_no_placeholder(text: str) -> None:
     assert not is_placeholder(text)
 

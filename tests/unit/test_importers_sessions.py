@@ -643,6 +643,8 @@ def test_truncation_is_lost_evidence_and_any_other_change_is_wr007() -> None:
         ("hello world", "[truncated]", True),
         ("hello world", "[... 11 characters truncated]", True),
         ("hello world", "...", True),
+        # Codex cuts the middle of a long output so
+        ("head\nmiddle part\ntail", "head\n\u20268 tokens truncated\u2026\ntail", True),
         ("...", "...", False),
         ("abcdef", "abcxyz", False),
         ("abc", "abc", False),

@@ -61,6 +61,8 @@ _PLACEHOLDERS = (
     re.compile(r"\[tool result cleared\]", re.IGNORECASE),
     re.compile(r"\[old tool result content cleared\]", re.IGNORECASE),
     re.compile(r"\[trimmed:.*\]", re.IGNORECASE | re.DOTALL),
+    # the OpenAI Agents SDK's trimmer: a header line, then a preview of what was there
+    re.compile(r"\[trimmed(?::[^\]\n]*)?\]\n.*", re.IGNORECASE | re.DOTALL),
     re.compile(r"skipped \d+ messages\.", re.IGNORECASE),
     re.compile(r"old environment output: \(\d+ lines omitted\)", re.IGNORECASE),
 )
@@ -83,13 +85,16 @@ def is_placeholder(content: str) -> bool:
 
     >>> is_placeholder("[cleared]"), is_placeholder("Skipped 12 messages."), is_placeholder("ok")
     (True, True, False)
+    >>> is_placeholder("[Trimmed: search output - 1560 chars -> 200 char preview]\\nResult 1...")
+    True
     """
     text = content.strip()
     return any(p.fullmatch(text) for p in _PLACEHOLDERS)
 
 
 _TRUNCATION = re.compile(
-    r"\s*(?:\.\.\.|\u2026|\[truncated\]|\(truncated\)|\[output truncated\]"
+    r"\s*(?:\u2026\s*[\d,]+\s+\w+\s+truncated\s*\u2026"  # Codex's "…N tokens truncated…"
+    r"|\.\.\.|\u2026|\[truncated\]|\(truncated\)|\[output truncated\]"
     r"|\[\.\.\.\s*[\d,]+\s+\w+\s+truncated\s*\.?\]|\[[\d,]+\s+\w+\s+truncated\s*\.?\]"
     r"|<truncated[^<>\n]*>|\.\.\.\s*\[?truncated\]?)\s*",
     re.IGNORECASE,
