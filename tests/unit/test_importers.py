@@ -275,6 +275,50 @@ def test_codex_replacement_history_is_the_whole_window(compaction_first: bool) -
     assert ("WR008", ("call_1:result",)) in codes(trace)
 
 
+def test_codex_compaction_keeps_what_it_puts_back_as_it_was() -> None:
+    """A later compaction that puts back a message an earlier one dropped (the context
+    Codex injects again) restores it as appended, its time with it; one that keeps an
+    earlier compaction's summary keeps it prose. Neither is an observation made up."""
+    context = _codex_msg("user", "<environment_context>/repo</environment_context>")
+    summary = _codex_msg("user", "Summary: make fails with Error 2.")
+    text = _rollout(
+        ("response_item", context),
+        *_FAILED_MAKE,
+        ("compacted", {"message": "Summary: make fails with Error 2.", "replacement_history": [
+            _FAILED_MAKE[0][1], summary]}),
+        ("response_item", _codex_msg("user", "continue")),
+        ("compacted", {"message": "", "replacement_history": [
+            context, _FAILED_MAKE[0][1], _codex_msg("user", "continue"), summary]}),
+    )  # fmt: skip
+    trace = imported("openai", text)
+    seen = windows(trace)
+    assert [p for p, _ in seen][-1] == "codex:compacted"
+    first = {it.id: it for it in seen[0][1]}
+    last = {it.id: it for it in seen[-1][1]}
+    assert last["msg-0"].raw == first["msg-0"].raw  # put back as appended
+    assert [it.kind for it in seen[-1][1]][-1] == "prose"
+    assert not any(code == "WR007" for code, _ in codes(trace))
+
+
+def test_codex_compaction_with_its_summary_alone_keeps_the_users_messages() -> None:
+    """A compacted record without a replacement history is Codex's own compaction, which
+    rebuilds the history as the user's messages so far, then the summary."""
+    text = _rollout(
+        *_FAILED_MAKE,
+        ("compacted", {"message": "Summary: make fails with Error 2."}),
+        ("response_item", _codex_msg("user", "continue")),
+    )
+    notes = [{"after": "msg-0", "items": [{"id": "ok", "kind": "commitment", "type": "invariant"}]}]
+    trace = imported("openai", text, annotations=notes)
+    seen = windows(trace)
+    assert [(it.id, it.kind) for it in seen[1][1]] == [
+        ("msg-0", "observation"),
+        ("ok", "commitment"),
+        ("msg-3", "prose"),
+    ]
+    assert codes(trace) == [("WR008", ("call_1:result",))]
+
+
 def test_codex_compaction_item_in_a_rollout_is_a_boundary() -> None:
     """A Responses compaction item recorded as a response item is the boundary it is in a
     Responses list: the model sees the rollout from it on."""

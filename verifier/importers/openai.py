@@ -144,6 +144,7 @@ def _codex(src: Source, records: Sequence[tuple[int, Any]]) -> list[Snapshot]:
     """A Codex rollout: response items, with each ``compacted`` record a rewrite."""
     out: list[Snapshot] = []
     current: list[Message] = []
+    stamps: dict[str, str] = {}  # a message (by what tells it) -> when its record was written
     for n, obj in records:
         if not isinstance(obj, dict):
             raise InputError("each rollout line must be a JSON object", file=src.name, line=n)
@@ -167,31 +168,45 @@ def _codex(src: Source, records: Sequence[tuple[int, Any]]) -> list[Snapshot]:
                 out.append(Snapshot(tuple(current), COMPACTION))
             else:
                 current.append(m)
+                if m.at is not None:
+                    stamps.setdefault(m.same, m.at)
         elif kind == "compacted":
             out.append(Snapshot(tuple(current)))
-            current = _compacted(payload, src.name, n, current)
+            current = _compacted(payload, src.name, n, current, stamps)
             # the replacement history is the window: what came later has records of its own
             out.append(Snapshot(tuple(current), CODEX_COMPACTED, whole=True))
     out.append(Snapshot(tuple(current)))
     return out
 
 
-def _compacted(payload: Any, file: str, n: int, before: Sequence[Message]) -> list[Message]:
-    """The window after a ``compacted`` record: its replacement history, else its summary."""
+def _compacted(
+    payload: Any, file: str, n: int, before: Sequence[Message], stamps: Mapping[str, str]
+) -> list[Message]:
+    """The window after a ``compacted`` record: its replacement history, else its summary.
+
+    A message of the replacement history that the rollout recorded before is that
+    message, as it was appended (its time with it), and one an earlier compaction made
+    its summary stays a summary."""
     if not isinstance(payload, dict):
         raise InputError(f"line {n}: a compacted record needs a payload object", file=file, line=n)
     summary = payload.get("message") if isinstance(payload.get("message"), str) else ""
     history = payload.get("replacement_history")
     if not isinstance(history, list):
+        # Codex's own compaction (the record gives its summary alone) rebuilds the history
+        # as the user's messages so far, then the summary
         text = summary or "(compacted)"
         key = canonical({"compacted": payload})
-        return [Message("user", key, file, f"line {n}", text=text, summary=True)]
+        kept = [m for m in before if m.role == "user" and not m.summary]
+        return [*kept, Message("user", key, file, f"line {n}", text=text, summary=True)]
     known = {m.same for m in before}
+    summaries = {m.same for m in before if m.summary}
     out = []
     for i, obj in enumerate(history):
         m = item_message(obj, file, f"line {n} replacement_history {i}")
-        if summary and m.same not in known and summary.strip() in m.text:
+        if m.same in summaries or (summary and m.same not in known and summary.strip() in m.text):
             m = _as_summary(m)
+        if m.at is None and m.same in stamps:
+            m = dataclasses.replace(m, at=stamps[m.same])
         out.append(m)
     return out
 
