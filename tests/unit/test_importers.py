@@ -167,6 +167,33 @@ def test_a_message_is_told_by_role_content_and_calls(
     assert any(isinstance(ev, Rewrite) for ev in again.events)
 
 
+def test_responses_mcp_and_apply_patch_items_give_calls_and_results() -> None:
+    """A remote MCP call (``mcp_call``, call and result in one item, failed with an
+    ``error``) and an ``apply_patch_call`` with its output (failed by ``status``) are
+    tool calls and results like any other: a failed one is evidence to keep."""
+    items = [
+        {"role": "user", "content": "query db, then patch it"},
+        {"id": "mcp_1", "type": "mcp_call", "name": "run_query", "server_label": "db",
+         "arguments": '{"sql": "select 1"}', "output": None, "status": "failed",
+         "error": {"type": "http_error", "code": 502, "message": "bad gateway"}},
+        {"type": "apply_patch_call", "id": "apc_1", "call_id": "call_ap", "status": "completed",
+         "operation": {"type": "update_file", "path": "db.py", "diff": "@@ -x +y"}},
+        {"type": "apply_patch_call_output", "call_id": "call_ap", "status": "failed",
+         "output": "hunk does not apply"},
+    ]  # fmt: skip
+    (window,) = [w for _, w in windows(imported("openai", json.dumps(items)))]
+    got = {it.id: it for it in window}
+    assert (got["mcp_1:result"].modality, got["mcp_1:result"].content) == ("failed", "bad gateway")
+    assert got["mcp_1:result"].source == 'run_query: {"sql":"select 1"}'
+    assert (got["call_ap:result"].modality, got["call_ap:result"].call) == ("failed", "call_ap")
+    assert got["call_ap"].kind == "prose"
+    dropped = imported("openai", json.dumps([items, [items[0]]]))
+    assert {items for code, items in codes(dropped) if code == "WR008"} == {
+        ("mcp_1:result",),
+        ("call_ap:result",),
+    }
+
+
 def test_responses_request_instructions_are_a_system_message() -> None:
     """A Responses request's ``instructions`` are a system (or developer) message inserted
     before its input: a system observation first, as an Anthropic request's ``system``."""

@@ -354,6 +354,39 @@ def _shell_output(obj: dict[str, Any], base: Message) -> Message:
     return _with(base, role="tool", results=(result,))
 
 
+def _mcp_call(obj: dict[str, Any], base: Message) -> Message:
+    """``mcp_call``: a call to a remote MCP server's tool and its result in one item
+    (``output``, or ``error``: failed)."""
+    call_id = _call_id(obj, base)
+    call = ToolCall(call_id, _str(obj, "name", base), call_arguments(obj.get("arguments")))
+    error = obj.get("error")
+    failed = error not in (None, "", {}) or obj.get("status") == "failed"
+    output = obj.get("output")
+    content = texts(output) if output is not None else _error_text(error)
+    result = ToolResult(call_id, content, call.name, failed)
+    return _with(base, calls=(call,), results=(result,))
+
+
+def _error_text(error: Any) -> str:
+    if isinstance(error, dict):
+        message = error.get("message")
+        return message if isinstance(message, str) else canonical(error)
+    return error if isinstance(error, str) else ""
+
+
+def _apply_patch_call(obj: dict[str, Any], base: Message) -> Message:
+    """``apply_patch_call``: the patch ``operation`` (file, diff) is the call's arguments."""
+    return _with(base, calls=(ToolCall(_call_id(obj, base), "apply_patch", obj.get("operation")),))
+
+
+def _apply_patch_output(obj: dict[str, Any], base: Message) -> Message:
+    """``apply_patch_call_output``: failed when its ``status`` is ``failed``."""
+    output = obj.get("output")
+    content = texts(output) if output is not None else ""
+    result = ToolResult(_call_id(obj, base), content, None, obj.get("status") == "failed")
+    return _with(base, role="tool", results=(result,))
+
+
 def _compaction(obj: dict[str, Any], base: Message) -> Message:
     """A ``compaction`` item: the summary the service keeps (opaque) marks a boundary."""
     text = obj.get("summary") if isinstance(obj.get("summary"), str) else ""
@@ -369,6 +402,9 @@ _ITEMS = {
     "custom_tool_call_output": _output,
     "local_shell_call_output": _output,
     "shell_call_output": _shell_output,
+    "mcp_call": _mcp_call,
+    "apply_patch_call": _apply_patch_call,
+    "apply_patch_call_output": _apply_patch_output,
     "compaction": _compaction,
 }
 
