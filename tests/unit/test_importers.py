@@ -1357,6 +1357,22 @@ def test_inspect_results_before_a_compaction_are_in_the_window_it_rewrote() -> N
     assert [it.id for it in edited[-1][1]][-1] == "A2"
 
 
+def test_inspect_native_compaction_output_is_the_summary() -> None:
+    """A provider's own compaction (OpenAI's compact item), which inspect shows as a user
+    message holding a ``data`` block with ``compaction_metadata``, is the compaction's
+    output in the window: prose, not a message without items."""
+    log = json.loads(_inspect_compacted_log("summary"))
+    sample = log["samples"][0]
+    compact = {"id": "K", "role": "user", "source": "generate", "content": [
+        {"type": "data", "data": {"compaction_metadata": {
+            "type": "openai_compact", "id": "cmp_1", "encrypted_content": "gAAAA"}}}]}  # fmt: skip
+    last = sample["events"][-1]
+    last["input"] = [*last["input"][:2], compact]
+    trace = imported("inspect", json.dumps(log))
+    rewrite = next(w for p, w in windows(trace) if p == "inspect:compaction:summary")
+    assert [(it.id, it.kind) for it in rewrite][-1] == ("K", "prose")
+
+
 def test_inspect_needs_a_sample_when_there_are_several() -> None:
     code, _, err = run("import", "inspect", str(LOG))
     assert code == 2 and "fix-1:1" in err and "--sample" in err

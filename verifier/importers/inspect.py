@@ -424,8 +424,23 @@ def _message(obj: Any, file: str, where: str) -> Message:
         )
     calls = tuple(_call(c, base, k) for k, c in enumerate(obj.get("tool_calls") or []))
     summary = meta.get("summary") is True
+    if not text and _native_compaction(obj.get("content")):
+        # a provider's own compaction (an OpenAI compact item), which inspect shows as a
+        # data block of a user message: the compaction's output, opaque
+        text, summary = "(compacted history)", True
     return Message(
         str(role), base.key, file, where, own, text, calls, summary=summary, annotations=notes
+    )
+
+
+def _native_compaction(content: Any) -> bool:
+    """Does a message's content hold a ``data`` block with ``compaction_metadata``?"""
+    return isinstance(content, list) and any(
+        isinstance(b, dict)
+        and b.get("type") == "data"
+        and isinstance(b.get("data"), dict)
+        and "compaction_metadata" in b["data"]
+        for b in content
     )
 
 
