@@ -867,7 +867,8 @@ class _Agent:
         self.result.tokens_before += before
         self.result.tokens_after += self.tokens()
         self.result.pressures.append((pressure, len(self.auditor.findings) - count))
-        return self.fits(pass_no)
+        self.measure_fit(pass_no)
+        return True
 
     def dangling(
         self, window: Sequence[Item], pass_no: int, claimed: Sequence[str] | None = None
@@ -941,14 +942,15 @@ class _Agent:
 
         return result
 
-    def fits(self, pass_no: int) -> bool:
-        """Count a rewrite that left the window over its budget; with ``require_fit`` it is
-        PL004 over-budget, and the session (its trace) ends with that rewrite."""
+    def measure_fit(self, pass_no: int) -> None:
+        """Count a rewrite that left the window over its budget; with ``require_fit`` each
+        one is PL004 over-budget (the policy did not fail: the session goes on, and the
+        trace of the play that seeks PL004 ends with the rewrite that shows it)."""
         if self.tokens() <= self.budget:
-            return True
+            return
         self.result.over_budget += 1
         if not self.require_fit:
-            return True
+            return
         line = len(self.trace)  # the rewrite event, the last line
         self.result.findings.append(
             Finding(
@@ -960,7 +962,6 @@ class _Agent:
                 line,
             )
         )
-        return False
 
 
 _PRESSURE_SHOWN = 1e12
@@ -1050,8 +1051,8 @@ def run_session(
     sessions of a run (by default the session makes its own: the findings are the same).
 
     With ``stop_on`` (a rule code) the session ends at the turn that shows it. With
-    ``require_fit`` a rewrite that leaves the window over its budget is PL004, and the
-    session ends with it (without, it is counted in ``over_budget``).
+    ``require_fit`` each rewrite that leaves the window over its budget is PL004 (without,
+    it is only counted in ``over_budget``).
     """
     result = _Agent(plan, policy, passes, mode, require_fit, session).run(stop_on)
     return _finished(result)
@@ -1194,8 +1195,8 @@ SHRINK_CALLS = 300
 
 REPLAYABLE = frozenset({"PL001", "PL002", "PL003"})
 """The PL rules whose counterexample ends just before the call that failed: its last window
-is the policy's input, and ``fuzz --replay`` calls the policy on it again (a PL004 session
-ends with the rewrite that left the window over its budget)."""
+is the policy's input, and ``fuzz --replay`` calls the policy on it again (a PL004
+counterexample ends with the rewrite that left the window over its budget)."""
 
 SHRINK_FAULTS = 3
 """Candidates that may time out or end the policy's process while shrinking, at most."""
@@ -1957,9 +1958,9 @@ def fuzz(
     ``policy_arg``) and the progress callback, and returns the results in order.
 
     A rewrite that leaves the window over its budget is counted (``over_budget``);
-    with ``require_fit`` each one is a PL004 over-budget finding whose session ends
-    with that rewrite (the policy's process measures nothing: the harness counts the
-    tokens of the window the policy returned).
+    with ``require_fit`` each one is a PL004 over-budget finding, whose
+    counterexample ends with that rewrite (the policy's process measures nothing: the
+    harness counts the tokens of the window the policy returned).
 
     Raises:
         TypeError: an argument of the wrong type.

@@ -95,18 +95,22 @@ def test_require_fit_makes_each_over_budget_rewrite_pl004(tmp_path: Path) -> Non
 @settings(max_examples=15, suppress_health_check=list(HealthCheck), deadline=None)
 @given(session_plans(passes=4), st.sampled_from([keep_everything, grow, newest_that_fit]))
 def test_pl004_is_exactly_the_over_budget_rewrites(plan: Any, policy: Any) -> None:
-    """Law: with require_fit a session has one PL004 per over-budget rewrite (at most
-    one, as the session ends there), at the last rewrite; without, none and the count."""
+    """Law: with require_fit a session has one PL004 per over-budget rewrite, each at its
+    rewrite, and is otherwise the same session (the policy did not fail: it goes on);
+    without, none and the count. The play that seeks PL004 ends with the first."""
     loaded = as_policy(policy)
     counted = run_session(loaded, plan, passes=4)
     strict = run_session(loaded, plan, passes=4, require_fit=True)
     assert not any(f.code == "PL004" for f in counted.findings)
     pl004 = [f for f in strict.findings if f.code == "PL004"]
-    assert len(pl004) == strict.over_budget <= 1
-    assert strict.over_budget == min(counted.over_budget, 1)
+    assert len(pl004) == strict.over_budget == counted.over_budget
+    assert strict.trace == counted.trace
+    for f in pl004:
+        assert strict.trace[f.line - 1]["event"] == "rewrite"
     if pl004:
-        assert pl004[0].pass_ == strict.rewrites
-        assert strict.trace[-1]["event"] == "rewrite"
+        sought = run_session(loaded, plan, passes=4, require_fit=True, stop_on="PL004")
+        assert sought.trace[-1]["event"] == "rewrite"
+        assert len(sought.trace) == pl004[0].line
 
 
 def test_the_command_counts_and_requires_fit(tmp_path: Path) -> None:
