@@ -106,7 +106,7 @@ def test_pl004_is_exactly_the_over_budget_rewrites(plan: Any, policy: Any) -> No
     assert len(pl004) == strict.over_budget == counted.over_budget
     assert strict.trace == counted.trace
     for f in pl004:
-        assert strict.trace[f.line - 1]["event"] == "rewrite"
+        assert f.line is not None and strict.trace[f.line - 1]["event"] == "rewrite"
     if pl004:
         sought = run_session(loaded, plan, passes=4, require_fit=True, stop_on="PL004")
         assert sought.trace[-1]["event"] == "rewrite"
