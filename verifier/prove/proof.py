@@ -413,13 +413,21 @@ class Encoding:
         for i, slot in enumerate(world.slots[: world.item_count]):
             if smt.value(slot.used):
                 kinds[i] = self._one(slot.kind, KINDS)
+        called = {
+            j
+            for i in kinds
+            for j, t in world.targets("call", i)
+            if j < world.item_count and smt.value(t)
+        }
         for i, slot in enumerate(world.slots[: world.item_count]):
             if i not in kinds:
                 continue
-            if not self.induction and not any(
-                smt.value(slot.appended[p]) for p in range(1, passes + 1)
+            if (
+                not self.induction
+                and i not in called
+                and not any(smt.value(slot.appended[p]) for p in range(1, passes + 1))
             ):
-                continue  # appended after the last pass the trace runs
+                continue  # appended after the last pass the trace runs (and no result's call)
             links: dict[str, tuple[int, ...]] = {}
             for rel in RELATIONS:
                 cited = tuple(j for j, t in world.targets(rel, i) if smt.value(t))
@@ -787,7 +795,9 @@ def _settle(
         return undecided(res)
     scenario, viol = enc.scenario(code)
     replayed = replay_scenario(enc.spec, scenario, code, viol.pass_no, out_dir)
-    size = len(scenario.slots)
+    # the items of its windows: a call appended after its last pass, that closes the
+    # trace, is no part of them
+    size = sum(1 for s in scenario.slots if s.appended is None or s.appended <= scenario.passes)
     # the trace's pass (an induction trace's setup rewrites come first), as audit reports it
     cex = Counterexample(
         code, replayed.path, replayed.finding.pass_, size, replayed.finding, scenario, replayed.text

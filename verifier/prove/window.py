@@ -220,8 +220,13 @@ def _modality(smt: Smt, prefix: str, slot: Slot) -> dict[str, Term]:
     return mod
 
 
-def _links(world: World, allowed: dict[tuple[int, int], Term]) -> None:
-    """Citation variables for every ordered pair allowed (condition: allowed[(i, j)])."""
+def _links(
+    world: World,
+    allowed: dict[tuple[int, int], Term],
+    call_allowed: Mapping[tuple[int, int], Term] | None = None,
+) -> None:
+    """Citation variables for every ordered pair allowed (condition: allowed[(i, j)];
+    for ``call``, call_allowed[(i, j)] where given)."""
     smt = world.smt
     for (i, j), cond in allowed.items():
         src = world.slots[i]
@@ -230,6 +235,8 @@ def _links(world: World, allowed: dict[tuple[int, int], Term]) -> None:
                 continue  # a summary cites nothing
             var = smt.boolean(f"link.{rel}.{i}.{j}")
             kinds = smt.or_(src.kind[k] for k in CITING_KINDS[rel])
+            if rel == "call" and call_allowed is not None:
+                cond = call_allowed.get((i, j), cond)
             smt.add(smt.implies(var, smt.and_([kinds, src.used, world.slots[j].used, cond])))
             world.links[(rel, i, j)] = var
     world._out = world._in = None
@@ -314,6 +321,7 @@ def bmc_world(
     budget = ar.var("budget", bounds.budget)
     world = World(smt, ar, slots, budget, passes=passes, item_count=n)
     allowed: dict[tuple[int, int], Term] = {}
+    calls: dict[tuple[int, int], Term] = {}
     for i in range(n):
         for j in range(n):
             if i == j:
@@ -326,9 +334,12 @@ def bmc_world(
                     for p in range(1, passes + 1)
                 ]
                 allowed[(i, j)] = smt.or_(same)
+                # a result may come before its call, a later append's (a trace may name
+                # an id it gives later): the pairing holds once both are in
+                calls[(i, j)] = smt.true
         for k in range(1, passes):
             # summary@k exists from the end of pass k: appends before later passes may cite it
             later = smt.or_(slots[i].appended[p] for p in range(k + 1, passes + 1))
             allowed[(i, n + k - 1)] = later
-    _links(world, allowed)
+    _links(world, allowed, calls)
     return world
