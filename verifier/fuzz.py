@@ -1211,15 +1211,29 @@ class Counterexample:
     pass_: int
     items: tuple[str, ...]
     message: str = ""
+    line: int | None = None
+    """The finding's line in the shrunk trace (what ``audit`` reports it at)."""
 
     def to_json(self) -> Obj:
-        return {
+        out: Obj = {
             "code": self.code,
             "path": self.path,
             "pass": self.pass_,
             "items": list(self.items),
             "message": self.message,
         }
+        if self.line is not None:
+            out["line"] = self.line
+        return out
+
+    def finding_line(self) -> str:
+        """The finding as every command writes one: ``TRACE:LINE: pass N: CODE name
+        [ID,...]: message``."""
+        at = f"{self.path}:{self.line}" if self.line is not None else self.path
+        return (
+            f"{at}: pass {self.pass_}: {self.code} {RULES.get(self.code, '?')}"
+            f" [{','.join(self.items)}]: {self.message}"
+        )
 
 
 @dataclass
@@ -2090,7 +2104,9 @@ def fuzz(
             _check_replay(path, text, code, mode)
             report.texts[code] = text
             report.counterexamples.append(
-                Counterexample(code, str(path), finding.pass_, finding.items, finding.message)
+                Counterexample(
+                    code, str(path), finding.pass_, finding.items, finding.message, finding.line
+                )
             )
         report.seconds = time.perf_counter() - started
         write_outputs(report, out, card=card, plotter=plotter)
@@ -2352,8 +2368,8 @@ def scorecard_text(report: FuzzReport, by_pressure: Sequence[Mapping[str, Any]])
         lines.append(f"  {code} {RULES.get(code, '?')}: {n}{where}")
         if code in report.unshrunk:
             lines.append(f"    no counterexample: {report.unshrunk[code]}")
-        if cex is not None and cex.message:
-            lines.append(f"    {cex.message}")
+        if cex is not None:
+            lines.append(cex.finding_line())  # as audit reports it: TRACE:LINE: ...
         if cex is not None and code in REPLAYABLE:
             lines.append(f"    replay: ctxproof fuzz {report.policy} --replay {cex.path}")
     bands = [

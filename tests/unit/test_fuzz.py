@@ -588,3 +588,24 @@ def test_the_agent_sees_through_a_stub_only_to_the_item_of_its_own_id() -> None:
     agent.stored = {looped["ref"]: looped}
     agent.window = [looped]
     assert agent.visible() == []
+
+
+def test_text_output_gives_each_rules_finding_as_audit_reports_it(tmp_path: Path) -> None:
+    """The scorecard gives, for each rule found, its first finding in the shrunk trace as
+    a line of its own, ``TRACE:LINE: pass N: CODE name [ID,...]: message``: the very
+    line ``audit`` prints for that trace; the JSON names the line too."""
+    policy = tmp_path / "drop.py"
+    policy.write_text("def compact(window, budget):\n    return []\n", "utf-8")
+    args = ["fuzz", f"{policy}:compact", "--sessions", "3", "--passes", "2"]
+    code, out, _ = run(*args, "--out", str(tmp_path / "o"))
+    assert code == 1
+    shown = [line for line in out.splitlines() if line.startswith(str(tmp_path / "o"))]
+    assert shown and all(":" in line for line in shown)
+    for line in shown:
+        trace = line.split(":", 1)[0]
+        _, audited, _ = run("audit", trace)
+        assert line in audited.splitlines()
+    _, js, _ = run(*args, "--out", str(tmp_path / "j"), "--format", "json")
+    for cex in json.loads(js)["counterexamples"]:
+        _, audited, _ = run("audit", cex["path"])
+        assert f"{cex['path']}:{cex['line']}: pass {cex['pass']}: {cex['code']} " in audited

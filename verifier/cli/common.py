@@ -26,6 +26,7 @@ __all__ = [
     "EXIT_INTERNAL",
     "EXIT_OK",
     "EXIT_UNDECIDED",
+    "FUZZ_EPILOG",
     "SOLVER_ENV",
     "Choice",
     "Out",
@@ -43,15 +44,29 @@ __all__ = [
 
 EXIT_OK, EXIT_FINDINGS, EXIT_INPUT, EXIT_UNDECIDED, EXIT_INTERNAL = 0, 1, 2, 3, 4
 
-EPILOG = """\b
-Text output: one finding a line,
-  TRACE:LINE: pass N: CODE name [ID,...]: message
-JSON output (--format json): one object per trace per line.
-\b
+_EXIT_CODES = """\b
 Exit codes: 0 all rewrites accepted and no finding; 1 at least one finding;
 2 bad input or usage; 3 undecided (solver unknown or budget) and no finding;
 4 internal error.
 """
+
+EPILOG = (
+    """\b
+Text output: one finding a line,
+  TRACE:LINE: pass N: CODE name [ID,...]: message
+JSON output (--format json): one object per trace per line.
+"""
+    + _EXIT_CODES
+)
+
+FUZZ_EPILOG = (
+    """\b
+Text output: the scorecard; each rule found with its first finding in its
+shrunk trace, a line TRACE:LINE: pass N: CODE name [ID,...]: message
+JSON output (--format json): one object.
+"""
+    + _EXIT_CODES
+)
 
 
 class MissingStream(io.TextIOBase):

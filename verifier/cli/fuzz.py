@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING
 import click
 
 from verifier.cli.common import (
-    EPILOG,
     EXIT_FINDINGS,
     EXIT_OK,
+    FUZZ_EPILOG,
     Out,
     budget_options,
     format_option,
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 __all__ = ["fuzz"]
 
 
-@click.command(epilog=EPILOG)
+@click.command(epilog=FUZZ_EPILOG)
 @click.argument("policy_arg", metavar="POLICY")
 @click.option(
     "--sessions",
