@@ -963,11 +963,25 @@ def test_anthropic_compaction_block() -> None:
     # the rule is literal: a `command` argument is the COMMAND, whatever the tool
     assert first["toolu_01B7yL:result"].source == "str_replace_based_edit_tool: view"
     # the system prompt is no message block: the compaction leaves it where it was
-    assert [(it.id, it.kind) for it in seen[1][1]] == [("msg-0", "observation"), ("msg-6", "prose")]
+    assert [(it.id, it.kind) for it in seen[1][1]] == [
+        ("msg-0", "observation"),
+        ("msg-6:compaction", "prose"),
+    ]
     assert seen[1][1][0].raw == first["msg-0"].raw
     assert "changelog lacks" in (seen[1][1][1].text or "")
-    assert [it.id for it in seen[2][1]] == ["msg-0", "msg-6", "msg-7", "msg-8"]
+    # the message cut at its compaction block is one message: its text is msg-6, and the
+    # user's next message msg-7 (K counts messages)
+    assert [it.id for it in seen[2][1]] == ["msg-0", "msg-6:compaction", "msg-6", "msg-7"]
     assert ("WR008", ("toolu_01A9xK:result",)) in codes(trace)
+
+
+def test_anthropic_a_message_with_a_compaction_block_is_counted_once(tmp_path: Path) -> None:
+    trace = tmp_path / "t.jsonl"
+    code, out, err = run(
+        "import", "anthropic", str(AN / "before.json"), str(AN / "after_compaction.json"),
+        "-o", str(trace),
+    )  # fmt: skip
+    assert code == 0 and "from 8 message(s)" in out + err
 
 
 def test_anthropic_one_list_with_compaction_is_two_windows() -> None:

@@ -99,12 +99,14 @@ def _messages(obj: Any, file: str, where: str) -> list[Message]:
     if not cut:
         return [_message(obj, content, base, raw=obj)]
     k = cut[-1]
+    own = obj.get("id") if isinstance(obj.get("id"), str) and obj.get("id") else None
     out = []
     if content[:k]:
-        out.append(_message(obj, content[:k], _part(base, content[:k], "before"), part=True))
-    out.append(_compaction(content[k], _part(base, [content[k]], "compaction")))
+        before = _part(base, content[:k], "before", own)
+        out.append(_message(obj, content[:k], before, part=True))
+    out.append(_compaction(content[k], _part(base, [content[k]], "compaction", own)))
     if content[k + 1 :]:
-        after = _part(base, content[k + 1 :], "after")
+        after = _part(base, content[k + 1 :], "after", own)
         out.append(_message(obj, content[k + 1 :], after, part=True))
     return out
 
@@ -154,15 +156,21 @@ def _blocks(blocks: list[Any]) -> list[Any]:
     return out
 
 
-def _part(base: Message, blocks: list[Any], label: str) -> Message:
+def _part(base: Message, blocks: list[Any], label: str, own: str | None) -> Message:
+    """A part of a message cut at its compaction block: one message with the others (one
+    K of ``msg-K``; the ``after`` part has the message's name, the others it with
+    ``:before`` or ``:compaction``)."""
     key = canonical({"role": base.role, "content": _blocks(blocks), "part": label})
-    return Message(base.role, key, base.file, f"{base.where} ({label} its compaction block)")
+    where = f"{base.where} ({label} its compaction block)"
+    return Message(base.role, key, base.file, where, part=(base.key, label, own))
 
 
 def _compaction(block: Mapping[str, Any], base: Message) -> Message:
     summary = block.get("content")
     text = summary if isinstance(summary, str) and summary else "(compacted history)"
-    return Message("compaction", base.key, base.file, base.where, text=text, summary=True)
+    return Message(
+        "compaction", base.key, base.file, base.where, text=text, summary=True, part=base.part
+    )
 
 
 def _message(
@@ -194,6 +202,7 @@ def _message(
         annotations=notes,
         raw=raw,
         match=base.match,
+        part=base.part,
     )
 
 

@@ -304,6 +304,10 @@ class Message:
     raw: Any = field(default=None, compare=False, repr=False)
     record: Any = field(default=None, compare=False, repr=False)
     match: str | None = None
+    part: tuple[str, str, str | None] | None = None
+    """A part of a message cut at a compaction block: (the whole message's key, ``before``,
+    ``compaction`` or ``after``, the whole's own id). The parts are one message: one K,
+    and the ``after`` part has the whole's name, the others it with ``:LABEL``."""
 
     @property
     def same(self) -> str:
@@ -598,6 +602,10 @@ class _State:
     """When ``seen`` is None: the messages the snapshot being taken registered."""
     originals: _Firsts = field(default_factory=_Firsts)
     """call id -> the content its result had when it was first an observation."""
+    wholes: dict[str, str] = field(default_factory=dict)
+    """A message cut in parts (its key) -> its name: its parts share it."""
+    counted: int = 0
+    """The distinct messages named so far: the K of the next ``msg-K``."""
     extracted: dict[Ident, list[dict[str, Any]]] = field(default_factory=dict)
     callless: set[str] = field(default_factory=set)
     fmt: str = "import"
@@ -616,8 +624,15 @@ class _State:
 
 
 def message_count(snapshots: Sequence[Snapshot]) -> int:
-    """How many distinct messages the snapshots hold (as ``msg-K`` counts them)."""
-    return len({ident for snap in snapshots for ident in _idents(snap.messages)})
+    """How many distinct messages the snapshots hold (as ``msg-K`` counts them: the parts
+    of a message cut at a compaction block are one)."""
+    return len(
+        {
+            ("part", m.part[0]) if m.part is not None else ident
+            for snap in snapshots
+            for ident, m in zip(_idents(snap.messages), snap.messages, strict=True)
+        }
+    )
 
 
 def gives_items(snapshots: Sequence[Snapshot]) -> bool:
@@ -758,7 +773,7 @@ def stream_trace(
             writer.close()
         except InputError as exc:
             raise Diverged(one_line(exc)) from None
-        return writer.coverage(len(s.names))
+        return writer.coverage(s.counted)
     finally:
         spill.close()
         close = getattr(each, "close", None)
@@ -800,10 +815,23 @@ def _register(snapshots: Iterable[Snapshot], state: _State) -> None:
     for snap in snapshots:
         for ident, m in zip(_idents(snap.messages), snap.messages, strict=True):
             if ident not in state.names:
-                own = m.id if m.id is not None else f"msg-{len(state.names)}"
-                state.names[ident] = fit_id(own)
+                state.names[ident] = fit_id(_name(m, state))
             for call in m.calls:
                 state.calls.add(call)
+
+
+def _name(m: Message, state: _State) -> str:
+    """A new message's name: its own id, else ``msg-K`` (K counting distinct messages);
+    a part of a message cut at a compaction block is named after the whole."""
+    if m.part is None:
+        state.counted += 1
+        return m.id if m.id is not None else f"msg-{state.counted - 1}"
+    whole, label, own = m.part
+    base = state.wholes.get(whole)
+    if base is None:
+        state.counted += 1
+        base = state.wholes[whole] = own if own is not None else f"msg-{state.counted - 1}"
+    return base if label == "after" else f"{base}:{label}"
 
 
 class _SoFar(Sequence[Mapping[str, Any]]):
