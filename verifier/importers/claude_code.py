@@ -405,14 +405,24 @@ def _is_turn(body: Any) -> bool:
 
 
 def _named_kept(meta: Any) -> list[str]:
-    """The uuids a compaction's metadata names as kept (listed, or a segment's ends)."""
+    """The uuids a compaction's metadata names as kept (listed, and a segment's ends)."""
+    listed, segment = _kept_by(meta)
+    return [*(listed or ()), *(segment or ())]
+
+
+def _kept_by(meta: Any) -> tuple[list[str] | None, tuple[str, str] | None]:
+    """What a compaction's metadata names as kept: ``preservedMessages.uuids`` (None where
+    it lists none) and ``preservedSegment``'s (``headUuid``, ``tailUuid``), if any."""
     if not isinstance(meta, dict):
-        return []
-    listed = meta.get("preservedMessages")
-    uuids = listed.get("uuids") if isinstance(listed, dict) else None
+        return None, None
+    found = meta.get("preservedMessages")
+    uuids = found.get("uuids") if isinstance(found, dict) else None
+    listed = [u for u in uuids if isinstance(u, str)] if isinstance(uuids, list) else None
     segment = meta.get("preservedSegment")
-    ends = [segment.get("headUuid"), segment.get("tailUuid")] if isinstance(segment, dict) else []
-    return [u for u in [*(uuids if isinstance(uuids, list) else []), *ends] if isinstance(u, str)]
+    if not isinstance(segment, dict):
+        return listed, None
+    head, tail = segment.get("headUuid"), segment.get("tailUuid")
+    return listed, (head, tail) if isinstance(head, str) and isinstance(tail, str) else None
 
 
 def _same_session(record: Mapping[str, Any], file: str, lineno: int, s: _Session) -> None:
@@ -482,16 +492,11 @@ def _cleared(m: Message, ids: set[str]) -> Message:
 
 def _preserved(meta: Any, s: _Session) -> list[str]:
     """The messages a compaction keeps: ``preservedMessages.uuids``, or a segment."""
-    if not isinstance(meta, dict):
-        return []
-    listed = meta.get("preservedMessages")
-    if isinstance(listed, dict) and isinstance(listed.get("uuids"), list):
-        return [u for u in listed["uuids"] if isinstance(u, str) and u in s.messages]
-    segment = meta.get("preservedSegment")
-    if isinstance(segment, dict):
-        head, tail = segment.get("headUuid"), segment.get("tailUuid")
-        if isinstance(head, str) and isinstance(tail, str):
-            return _segment(head, tail, s)
+    listed, segment = _kept_by(meta)
+    if listed is not None:
+        return [u for u in listed if u in s.messages]
+    if segment is not None:
+        return _segment(*segment, s)
     return []
 
 
