@@ -1117,3 +1117,35 @@ def test_an_archive_zipfile_cannot_read_is_bad_input(tmp_path: Path) -> None:
         code = main(["import", "inspect", str(path)], stdout=out, stderr=err)
         assert code == 2 and out.getvalue() == "", err.getvalue()
         assert said in err.getvalue() and str(path) in err.getvalue()
+
+
+def _lc(kind: str, content: str, mid: str | None = None, **data: Any) -> dict[str, Any]:
+    return {"type": kind, "data": {"type": kind, "content": content, "id": mid, **data}}
+
+
+def test_langchain_messages_given_ids_by_the_summarization_stay_the_same_items() -> None:
+    # SummarizationMiddleware gives every id-less message a fresh uuid before it summarizes:
+    # the messages it keeps are those the list before held, not new ones
+    ask = _lc("human", "Deploy to staging only.")
+    ok = _lc("ai", "Staging it is.")
+    more = _lc("human", "And keep the old build.")
+    before = [ask, ok, more]
+    summary = _lc(
+        "human",
+        "Here is a summary of the conversation to date:\n\nThe user asked for staging.",
+        "u-sum",
+        additional_kwargs={"lc_source": "summarization"},
+    )
+    after = [summary, {**ok, "data": {**ok["data"], "id": "u-2"}}]
+    after.append({**more, "data": {**more["data"], "id": "u-3"}})
+    after.append(_lc("ai", "Done.", "u-4"))
+    trace = imported("langchain", json.dumps([before, after]))
+    seen = windows(trace)
+    assert [p for p, _ in seen] == ["append", "langchain:summarization", "append"]
+    assert [it.id for it in seen[1][1]] == ["u-sum", "msg-1", "msg-2"]
+    assert [it.id for it in seen[2][1]] == ["u-sum", "msg-1", "msg-2", "u-4"]
+    # a later list that shows them by their new ids holds the same items still
+    later = [*after, _lc("human", "Thanks.", "u-5")]
+    again = windows(imported("langchain", json.dumps([before, after, later])))
+    assert [it.id for it in again[-1][1]] == ["u-sum", "msg-1", "msg-2", "u-4", "u-5"]
+    assert findings(trace) == []

@@ -781,7 +781,7 @@ def stream_trace(
             close()  # a generator reading a file closes it
 
 
-def _stable_key(m: Message) -> str:
+def stable_key(m: Message) -> str:
     """What identifies a message without an id of its own across snapshots.
 
     Its JSON, except for a message that carries tool results: a result is the
@@ -803,7 +803,7 @@ def _idents(messages: Sequence[Message]) -> list[Ident]:
         if m.id is not None:
             out.append(m.id)
             continue
-        key = _stable_key(m)
+        key = stable_key(m)
         j = counts.get(key, 0)
         counts[key] = j + 1
         out.append(("key", key, j))

@@ -10,7 +10,9 @@ mark the snapshot that shows them first as a rewrite. See ``docs/importers.md``
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from verifier.errors import InputError
@@ -24,6 +26,7 @@ from verifier.importers.common import (
     gives_items,
     metadata_annotations,
     split_at_markers,
+    stable_key,
 )
 from verifier.importers.detect import LANGCHAIN_CHUNKS, LANGCHAIN_TYPES, no_items
 from verifier.importers.sources import Source, read_json, texts
@@ -69,6 +72,35 @@ def snapshots(sources: Sequence[Source]) -> list[Snapshot]:
         if not gives_items(got):
             raise no_items(FORMAT, src)  # each file, not only the first: never an empty window
         out.extend(got)
+    return _ids_given_later(out)
+
+
+def _ids_given_later(snaps: Sequence[Snapshot]) -> list[Snapshot]:
+    """The snapshots, where a message that shows an id of its own only from some
+    snapshot on is the message it was without one.
+
+    SummarizationMiddleware gives every message without an id a fresh uuid before
+    it summarizes, so the messages it keeps come back under ids never seen. A
+    message with a new id takes the place of an equal message (:func:`stable_key`)
+    the snapshot before held without an id and this one holds no more: that id is
+    dropped wherever it appears, and the message keeps its identity and its ``msg-K``.
+    """
+    known: set[str] = set()
+    gained: set[str] = set()
+    previous: Sequence[Message] = ()
+    out: list[Snapshot] = []
+    for snap in snaps:
+        left = Counter(stable_key(m) for m in previous if m.id is None)
+        left.subtract(stable_key(m) for m in snap.messages if m.id is None)
+        messages = []
+        for m in snap.messages:
+            if m.id is not None and m.id not in known and left[stable_key(m)] > 0:
+                left[stable_key(m)] -= 1
+                gained.add(m.id)
+            known.update(() if m.id is None else (m.id,))
+            messages.append(replace(m, id=None) if m.id in gained else m)
+        previous = tuple(messages)
+        out.append(replace(snap, messages=previous))
     return out
 
 
