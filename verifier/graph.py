@@ -4,8 +4,9 @@ One node per item version (``id@pass``: the pass at which that version
 appeared) and per store entry (``store:<ref>``). Edges run from an item to
 what justifies it — ``witness``, ``derived_from``, ``rationale`` — and record
 history: ``carried`` (a version to the next version of the same id),
-``spilled`` (a version to its store entry) and ``stub`` (a stub to the entry it
-stands for). Each update touches only the items an event changes, so the cost
+``spilled`` (a version to its store entry), ``stub`` (a stub to the entry it
+stands for) and ``stands_for`` (a stub nothing in the store resolves, to the
+version it replaced). Each update touches only the items an event changes, so the cost
 of a pass does not grow with the number of passes.
 
 >>> g = JustificationGraph()
@@ -164,6 +165,10 @@ class JustificationGraph:
                 # store holds under that id is retained, whatever the stub's ref (a stored
                 # stub is no link to itself)
                 self._link(node, stored, "spilled")
+            elif (replaced := _older(self, node)) is not None:
+                # nor anything under its id: it stands for the version it replaced, and a
+                # path runs through that version as through a dropped item's last one
+                self._link(node, replaced, "stands_for")
 
     def _add_versions(self, items: Iterable[Item], pass_no: int, line: int | None) -> None:
         """New versions first, then their citations: an item may cite one listed after it."""
@@ -332,7 +337,7 @@ def _search(graph: JustificationGraph, start: str) -> tuple[list[str] | None, li
                 rels.discard("carried")
             # forward along justification, to the store entry a stub or spill points at,
             # and to the newer version of a cited item
-            follow = bool(rels & {*_JUSTIFY, "stub", "spilled", "carried"})
+            follow = bool(rels & {*_JUSTIFY, "stub", "spilled", "carried", "stands_for"})
             if follow and nxt not in parent:
                 parent[nxt] = node
                 queue.append(nxt)

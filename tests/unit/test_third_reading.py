@@ -243,6 +243,43 @@ def test_a_later_use_of_a_primitive_the_store_holds_is_no_cp001() -> None:
     assert codes(report.findings) == [("WR006", ("o1",))]
 
 
+def test_a_claim_behind_an_unresolvable_stub_is_backed_through_its_last_version() -> None:
+    """Nothing but WR006 is charged for the stub: a later use of the claim finds its path
+    through the version the stub replaced (as through a dropped item's last version), to
+    the observation the window still holds."""
+    user = {"id": "k3", "kind": "claim", "formula": "t", "derived_from": ["k1"]}
+    user["modality"] = "unverified"
+    report = audit(append(OBS, CLAIM), window(OBS, stub(CLAIM, MISSING)), append(user))
+    assert codes(report.findings) == [("WR006", ("k1",))]
+    gone = audit(append(OBS, CLAIM), window(OBS, stub(CLAIM, MISSING)), window(OBS), append(user))
+    assert codes(gone.findings) == [("WR006", ("k1",))]
+    # with its observation gone too, the use names the rewrite that cut the path
+    cut = audit(append(OBS, CLAIM), window(stub(CLAIM, MISSING)), append(user))
+    assert ("CP001", ("k1", "k3")) in codes(cut.findings)
+    assert "the rewrite at pass 1 cut" in next(f for f in cut.findings if f.code == "CP001").message
+
+
+def test_a_failed_witness_behind_an_unresolvable_stub_keeps_its_claim_negative() -> None:
+    """The witness is no surviving witness (WR001), but what it showed stays what the
+    claim rests on: the claim is still negative-result, so dropping it later is CF001."""
+    failed = {**OBS, "shows": "!t", "modality": "failed"}
+    claim = {**CLAIM, "formula": "!t", "load_bearing": False}
+    report = audit(
+        append(failed, claim), window(claim, stub(failed, MISSING)), window(stub(failed, MISSING))
+    )
+    found = codes(report.findings)
+    assert ("WR001", ("k1", "o1")) in found and ("CF001", ("k1",)) in found
+
+
+def test_a_witness_id_reused_after_its_failed_version_was_spilled_is_the_new_one() -> None:
+    """An item citing the observation appended under a spilled failure's id rests on that
+    observation, not on the stored failure: it is not negative-result."""
+    failed = {**OBS, "shows": "!t", "modality": "failed", "source": "make"}
+    claim = {**CLAIM, "load_bearing": False}
+    report = audit(append(failed), spill(failed), window(), append(OBS, claim), window(claim))
+    assert codes(report.findings) == [("WR002", ("k1",))]
+
+
 # -- CF004 on new commitments ------------------------------------------------------------------
 
 FACT: Obj = {"id": "n1", "kind": "claim", "formula": "a"}

@@ -789,8 +789,10 @@ class RewriteContext:
 
     def observation(self, view: WindowView, obs_id: str) -> Item | None:
         it = view.resolve(obs_id)
-        if it is None and obs_id not in view:
-            it = self.store.latest(obs_id) or self.history.last_seen.get(obs_id)
+        if it is None:
+            # out of the view, or behind a stub the store does not resolve: the version seen
+            # last (an observation re-appended under a spilled one's id is the newer one)
+            it = self.history.last_seen.get(obs_id) or self.store.latest(obs_id)
         return it if it is not None and it.kind == "observation" else None
 
     def negative(self, item: Item, view: WindowView) -> bool:
