@@ -587,6 +587,35 @@ def test_inspect_goes_on_after_two_compactions() -> None:
     assert ("WR008", ("c1:result",)) in found and ("WR008", ("c2:result",)) in found
 
 
+def test_inspect_leaves_out_the_summary_compactions_own_call_to_the_model() -> None:
+    """``CompactionSummary`` calls the model on the conversation and a prompt of its own
+    just before its compaction event; that call is no part of the agent's window, and the
+    trace is the one the log gives without it."""
+    sample = _inspect_sample()
+    events = sample["events"]
+    at = next(i for i, e in enumerate(events) if e["event"] == "compaction")
+    agent_input = events[at - 1]["input"] + [events[at - 1]["output"]["choices"][0]["message"]]
+    prompt = {"id": "P", "role": "user", "content": "Summarize the conversation so far."}
+    reply = {"id": "R", "role": "assistant", "content": "make fails with Error 2."}
+    summarizer = {
+        "event": "model",
+        "role": None,
+        "input": [*agent_input, prompt],
+        "output": {"choices": [{"message": reply}]},
+    }
+    with_call = {**sample, "events": [*events[:at], summarizer, *events[at:]]}
+    trace = imported("inspect", json.dumps({"samples": [with_call]}))
+    plain = imported("inspect", json.dumps({"samples": [sample]}))
+    assert windows(trace) == windows(plain)
+    every = {it.id for _, w in windows(trace) for it in w}
+    assert not every & {"P", "R"}
+    # an agent's call that asked with the user's own message is the agent's, whatever the
+    # summary quotes of its answer
+    sample["messages"] = [prompt]
+    kept = imported("inspect", json.dumps({"samples": [with_call | {"messages": [prompt]}]}))
+    assert "R" in {it.id for _, w in windows(kept) for it in w}
+
+
 def test_inspect_reads_a_message_list() -> None:
     msgs = [
         {"id": "u", "role": "user", "content": "phone 555", "source": "input"},

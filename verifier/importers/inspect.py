@@ -219,6 +219,10 @@ def _sample_snapshots(sample: Mapping[str, Any], file: str) -> list[Snapshot]:
         if event.get("event") == "compaction":
             if event.get("role") is None and not aside.within(event):
                 policy = f"inspect:compaction:{event.get('type', 'summary')}"
+                if out and _summarizer_call(
+                    out[-1], events[n + 1 :], pool, attachments, raw_messages
+                ):
+                    out.pop()  # the compaction's own call to the model: not the agent's
                 if out and isinstance(raw_messages, list):
                     # inspect compacts before the next call: the results of the last
                     # call's tool calls were in the window the compaction rewrote
@@ -252,6 +256,53 @@ def _sample_snapshots(sample: Mapping[str, Any], file: str) -> list[Snapshot]:
             )
         )
     return out
+
+
+def _summarizer_call(
+    last: Snapshot,
+    later: Sequence[Any],
+    pool: list[Any],
+    attachments: Mapping[str, Any],
+    raw_messages: Any,
+) -> bool:
+    """Is the snapshot before a compaction the compaction's own call to the model?
+
+    ``CompactionSummary`` calls the model on the conversation and a prompt of its
+    own (a user message the sample's messages never hold), and the summary that
+    enters the window quotes its answer: the next call of the agent holds a summary
+    message (``metadata.summary``) that ends with that answer's last words."""
+    if len(last.messages) < 2:
+        return False
+    answer, prompt = last.messages[-1], last.messages[-2]
+    if answer.role != "assistant" or answer.calls or not answer.text.strip():
+        return False
+    if prompt.role != "user" or prompt.summary:
+        return False
+    if (
+        isinstance(raw_messages, list)
+        and prompt.id is not None
+        and any(isinstance(m, dict) and m.get("id") == prompt.id for m in raw_messages)
+    ):
+        return False  # the user's own message (or the agent's nudge): an agent's call
+    tail = answer.text.strip()[-200:]
+    for k, event in enumerate(later):
+        if not isinstance(event, dict) or event.get("event") != "model" or event.get("role"):
+            continue
+        try:
+            raw = _model_messages(event, pool, "", k)
+        except InputError:
+            return False  # the next call is read (and refused) as itself
+        for m in raw:
+            m = _resolve(m, attachments)
+            meta = m.get("metadata") if isinstance(m, dict) else None
+            if (
+                isinstance(meta, dict)
+                and meta.get("summary") is True
+                and tail in texts(m.get("content"))
+            ):
+                return True
+        return False
+    return False
 
 
 def _after_the_last_call(
