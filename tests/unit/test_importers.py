@@ -208,6 +208,34 @@ def test_responses_request_instructions_are_a_system_message() -> None:
     assert [it.source for it in window] == ["developer", "user"]
 
 
+def test_an_array_of_request_bodies_is_one_snapshot_each() -> None:
+    """Request bodies recorded one per call, in a JSON array, read as the array of their
+    message lists: each one a snapshot (the system prompt first, as a single body's)."""
+    tool = {"role": "tool", "tool_call_id": "c1", "content": "Exit code: 1"}
+    ask = {"role": "assistant", "content": None}
+    ask["tool_calls"] = [
+        {"id": "c1", "type": "function", "function": {"name": "sh", "arguments": "{}"}}
+    ]
+    first = [{"role": "user", "content": "Run it."}, ask, tool]
+    second = [{"role": "user", "content": "Run it."}, {"role": "assistant", "content": "Failed."}]
+    chat = [{"model": "m", "messages": first}, {"model": "m", "messages": second}]
+    assert windows(imported("openai", json.dumps(chat))) == windows(
+        imported("openai", json.dumps([first, second]))
+    )
+    assert ("WR008", ("c1:result",)) in codes(imported("openai", json.dumps(chat)))
+    responses = [{"model": "m", "instructions": "Be terse.", "input": "hi"}] * 2
+    assert [w for _, w in windows(imported("openai", json.dumps(responses)))][0][0].source == (
+        "system"
+    )
+    said = [{"role": "user", "content": "Run it."}, {"role": "assistant", "content": "Done."}]
+    bodies = [{"model": "m", "system": "Be terse.", "messages": said[:1]}]
+    bodies.append({"model": "m", "system": "Be terse.", "messages": said})
+    lists = [[{"role": "system", "content": "Be terse."}, *b["messages"]] for b in bodies]
+    assert windows(imported("anthropic", json.dumps(bodies))) == windows(
+        imported("anthropic", json.dumps(lists))
+    )
+
+
 def test_responses_compaction_item_is_a_boundary() -> None:
     trace = imported("openai", FIXTURES / "openai" / "responses_compaction.json")
     seen = windows(trace)

@@ -60,10 +60,8 @@ def snapshots(sources: Sequence[Source]) -> list[Snapshot]:
 
 def _lists(src: Source) -> list[tuple[str, list[Any]]]:
     value = read_json(src)
-    if isinstance(value, dict) and isinstance(value.get("messages"), list):
-        system = value.get("system")
-        head = [{"role": "system", "content": system}] if system else []
-        return [("", head + value["messages"])]
+    if _is_body(value):
+        return [("", _body_messages(value))]
     if not isinstance(value, list):
         raise InputError(
             "the file must hold a JSON array of messages or a request body with 'messages'",
@@ -72,7 +70,24 @@ def _lists(src: Source) -> list[tuple[str, list[Any]]]:
         )
     if value and all(isinstance(v, list) for v in value):
         return [(f"snapshot {k} ", v) for k, v in enumerate(value)]
+    if value and all(_is_body(v) for v in value):
+        # request bodies as recorded, one per call: each one a snapshot
+        return [(f"snapshot {k} ", _body_messages(v)) for k, v in enumerate(value)]
     return [("", value)]
+
+
+def _is_body(value: Any) -> bool:
+    """Is this a request body (``messages``, and ``system`` beside them), not a message?"""
+    return (
+        isinstance(value, dict) and "role" not in value and isinstance(value.get("messages"), list)
+    )
+
+
+def _body_messages(body: Mapping[str, Any]) -> list[Any]:
+    """A request body's messages, its ``system`` prompt first as a system message."""
+    system = body.get("system")
+    head = [{"role": "system", "content": system}] if system else []
+    return head + list(body["messages"])
 
 
 def _messages(obj: Any, file: str, where: str) -> list[Message]:

@@ -125,7 +125,20 @@ def _lists(src: Source, value: Any) -> list[tuple[str, list[Any]]]:
         )
     if value and all(isinstance(v, list) for v in value):
         return [(f"snapshot {k} ", v) for k, v in enumerate(value)]
+    if value and all(_is_body(v) for v in value):
+        # request bodies as recorded, one per call: each one a snapshot
+        return [(f"snapshot {k} ", _lists(src, v)[0][1]) for k, v in enumerate(value)]
     return [("", value)]
+
+
+def _is_body(value: Any) -> bool:
+    """Is this a request body (Chat ``messages`` or Responses ``input``), not a message?"""
+    return (
+        isinstance(value, dict)
+        and "role" not in value
+        and "type" not in value
+        and (isinstance(value.get("messages"), list) or isinstance(value.get("input"), (str, list)))
+    )
 
 
 def _is_codex_record(obj: Any) -> bool:
