@@ -27,7 +27,8 @@ from verifier.rules.context import (
     History,
     RewriteContext,
     WindowView,
-    runs_source,
+    puts_back,
+    record_eviction,
 )
 from verifier.solver import Session
 from verifier.store import LayeredStore, Store, store_argument
@@ -572,14 +573,12 @@ def _remember(
         if it.id not in after_ids or not view.retained(it.id):
             history.evicted_at[it.id] = pass_no
             if real.modality == "failed" and real.source is not None and it.id not in after_ids:
-                evicted = history.evicted_failed.setdefault(real.source, [])
-                if real.id not in evicted:
-                    evicted.append(real.id)
+                record_eviction(history, real, real.source)
     held = {it.id: it for it in after}
     for source, ids in history.evicted_failed.items():
-        # a failed record a rewrite put back (item or stub) is in sight again; an
-        # unrelated observation appended under its id since is not that record
-        ids[:] = [i for i in ids if not runs_source(held.get(i), source, store)]
+        # a failed record a rewrite put back (item or stub) is in sight again; another
+        # observation appended under its id since is not that record
+        ids[:] = [i for i in ids if not puts_back(history, held.get(i), source, i, store)]
     for it in after:
         if it.kind != "stub":
             history.last_seen[it.id] = it

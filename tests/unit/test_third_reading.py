@@ -188,6 +188,14 @@ def test_a_reused_id_does_not_put_an_evicted_failure_back_in_sight() -> None:
     for between in ([noop], []):
         report = audit(append(failed), window(), append(other), *between, append(rerun))
         assert ("CP003", ("o2", "o1")) in codes(report.findings), between
+    # nor is a passing run of the same source under that id: a rewrite that keeps it as it
+    # stands changes no later finding
+    passing = {**failed, "shows": "t", "modality": "verified"}
+    for between in ([window(passing)], [noop], []):
+        report = audit(append(failed), window(), append(passing), *between, append(rerun))
+        assert ("CP003", ("o2", "o1")) in codes(report.findings), between
+    back = audit(append(failed), window(), append(passing), window(failed), append(rerun))
+    assert ("CP003", ("o2", "o1")) not in codes(back.findings)
 
 
 def test_the_graph_finds_a_stored_primitive_behind_an_unresolvable_stub() -> None:

@@ -341,6 +341,8 @@ class History:
     """source -> versions of every observation with it seen so far."""
     answered: dict[str, list[str]] = field(default_factory=dict)
     """call id -> ids of every result (an item with that ``call``) seen so far."""
+    evicted_records: dict[tuple[str, str], Item] = field(default_factory=dict)
+    """(source, id) -> the failed version :attr:`evicted_failed` names by that id."""
     store_knowledge: StoreKnowledge | None = field(default=None, repr=False, compare=False)
     """The store's commitments as a premise index kept across events (not copied)."""
     window_knowledge: WindowKnowledge | None = field(default=None, repr=False, compare=False)
@@ -358,6 +360,7 @@ class History:
             set(self.superseded),
             {k: set(v) for k, v in self.by_source.items()},
             {k: list(v) for k, v in self.answered.items()},
+            dict(self.evicted_records),
         )
 
     def saw(self, item: Item) -> None:
@@ -862,13 +865,23 @@ def show(formula: Formula) -> str:
     return render(formula)
 
 
-def runs_source(entry: Item | None, source: str, store: Store) -> bool:
-    """Does a window entry (an item, or a stub the store resolves) stand for a run of
-    ``source``? An evicted failed record is back in sight only so (CP003): an unrelated
-    observation appended under its id since is not that record."""
+def record_eviction(history: History, real: Item, source: str) -> None:
+    """Record a failed observation a rewrite evicted without a stub (CP003 re-runs)."""
+    ids = history.evicted_failed.setdefault(source, [])
+    if real.id not in ids:
+        ids.append(real.id)
+    history.evicted_records[source, real.id] = real
+
+
+def puts_back(
+    history: History, entry: Item | None, source: str, item_id: str, store: Store
+) -> bool:
+    """Does a window entry (an item, or a stub the store resolves) put the evicted failed
+    record of ``source`` under this id back in sight (CP003)? Only that version does: another
+    observation appended under its id since, of the same source or not, is not that record."""
     if entry is not None and entry.kind == "stub":
         entry = store.resolve(entry.stub_ref or "")
-    return entry is not None and entry.kind == "observation" and entry.source == source
+    return entry is not None and entry.same_version(history.evicted_records.get((source, item_id)))
 
 
 def cite(ids: Iterable[str]) -> str:

@@ -29,7 +29,8 @@ from verifier.rules.context import (
     LookedUpView,
     ReadWhole,
     RewriteContext,
-    runs_source,
+    puts_back,
+    record_eviction,
 )
 from verifier.rules.pairing import check_pairing
 from verifier.rules.witnesses import check_witnesses
@@ -475,14 +476,14 @@ class KeptWindow:
             if now is None or not kept:
                 history.evicted_at[it.id] = pass_no
                 if real.modality == "failed" and real.source is not None and now is None:
-                    evicted = history.evicted_failed.setdefault(real.source, [])
-                    if real.id not in evicted:
-                        evicted.append(real.id)
+                    record_eviction(history, real, real.source)
         for source, ids in history.evicted_failed.items():
-            # a failed record a rewrite put back (item or stub) is in sight again; an
-            # unrelated observation appended under its id since is not that record
+            # a failed record a rewrite put back (item or stub) is in sight again; another
+            # observation appended under its id since is not that record
             if any(in_after(i) is not None for i in ids):
-                ids[:] = [i for i in ids if not runs_source(in_after(i), source, store)]
+                ids[:] = [
+                    i for i in ids if not puts_back(history, in_after(i), source, i, store)
+                ]
         for it in change.came:
             if it.kind != "stub":
                 last_seen[it.id] = it
