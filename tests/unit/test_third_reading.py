@@ -89,6 +89,17 @@ def test_a_call_stub_kept_while_a_later_rewrite_drops_its_result_is_tp002() -> N
     assert [f.pass_ for f in report.findings if f.code == "TP002"] == [2]
 
 
+def test_a_call_put_back_whose_result_id_now_answers_another_call_names_it() -> None:
+    """The result id the call had was used again for another call's result: the call put
+    back is orphaned, and TP002 names the result it lost (no hole in the message)."""
+    later = {"id": "call2", "kind": "prose", "text": "run it again"}
+    other = {**RESULT, "shows": "u", "call": "call2", "source": "ls"}
+    report = audit(append(CALL, RESULT), window(), append(later, other), window(later, other, CALL))
+    (found,) = [f for f in report.findings if f.code == "TP002"]
+    assert found.items == ("call1", "o1")
+    assert "its result 'o1' is not" in found.message
+
+
 def test_a_stub_naming_another_stored_item_is_unresolvable_and_charged_nothing_else() -> None:
     store = MemoryStore()
     store.spill(its(NOTE))

@@ -66,11 +66,18 @@ def check_pairing(ctx: RewriteContext) -> None:
         if call in before and not left:
             continue  # it had no result in the window before: not this rewrite's doing
         if not left:
-            left = [r for r in ctx.history.answered.get(call, []) if r not in after]
+            # its results seen last: those not in the window, or there answering another call
+            # (an id used again)
+            left = [
+                r
+                for r in ctx.history.answered.get(call, [])
+                if r not in after or _call_of(ctx, after, r) != call
+            ]
+        named = f" {cite(left)}" if left else ""
         ctx.report(
             "TP002",
             [call, *left],
-            f"call {call!r} is kept while its result{'s' if len(left) > 1 else ''}"
-            f" {cite(left)} {'are' if len(left) > 1 else 'is'} not; keep a result (a stub or"
+            f"call {call!r} is kept while its result{'s' if len(left) > 1 else ''}{named}"
+            f" {'are' if len(left) > 1 else 'is'} not; keep a result (a stub or"
             " a placeholder with 'call' is enough), or drop the call with it",
         )
