@@ -56,6 +56,29 @@ def test_a_small_rlimit_reaches_undecided_quickly(tmp_path: Path) -> None:
     assert "ran out of its budget" in reason and "rlimit 20000" in reason
 
 
+def test_a_merge_the_solver_could_not_judge_drops_nothing_for_certain(tmp_path: Path) -> None:
+    """The covered commitments are gone from the window but a merge covers them: with the
+    merge's validity undecided, so is whether they were dropped (exit 3, no CF001)."""
+    before = [
+        {"id": "k1", "kind": "commitment", "type": "decision", "formula": "(a | b) & (c | d)"},
+        {"id": "k2", "kind": "commitment", "type": "decision", "formula": "(a -> c) & (b <-> d)"},
+    ]
+    merged = "(b <-> d) & (!a | c) & (a & c | a & d | b & c | b & d)"
+    after = [{"id": "m", "kind": "commitment", "type": "decision", "formula": merged}]
+    after[0]["covers"] = ["k1", "k2"]
+    files = []
+    for name, items in (("before", before), ("after", after)):
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps({"format": "ctxproof-window/1", "items": items}), "utf-8")
+        files.append(str(path))
+    code, out, err = run("check", *files, "--rlimit", "1", "--format", "json")
+    assert code == 3, err
+    result = json.loads(out)["rewrites"][0]
+    assert result["verdict"] == "undecided" and not json.loads(out)["findings"]
+    assert any("merge 'm'" in reason for reason in result["undecided"])
+    assert run("check", *files)[0] == 0  # with its budget, the merge is valid
+
+
 def test_the_budget_holds_for_one_command_only(tmp_path: Path) -> None:
     run("audit", str(_trace(tmp_path)), "--rlimit", "20000")
     assert solver_budget()[0] == DEFAULT_RLIMIT

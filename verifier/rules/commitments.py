@@ -97,18 +97,19 @@ class _Merges:
         for _, real in ctx.after.resolved():
             if real is not None and real.kind in ("commitment", "claim") and real.covers:
                 self.merges.append(real)
-        self._judged: dict[str, bool] = {}
+        self._judged: dict[str, bool | None] = {}
         self._changed: set[str] | None = None
 
-    def valid(self, merged: Item) -> bool:
-        hit = self._judged.get(merged.id)
-        if hit is not None:
-            return hit
+    def valid(self, merged: Item) -> bool | None:
+        """Is the merge valid? None: the solver could not tell (the rewrite is undecided)."""
+        if merged.id in self._judged:
+            return self._judged[merged.id]
         ctx = self.ctx
         problem = _merge_problem(ctx, merged)
+        ok: bool | None
         if isinstance(problem, Result):
             ctx.unknown(f"merge {merged.id!r}", problem, merged.id)
-            ok = False
+            ok = None
         elif problem is None:
             ok = True
         else:
@@ -146,9 +147,17 @@ class _Merges:
             if merged.id in changed:
                 self.valid(merged)
 
-    def carries(self, item_id: str) -> bool:
-        """Does a valid merge in after cover this id?"""
-        return any(item_id in m.covers and self.valid(m) for m in self.merges)
+    def carries(self, item_id: str) -> bool | None:
+        """Does a valid merge in after cover this id? None: none does that the solver could
+        judge, and one it could not judge covers it (no finding can be asserted)."""
+        unknown = False
+        for m in self.merges:
+            if item_id in m.covers:
+                ok = self.valid(m)
+                if ok:
+                    return True
+                unknown = unknown or ok is None
+        return None if unknown else False
 
 
 def check_commitments(ctx: RewriteContext) -> None:
@@ -172,8 +181,8 @@ def _cf001_to_003(ctx: RewriteContext, merges: _Merges) -> None:
         if entry.id not in after and entry.kind == "stub":
             continue  # the store holds it: a record exists
         if old.id not in after:
-            if ctx.store.has_id(old.id) or merges.carries(old.id):
-                continue
+            if ctx.store.has_id(old.id) or merges.carries(old.id) is not False:
+                continue  # kept, or by a merge the solver could not judge: undecided
             ctx.report(
                 "CF001",
                 [old.id],
