@@ -262,6 +262,14 @@ def test_a_later_use_of_a_primitive_the_store_holds_is_no_cp001() -> None:
     assert codes(report.findings) == [("WR006", ("o1",))]
 
 
+def test_a_witness_cp001_names_under_an_id_used_again_is_its_newer_version() -> None:
+    """CP001 names the observation the claim cites as the session last saw it, not the one
+    spilled under that id before: its failure is CP001's alone (no WR005 beside it)."""
+    old = {**OBS, "shows": "!u", "source": "ls"}
+    report = audit(append(old), spill(old), window(), append(OBS), window(), append(CLAIM))
+    assert codes(report.findings) == [("CP001", ("o1", "k1"))]
+
+
 def test_a_claim_behind_an_unresolvable_stub_is_backed_through_its_last_version() -> None:
     """Nothing but WR006 is charged for the stub: a later use of the claim finds its path
     through the version the stub replaced (as through a dropped item's last version), to

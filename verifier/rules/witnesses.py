@@ -253,13 +253,14 @@ def check_item_witnesses(
 
 
 def _named_version(ctx: RewriteContext, view: WindowView, item_id: str) -> Item | None:
-    """The version of a witness CP001 named: in the window (an item of the same append
-    included), else in the store, else the last one the session saw."""
+    """The version of a witness CP001 named, as its path was looked for: in the window (an
+    item of the same append included), else the last one the session saw, else the
+    store's (an id used again names its newer version, not the one spilled before)."""
     found = view.resolve(item_id)
     if found is None:
-        found = ctx.store.latest(item_id)
-    if found is None:
         found = ctx.history.last_seen.get(item_id)
+    if found is None:
+        found = ctx.store.latest(item_id)
     return found
 
 
