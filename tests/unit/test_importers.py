@@ -224,9 +224,8 @@ def test_an_array_of_request_bodies_is_one_snapshot_each() -> None:
     )
     assert ("WR008", ("c1:result",)) in codes(imported("openai", json.dumps(chat)))
     responses = [{"model": "m", "instructions": "Be terse.", "input": "hi"}] * 2
-    assert [w for _, w in windows(imported("openai", json.dumps(responses)))][0][0].source == (
-        "system"
-    )
+    first = next(w for _, w in windows(imported("openai", json.dumps(responses))))
+    assert first[0].source == "system"
     said = [{"role": "user", "content": "Run it."}, {"role": "assistant", "content": "Done."}]
     bodies = [{"model": "m", "system": "Be terse.", "messages": said[:1]}]
     bodies.append({"model": "m", "system": "Be terse.", "messages": said})
