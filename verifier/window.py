@@ -229,16 +229,18 @@ class Item:
         return _key_of_raw(self.raw)
 
     def same_version(self, other: Item | None) -> bool:
-        """Same id and the same fields the rules read (text, score, tokens aside)."""
+        """Same id and the same fields the rules read (text, score, tokens aside), as
+        parsed: a formula written with other spaces or parentheses, or a default written
+        out, is the same version (docs/formats.md, "Versions")."""
         if other is None:
             return False
         if other is self:
             return True
         if _unwritten_and_differ(other, self):
-            return False  # their keys differ: no need to write either
+            return _parsed_alike(other, self)  # their keys differ: no need to write either
         if _unwritten_and_alike(other, self):
             return True  # their keys are equal: no need to write either
-        return other.raw == self.raw or other.key == self.key
+        return other.raw == self.raw or other.key == self.key or _parsed_alike(other, self)
 
     @property
     def formula(self) -> Formula:
@@ -299,6 +301,26 @@ _READ_FIELDS = operator.attrgetter(
     *(f.name for f in fields(Item) if f.compare and f.name not in UNREAD_FIELDS | {"raw"})
 )
 """The fields of an item the rules read, as a tuple."""
+
+
+_WRITTEN_FIELDS = frozenset({"raw", "formula_text", "shows_text", "load_bearing_field"})
+"""The fields that hold an item as written (its formula's text, a default left out)."""
+_PARSED_FIELDS = operator.attrgetter(
+    *(f.name for f in fields(Item) if f.compare and f.name not in UNREAD_FIELDS | _WRITTEN_FIELDS)
+)
+"""The fields the rules read that parsing leaves as written (formulas and the defaulted
+``load_bearing`` are compared as parsed)."""
+
+
+def _parsed_alike(a: Item, b: Item) -> bool:
+    """Do two items differ only in how they are written: a formula with other spaces or
+    parentheses (equal as parsed, not up to equivalence), a default written out or left out
+    (``modality``, ``load_bearing``; a ``digest`` is its content's either way)?"""
+    if _PARSED_FIELDS(a) != _PARSED_FIELDS(b) or a.load_bearing != b.load_bearing:
+        return False
+    if (a.formula_text, a.shows_text) == (b.formula_text, b.shows_text):
+        return True
+    return a.formula == b.formula
 
 
 def _unwritten_and_differ(a: Item, b: Item) -> bool:

@@ -627,6 +627,35 @@ def test_consistent_renaming_changes_nothing(sc: Scenario, targets: list[str]) -
     assert sorted(res2.demoted) == sorted(m[i] for i in res.demoted)
 
 
+def written_otherwise(obj: Obj) -> Obj:
+    """The same item written otherwise: its formula in parentheses and spaced out, and the
+    defaults it leaves out written (``modality``, ``load_bearing``)."""
+    out = dict(obj)
+    for key in FORMULA_FIELDS:
+        if key in out:
+            out[key] = f"( {out[key]} )"
+    if out["kind"] in ("commitment", "claim", "observation"):
+        out.setdefault("modality", "unverified")
+    if out["kind"] in ("commitment", "claim"):
+        out.setdefault("load_bearing", out["kind"] == "commitment")
+    return out
+
+
+@settings(max_examples=150, deadline=None)
+@given(scenarios())
+def test_writing_the_window_after_otherwise_changes_nothing(sc: Scenario) -> None:
+    """Items are compared as parsed: a policy that writes the items it keeps with other
+    spaces or parentheses, or with their defaults written out, changes no finding."""
+    describe(sc)
+    other = replace(
+        sc, after=[e if isinstance(e, StubOf) else written_otherwise(e) for e in sc.after]
+    )
+    res, res2 = run(sc), run(other)
+    assert res2.verdict == res.verdict
+    assert signature(res2) == signature(res)
+    assert sorted(res2.demoted) == sorted(res.demoted)
+
+
 # -- (e) repairs ----------------------------------------------------------------------------
 
 
