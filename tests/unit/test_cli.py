@@ -458,6 +458,14 @@ def test_claimed_id_that_no_window_defines_is_bad_input(windows: tuple[str, str]
     assert code == 2 and out == "" and "nosuch" in err
 
 
+def test_an_id_claimed_twice_is_claimed_once(windows: tuple[str, str]) -> None:
+    before, after = windows
+    once = run("check", before, after, "--claimed", "d1", "--format", "json")[1]
+    twice = run("check", before, after, "--claimed", "d1", "--claimed", "d1", "--format", "json")
+    assert json.loads(twice[1])["findings"] == json.loads(once)["findings"]
+    assert [f["code"] for f in json.loads(once)["findings"]].count("CF006") == 1
+
+
 def test_header_store_answers_references(tmp_path: Path) -> None:
     obs = {"id": "o1", "kind": "observation", "shows": "x", "modality": "verified"}
     from verifier.io import item_from_json

@@ -117,7 +117,7 @@ def check(
         store=store,
         background=background,
         mode=mode,
-        claimed_preserved=claimed or None,
+        claimed_preserved=tuple(dict.fromkeys(claimed)) or None,  # an id given twice: once
         line=None,
     )
     close_store(store)  # only read; a spill opens it for writing
