@@ -212,10 +212,8 @@ def test_an_array_of_request_bodies_is_one_snapshot_each() -> None:
     """Request bodies recorded one per call, in a JSON array, read as the array of their
     message lists: each one a snapshot (the system prompt first, as a single body's)."""
     tool = {"role": "tool", "tool_call_id": "c1", "content": "Exit code: 1"}
-    ask = {"role": "assistant", "content": None}
-    ask["tool_calls"] = [
-        {"id": "c1", "type": "function", "function": {"name": "sh", "arguments": "{}"}}
-    ]
+    call = {"id": "c1", "type": "function", "function": {"name": "sh", "arguments": "{}"}}
+    ask: dict[str, Any] = {"role": "assistant", "content": None, "tool_calls": [call]}
     first = [{"role": "user", "content": "Run it."}, ask, tool]
     second = [{"role": "user", "content": "Run it."}, {"role": "assistant", "content": "Failed."}]
     chat = [{"model": "m", "messages": first}, {"model": "m", "messages": second}]
@@ -224,8 +222,8 @@ def test_an_array_of_request_bodies_is_one_snapshot_each() -> None:
     )
     assert ("WR008", ("c1:result",)) in codes(imported("openai", json.dumps(chat)))
     responses = [{"model": "m", "instructions": "Be terse.", "input": "hi"}] * 2
-    first = next(w for _, w in windows(imported("openai", json.dumps(responses))))
-    assert first[0].source == "system"
+    opening = next(w for _, w in windows(imported("openai", json.dumps(responses))))
+    assert opening[0].source == "system"
     said = [{"role": "user", "content": "Run it."}, {"role": "assistant", "content": "Done."}]
     bodies = [{"model": "m", "system": "Be terse.", "messages": said[:1]}]
     bodies.append({"model": "m", "system": "Be terse.", "messages": said})

@@ -6,6 +6,7 @@ import io
 import json
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -64,7 +65,9 @@ def test_a_merge_the_solver_could_not_judge_drops_nothing_for_certain(tmp_path: 
         {"id": "k2", "kind": "commitment", "type": "decision", "formula": "(a -> c) & (b <-> d)"},
     ]
     merged = "(b <-> d) & (!a | c) & (a & c | a & d | b & c | b & d)"
-    after = [{"id": "m", "kind": "commitment", "type": "decision", "formula": merged}]
+    after: list[dict[str, Any]] = [
+        {"id": "m", "kind": "commitment", "type": "decision", "formula": merged}
+    ]
     after[0]["covers"] = ["k1", "k2"]
     files = []
     for name, items in (("before", before), ("after", after)):
