@@ -208,6 +208,30 @@ def test_responses_request_instructions_are_a_system_message() -> None:
     assert [it.source for it in window] == ["developer", "user"]
 
 
+def test_the_agents_sdk_output_of_a_tool_that_raised_is_failed() -> None:
+    """The Agents SDK tells the model a tool raised with a text of its own (no flag in
+    either format): that result is failed, and a compaction that drops it is WR008."""
+    said = "An error occurred while running the tool. Please try again. Error: no such file"
+    call = {"type": "function_call", "call_id": "c1", "name": "read_file", "arguments": "{}"}
+    output = {"type": "function_call_output", "call_id": "c1", "output": said}
+    ask = {"role": "user", "content": "Read it."}
+    trace = imported("openai", json.dumps([[ask, call, output], [ask]]))
+    first = {it.id: it for it in windows(trace)[0][1]}
+    assert first["c1:result"].modality == "failed"
+    assert ("WR008", ("c1:result",)) in codes(trace)
+    chat_call = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+    chat = [
+        ask,
+        {"role": "assistant", "content": None, "tool_calls": [chat_call]},
+        {"role": "tool", "tool_call_id": "c1", "content": said},
+    ]
+    window = windows(imported("openai", json.dumps(chat)))[0][1]
+    assert {it.id: it for it in window}["c1:result"].modality == "failed"
+    fine = {**output, "output": "An error occurred in the report: none"}
+    window = windows(imported("openai", json.dumps([ask, call, fine])))[0][1]
+    assert {it.id: it for it in window}["c1:result"].modality == "verified"
+
+
 def test_an_array_of_request_bodies_is_one_snapshot_each() -> None:
     """Request bodies recorded one per call, in a JSON array, read as the array of their
     message lists: each one a snapshot (the system prompt first, as a single body's)."""

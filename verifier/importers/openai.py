@@ -261,7 +261,10 @@ def _chat(obj: dict[str, Any], file: str, where: str, at: str | None) -> Message
     own = obj.get("id") if isinstance(obj.get("id"), str) and obj.get("id") else None
     notes = metadata_annotations(obj.get("metadata"), file, where)
     if role == "tool":
-        result = ToolResult(_str(obj, "tool_call_id", base), texts(obj.get("content")), _name(obj))
+        content = texts(obj.get("content"))
+        result = ToolResult(
+            _str(obj, "tool_call_id", base), content, _name(obj), _sdk_error(content)
+        )
         return Message(
             "tool", key, file, where, own, results=(result,), annotations=notes, match=match
         )
@@ -321,12 +324,23 @@ def _output(obj: dict[str, Any], base: Message) -> Message:
         error = raw.get("success") is False
         raw = raw.get("content")
     content = texts(raw)
+    error = error or _sdk_error(content)
     exit_code = _metadata_exit_code(content)
     if exit_code is None:
         found = _PROCESS_EXIT.search(content)
         exit_code = int(found.group(1)) if found is not None else None
     result = ToolResult(_call_id(obj, base), content, None, error, exit_code)
     return _with(base, role="tool", results=(result,))
+
+
+_SDK_ERROR = "An error occurred while running the tool."
+"""How the Agents SDK's default ``failure_error_function`` opens the output it gives the
+model for a tool that raised (the Responses and Chat formats have no error flag)."""
+
+
+def _sdk_error(content: str) -> bool:
+    """Is this the Agents SDK's output for a tool that raised?"""
+    return content.startswith(_SDK_ERROR)
 
 
 def _metadata_exit_code(content: str) -> int | None:
