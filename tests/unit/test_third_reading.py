@@ -270,6 +270,16 @@ def test_a_witness_cp001_names_under_an_id_used_again_is_its_newer_version() -> 
     assert codes(report.findings) == [("CP001", ("o1", "k1"))]
 
 
+def test_a_claim_used_under_an_id_used_again_is_its_newer_version() -> None:
+    """CP001 asks whether the version the session saw last says 'verified', not the one
+    spilled under that id before (which said less)."""
+    old = {"id": "k9", "kind": "claim", "formula": "q", "modality": "unverified"}
+    new = {**old, "modality": "verified"}
+    user = {"id": "k38", "kind": "claim", "formula": "q", "derived_from": ["k9"]}
+    report = audit(append(old), spill(old), window(), append(new), window(), append(user))
+    assert ("CP001", ("k9", "k38")) in codes(report.findings)
+
+
 def test_a_claim_behind_an_unresolvable_stub_is_backed_through_its_last_version() -> None:
     """Nothing but WR006 is charged for the stub: a later use of the claim finds its path
     through the version the stub replaced (as through a dropped item's last version), to

@@ -47,12 +47,14 @@ def check_append(ctx: RewriteContext, appended: tuple[Item, ...]) -> None:
 
 
 def _version(ctx: RewriteContext, item_id: str) -> Item | None:
-    """The version of an id the session knows now: window, store, or last seen."""
+    """The version of an id the session knows now: the window's, else the one it saw last,
+    else the store's (as the graph's path search starts from it: an id used again is its
+    newer version, not one spilled before)."""
     it = ctx.after.resolve(item_id)
     if it is None:
-        it = ctx.store.latest(item_id)
-    if it is None:
         it = ctx.history.last_seen.get(item_id)
+    if it is None:
+        it = ctx.store.latest(item_id)
     return it
 
 
