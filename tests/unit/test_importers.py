@@ -1290,8 +1290,9 @@ def test_langchain_chat_roles_and_langmem_summaries() -> None:
 def test_langchain_a_summary_within_one_list_is_a_compaction() -> None:
     """One list that holds a summary after other messages (a whole session written out) is
     the list before the summary, then a summarization: the model sees the list from the
-    summary on, after the system prompt. A list that opens with its summary is no
-    rewrite, and a summary met before is none again."""
+    summary on, after the system prompt. A list that opens with its summary is that
+    summarization of what came before the history (as a file that starts at a compaction
+    in the other formats), and a summary met before is none again."""
     call = {"name": "bash", "args": {"command": "make"}, "id": "call_1", "type": "tool_call"}
     summary = _lc("human", content="Here is a summary of the conversation to date: built.",
                   id="s", additional_kwargs={"lc_source": "summarization"})  # fmt: skip
@@ -1314,7 +1315,9 @@ def test_langchain_a_summary_within_one_list_is_a_compaction() -> None:
     again = windows(imported("langchain", json.dumps([messages, longer])))
     assert [p for p, _ in again] == ["append", "langchain:summarization", "append", "append"]
     opening = windows(imported("langchain", json.dumps(messages[4:])))
-    assert [p for p, _ in opening] == ["append"]
+    assert [p for p, _ in opening] == ["langchain:summarization", "append"]
+    assert [it.id for it in opening[0][1]] == ["s"]
+    assert codes(imported("langchain", json.dumps(messages[4:]))) == []
 
 
 def test_langchain_dumpd_and_flat_messages_read_as_messages_to_dict() -> None:

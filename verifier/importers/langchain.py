@@ -63,8 +63,6 @@ def snapshots(sources: Sequence[Source]) -> list[Snapshot]:
             for snap in split_at_markers(rest, marks, seen, SUMMARIZATION):
                 window = (*messages[:lead], *snap.messages)
                 policy = snap.policy
-                if policy is not None and not (out or got) and snap.messages[:1] == tuple(rest[:1]):
-                    policy = None  # the first list opens with a summary: nothing before it
                 if policy is None:
                     policy = _editing(window, before)
                 got.append(Snapshot(window, policy))
