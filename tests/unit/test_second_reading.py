@@ -111,6 +111,20 @@ def test_a_passing_run_after_a_failing_one_never_contradicts_it() -> None:
     assert report.findings == ()
 
 
+def test_a_run_supersedes_the_earlier_ones_from_its_place_in_the_append_on() -> None:
+    """An append's items are asked in order: an item before a new run of a source is
+    asked beside the earlier run, wherever that one stands (an earlier append, or this
+    one); an item after it, beside the new run only."""
+    against = {"id": "c3", "kind": "commitment", "type": "obligation", "formula": "!t"}
+    rerun = {**O1, "id": "o4", "shows": "u"}
+    earlier = audit(append(O1), append(against, rerun))
+    same = audit(append(O1, against, rerun))
+    assert found(earlier) == [("CP004", 0, ("c3", "o1"))]
+    assert found(same) == [("CP004", 0, ("o1", "c3"))]
+    assert audit(append(O1), append(rerun, against)).findings == ()
+    assert audit(append(O1, rerun, against)).findings == ()
+
+
 def test_a_claim_from_the_failing_run_goes_stale() -> None:
     fail = {**O1, "shows": "!t", "modality": "failed", "exit_code": 1}
     k1 = {"id": "k1", "kind": "claim", "formula": "!t", "witnesses": ["o1"], "modality": "failed"}

@@ -239,7 +239,11 @@ class _Listed:
     """
 
     def __init__(
-        self, ctx: RewriteContext, appended: tuple[Item, ...], excluded: Set[str] = frozenset()
+        self,
+        ctx: RewriteContext,
+        appended: tuple[Item, ...],
+        excluded: Set[str] = frozenset(),
+        superseded: Set[str] = frozenset(),
     ) -> None:
         self.ctx = ctx
         session, history = ctx.session, ctx.history
@@ -264,9 +268,10 @@ class _Listed:
             [*(k.id for k in in_window), *(label for label, _ in near)],
         )
         self.k_state = self.known.consistent()
-        # the window's content, with this append's supersessions applied
+        # the window's content, with the supersessions of this append's items asked so far
+        # (``superseded``: their sources) applied
         gone: set[str] = set(history.superseded)
-        for src in {it.source for it in appended if it.kind == "observation" and it.source}:
+        for src in superseded:
             gone |= history.by_source.get(src, set())
         window = ctx.before.content(ctx.excluded, gone)
         self.window = [(w, g) for w, g in window if w.id not in excluded]
@@ -338,6 +343,14 @@ class _Listed:
             self.window = [(w, g) for w, g in self.window if w.id not in ids]
             self.content = None
 
+    def supersede(self, source: str) -> None:
+        """An appended run of ``source``: the window's earlier runs are no content from here
+        on (a model of the premises stays one of fewer)."""
+        kept = [(w, g) for w, g in self.window if w.kind != "observation" or w.source != source]
+        if len(kept) != len(self.window):
+            self.window = kept
+            self.content = None
+
     def rest_satisfiable(self, prefix: _Prefix, it: Item, f: Formula, excluded: list[str]) -> bool:
         """Are the window's content, the prefix and f satisfiable, the excluded ids out?"""
         rest = [(p, g) for p, g in [*self.window, *prefix, (it, f)] if p.id not in excluded]
@@ -388,6 +401,8 @@ class _Indexed:
         """prefix id -> its knowledge-index key."""
         self._excluded: set[str] = set()
         """Ids this append took out of the premises so far."""
+        self._superseded: set[str] = set()
+        """The sources of this append's observations asked so far."""
         self._listed: _Listed | None = None
 
     @classmethod
@@ -397,11 +412,6 @@ class _Indexed:
         known = ctx.window_knowledge()
         if any(known.holds(it.id) for it in appended):
             return None  # an id appended again (bad input a trace never holds): the lists
-        history = ctx.history
-        for src in {it.source for it in appended if it.kind == "observation" and it.source}:
-            # this append's run of a source supersedes the earlier ones, from now on
-            for key in history.by_source.get(src, ()):
-                known.drop_observation(key)
         if known.content.model() is None:
             return None
         if known.has_knowledge and known.knowledge.model() is None:
@@ -410,7 +420,7 @@ class _Indexed:
 
     def _fallback(self) -> _Listed:
         if self._listed is None:
-            listed = _Listed(self.ctx, self.appended, self._excluded)
+            listed = _Listed(self.ctx, self.appended, self._excluded, self._superseded)
             # its models are of the premises alone, not with the prefix: the solver is asked
             listed.k_model = listed.w_model = None
             self._listed = listed
@@ -504,6 +514,12 @@ class _Indexed:
             if key is not None:
                 self.known.knowledge.remove(key)
 
+    def supersede(self, source: str) -> None:
+        self._superseded.add(source)
+        if self._listed is not None:
+            self._listed.supersede(source)
+        _drop_runs(self.ctx, self.known, source)
+
     def rest_satisfiable(self, prefix: _Prefix, it: Item, f: Formula, excluded: list[str]) -> bool:
         if self._listed is None:
             if it.id in excluded:
@@ -552,8 +568,10 @@ def _consistency(ctx: RewriteContext, appended: tuple[Item, ...]) -> None:
         if real is None:
             continue
         if real.kind == "observation" and real.source is not None:
-            # a later run of the same source supersedes the earlier ones of this append
+            # a later run of the same source supersedes the earlier ones from here on: the
+            # append's and the window's (the append's earlier items were asked beside them)
             prem.removed(prefix.remove(prefix.of_source(real.source)))
+            prem.supersede(real.source)
         if it.kind != "stub" and prem.k_holds and (rerun := _reruns(ctx, it)):
             ctx.report(
                 "CP003",
@@ -607,7 +625,15 @@ def _consistency(ctx: RewriteContext, appended: tuple[Item, ...]) -> None:
     prem.finish()
     known = ctx.history.window_knowledge
     if known is not None and known.items is ctx.before.items:
+        for src in {it.source for it in appended if it.kind == "observation" and it.source}:
+            _drop_runs(ctx, known, src)  # what the lists asked did not touch the indexes
         known.appended(ctx.after, appended, set(ctx.newly_excluded))
+
+
+def _drop_runs(ctx: RewriteContext, known: WindowKnowledge, source: str) -> None:
+    """The window's earlier runs of ``source`` are no part of its content from now on."""
+    for key in ctx.history.by_source.get(source, ()):
+        known.drop_observation(key)
 
 
 def _extends(model: dict[str, bool] | None, f: Formula) -> bool:
