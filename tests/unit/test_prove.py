@@ -269,10 +269,11 @@ HAND: dict[str, tuple[str, set[str], set[str]]] = {
     "evict_observations_demote_orphans": (
         'stop = "all"\ndemote_orphans = true\n[[rule]]\nwhen = { kind = ["observation"] }\n'
         'do = "evict"',
-        # demote_orphans tags a claim whose witnesses all left; a commitment, or a claim
-        # with a witness that is no observation, still says verified (WR002)
-        {"CF004", "WR001", "WR002", "WR008", "TP001", "TP002"},
-        {"CF004", "WR001", "WR002", "WR008", "TP001", "TP002"},
+        # demote_orphans tags a claim whose witnesses all left, a failed one too (WR004); a
+        # commitment, or a claim with a witness that is no observation, still says verified
+        # (WR002)
+        {"CF004", "WR001", "WR002", "WR004", "WR008", "TP001", "TP002"},
+        {"CF004", "WR001", "WR002", "WR004", "WR008", "TP001", "TP002"},
     ),
     "evict_stubs": (
         '[[rule]]\nwhen = { stub = true }\ndo = "evict"',

@@ -413,9 +413,10 @@ def test_demote_orphans_demotes_claims_whose_witnesses_all_left() -> None:
     assert out["window"] == [
         {**K1, "modality": "unwitnessed"},
         {**k2, "modality": "unwitnessed", "tokens": item_tokens(k2)},  # the count it had
-        k3,  # a failed claim stays failed
+        # a failed claim too: the spec launders it (WR004), as its words say
+        {**k3, "modality": "unwitnessed", "tokens": item_tokens(k3)},
     ]
-    assert out["claimed_preserved"] == ["k3"]
+    assert out["claimed_preserved"] == []
     # a witness kept as a stub is still in the window: no demotion
     out = run(text.replace("{}", "spill"), [O1, o2, K1, k2], 0)
     assert out["window"][2:] == [K1, k2]

@@ -664,17 +664,12 @@ def _summary(pass_no: int, ids: Sequence[str], tokens: int) -> dict[str, Any]:
 
 
 def _demote_orphans(state: _Pass, result: list[dict[str, Any]]) -> None:
-    """Claims whose cited witnesses all left the window become ``unwitnessed``.
-
-    Only ``verified`` and ``unverified`` claims: a ``failed`` one stays ``failed``.
-    """
+    """Claims whose cited witnesses all left the window become ``unwitnessed``, whatever
+    they said (a ``failed`` one included: the spec then launders it, WR004)."""
     present = {obj["id"] for obj in result}
     positions = {f.item.id: f.position for f in state.facts}
     for obj in result:
-        if obj["kind"] != "claim" or obj.get("modality", "unverified") not in (
-            "verified",
-            "unverified",
-        ):
+        if obj["kind"] != "claim" or obj.get("modality") == "unwitnessed":
             continue
         witnesses = obj.get("witnesses", [])
         if witnesses and not any(w in present for w in witnesses):

@@ -491,7 +491,7 @@ def encode_pass(
                     [
                         win_a[i],
                         slots[i].kind["claim"],
-                        smt.or_([mod1[i]["verified"], mod1[i]["unverified"]]),
+                        smt.not_(mod1[i]["unwitnessed"]),
                         smt.or_(link for _, link in cited),
                         all_gone,
                     ]
@@ -505,7 +505,7 @@ def encode_pass(
             "unwitnessed": smt.or_([mod1[i]["unwitnessed"], o]),
             "verified": smt.and_([mod1[i]["verified"], smt.not_(o)]),
             "unverified": smt.and_([mod1[i]["unverified"], smt.not_(o)]),
-            "failed": mod1[i]["failed"],
+            "failed": smt.and_([mod1[i]["failed"], smt.not_(o)]),
         }
         if i in live:
             mod = {k: smt.define(f"{tag}.s{i}.mod'.{k}", v) for k, v in mod.items()}
