@@ -92,8 +92,8 @@ def _ids_given_later(snaps: Sequence[Snapshot]) -> list[Snapshot]:
         left.subtract(stable_key(m) for m in snap.messages if m.id is None)
         messages = []
         for m in snap.messages:
-            if m.id is not None and m.id not in known and left[stable_key(m)] > 0:
-                left[stable_key(m)] -= 1
+            if m.id is not None and m.id not in known and left[key := stable_key(m)] > 0:
+                left[key] -= 1
                 gained.add(m.id)
             known.update(() if m.id is None else (m.id,))
             messages.append(replace(m, id=None) if m.id in gained else m)

@@ -46,18 +46,6 @@ def check_append(ctx: RewriteContext, appended: tuple[Item, ...]) -> None:
     check_cycles(ctx, appended)
 
 
-def _version(ctx: RewriteContext, item_id: str) -> Item | None:
-    """The version of an id the session knows now: the window's, else the one it saw last,
-    else the store's (as the graph's path search starts from it: an id used again is its
-    newer version, not one spilled before)."""
-    it = ctx.after.resolve(item_id)
-    if it is None:
-        it = ctx.history.last_seen.get(item_id)
-    if it is None:
-        it = ctx.store.latest(item_id)
-    return it
-
-
 def _cp001(ctx: RewriteContext, appended: tuple[Item, ...]) -> dict[str, list[str]]:
     """CP001 for every (used, user) pair of the append; returns user -> used ids reported."""
     named: dict[str, list[str]] = {}
@@ -71,7 +59,7 @@ def _cp001(ctx: RewriteContext, appended: tuple[Item, ...]) -> dict[str, list[st
         for used_id in uses:
             if used_id == it.id:
                 continue  # an item citing itself is a cycle (CP002), not a use
-            used = _version(ctx, used_id)
+            used = ctx.seen_version(ctx.after, used_id)
             if used is None or used.modality not in WITNESSED:
                 continue
             try:
@@ -625,8 +613,10 @@ def _consistency(ctx: RewriteContext, appended: tuple[Item, ...]) -> None:
     prem.finish()
     known = ctx.history.window_knowledge
     if known is not None and known.items is ctx.before.items:
-        for src in {it.source for it in appended if it.kind == "observation" and it.source}:
-            _drop_runs(ctx, known, src)  # what the lists asked did not touch the indexes
+        if isinstance(prem, _Listed):
+            # the lists took the superseded runs out of their own premises only
+            for src in {it.source for it in appended if it.kind == "observation" and it.source}:
+                _drop_runs(ctx, known, src)
         known.appended(ctx.after, appended, set(ctx.newly_excluded))
 
 
@@ -772,7 +762,7 @@ def check_cycles(ctx: RewriteContext, touched: Iterable[Item]) -> None:
         cur = stack.pop()
         if cur in edges:
             continue
-        it = _version(ctx, cur)
+        it = ctx.seen_version(ctx.after, cur)
         edges[cur] = () if it is None else (*it.witnesses, *it.derived_from, *it.rationale)
         stack.extend(edges[cur])
     if not _has_cycle(edges):
@@ -792,12 +782,15 @@ def check_cycles(ctx: RewriteContext, touched: Iterable[Item]) -> None:
         below = set(comp)
         for node in comp:
             below |= nx.descendants(graph, node)
-        if any((v := _version(ctx, n)) is not None and v.kind == "observation" for n in below):
+        if any(
+            (v := ctx.seen_version(ctx.after, n)) is not None and v.kind == "observation"
+            for n in below
+        ):
             continue
         ctx.history.cycles.add(key)
         if len(comp) == 1:
             (only,) = comp
-            self_cited = _version(ctx, only)
+            self_cited = ctx.seen_version(ctx.after, only)
             fields = [
                 name
                 for name, ids in (

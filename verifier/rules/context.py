@@ -790,12 +790,18 @@ class RewriteContext:
             self._valid_cache[formula] = hit
         return hit
 
-    def observation(self, view: WindowView, obs_id: str) -> Item | None:
-        it = view.resolve(obs_id)
+    def seen_version(self, view: WindowView, item_id: str) -> Item | None:
+        """The version of an id as the session knows it now: the view's (a stub resolved),
+        else the one it saw last, out of the view or behind a stub the store does not
+        resolve, else the store's. An id used again is its newer version, not one spilled
+        before; the graph's path search starts from the same one."""
+        it = view.resolve(item_id)
         if it is None:
-            # out of the view, or behind a stub the store does not resolve: the version seen
-            # last (an observation re-appended under a spilled one's id is the newer one)
-            it = self.history.last_seen.get(obs_id) or self.store.latest(obs_id)
+            it = self.history.last_seen.get(item_id) or self.store.latest(item_id)
+        return it
+
+    def observation(self, view: WindowView, obs_id: str) -> Item | None:
+        it = self.seen_version(view, obs_id)
         return it if it is not None and it.kind == "observation" else None
 
     def negative(self, item: Item, view: WindowView) -> bool:

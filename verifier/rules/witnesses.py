@@ -236,7 +236,7 @@ def check_item_witnesses(
     reported = [
         w
         for wid in named
-        if wid in cited and (w := _named_version(ctx, view, wid)) is not None and w.kind in _SAYS
+        if wid in cited and (w := ctx.seen_version(view, wid)) is not None and w.kind in _SAYS
     ]
     if reported:
         both = [*witnesses, *reported]
@@ -250,18 +250,6 @@ def check_item_witnesses(
         f" observations whose 'shows' establish it{untag}",
         res,
     )
-
-
-def _named_version(ctx: RewriteContext, view: WindowView, item_id: str) -> Item | None:
-    """The version of a witness CP001 named, as its path was looked for: in the window (an
-    item of the same append included), else the last one the session saw, else the
-    store's (an id used again names its newer version, not the one spilled before)."""
-    found = view.resolve(item_id)
-    if found is None:
-        found = ctx.history.last_seen.get(item_id)
-    if found is None:
-        found = ctx.store.latest(item_id)
-    return found
 
 
 def _wr006(ctx: RewriteContext, stub: Item) -> None:
