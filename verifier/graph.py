@@ -92,6 +92,9 @@ class JustificationGraph:
     """node -> the version it is (Item.key: what the rules read of the item)."""
     key_node: dict[str, str] = field(default_factory=dict)
     """version -> its latest node in a window."""
+    versions: dict[str, list[Item]] = field(default_factory=dict)
+    """id -> the first item of each version in :attr:`key_node`: one written otherwise (other
+    spaces, a default written out) is that version too."""
     stored_keys: set[str] = field(default_factory=set)
     """Versions the store holds."""
 
@@ -113,7 +116,10 @@ class JustificationGraph:
         self.g.add_node(node, **_node_attrs(item, pass_no, line))
         self.node_key[node] = item.key
         if item.kind != "stub":
-            self.key_node[item.key] = node
+            key = item.key
+            if key not in self.key_node:
+                self.versions.setdefault(item.id, []).append(item)
+            self.key_node[key] = node
         prev = self.last.get(item.id)
         if prev is not None:
             self._link(prev, node, "carried")
@@ -123,11 +129,21 @@ class JustificationGraph:
         self.last[item.id] = node
         return node
 
+    def _held_node(self, item: Item) -> str | None:
+        """The latest node in a window of this version of an item, written as it is or
+        otherwise."""
+        node = self.key_node.get(item.key)
+        if node is None:
+            alike = (v for v in self.versions.get(item.id, ()) if item.same_version(v))
+            held = next(alike, None)
+            node = None if held is None else self.key_node[held.key]
+        return node
+
     def _restore(self, item: Item, pass_no: int, policy: str | None) -> str | None:
         """Put back a version a window held earlier: its node is current again, and it
         follows the id's latest version (``carried``: a claim or commitment is backed
         through its later versions, a restored one as a new one)."""
-        node = self.key_node.get(item.key)
+        node = self._held_node(item)
         if node is None or self.g.nodes[node].get("id") != item.id:
             return None
         gone = self.current.get(item.id)
@@ -194,7 +210,7 @@ class JustificationGraph:
             self.stored_keys.add(it.key)
             # the spilled edge leaves the window version the entry holds, if one was seen
             # (another version of the id is not what went to the store)
-            src = self.key_node.get(it.key)
+            src = self._held_node(it)
             if src is not None and self.g.nodes[src].get("id") == it.id:
                 self._link(src, entry, "spilled")
             self.stored_ids[it.id] = entry

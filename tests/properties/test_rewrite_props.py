@@ -21,13 +21,14 @@ from hypothesis import assume, given, note, settings
 from hypothesis import strategies as st
 from test_formula_props import name_atoms
 
+from verifier.audit import audit_trace
 from verifier.check import RewriteResult, check_rewrite
 from verifier.formula import FALSE, TRUE, And, Atom, Formula, Iff, Implies, Not, Or, render
-from verifier.io import check_references, item_from_json
+from verifier.io import check_references, item_from_json, parse_trace_text
 from verifier.parser import parse_formula
 from verifier.solver import Session
 from verifier.store import MemoryStore, Store
-from verifier.strategies import background_texts
+from verifier.strategies import background_texts, traces
 from verifier.window import Item, canonical_json, content_ref
 
 Obj = dict[str, Any]
@@ -654,6 +655,32 @@ def test_writing_the_window_after_otherwise_changes_nothing(sc: Scenario) -> Non
     assert res2.verdict == res.verdict
     assert signature(res2) == signature(res)
     assert sorted(res2.demoted) == sorted(res.demoted)
+
+
+@settings(max_examples=100, deadline=None)
+@given(traces(max_events=8))
+def test_putting_the_window_back_written_otherwise_restores_it(text: str) -> None:
+    """A version a window held is restored when it is put back written otherwise: a trace
+    that empties its window, then puts the last window back, finds the same whether the
+    items come back as they were written or written otherwise."""
+    events = [json.loads(line) for line in text.splitlines()]
+    last: list[Obj] = []
+    for ev in events:
+        if ev["event"] == "append":
+            last = last + ev["items"]
+        elif ev["event"] == "rewrite":
+            last = ev["window"]
+    emptied = {"event": "rewrite", "policy": "p", "window": []}
+
+    def found(window: list[Obj]) -> list[tuple[str, int, tuple[str, ...]]]:
+        put = {"event": "rewrite", "policy": "p", "window": window}
+        lines = "\n".join(json.dumps(e) for e in (*events, emptied, put))
+        report = audit_trace(parse_trace_text(lines, "t.jsonl"))
+        return sorted((f.code, f.pass_, f.items) for f in report.findings)
+
+    note(text)
+    other = [o if o["kind"] == "stub" else written_otherwise(o) for o in last]
+    assert found(other) == found(last)
 
 
 # -- (e) repairs ----------------------------------------------------------------------------

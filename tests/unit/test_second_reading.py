@@ -210,6 +210,47 @@ def test_putting_an_item_back_restores_it() -> None:
     assert report.findings == ()  # no CF005, no WR007, and c1 backed again
 
 
+def test_an_item_put_back_written_otherwise_restores_it() -> None:
+    """Other spaces, parentheses, keyword operators or a default written out: the same
+    version as parsed, so putting it back restores it (no CF005, no WR007)."""
+    obs = {**O1, "id": "o2", "shows": "a&!b", "modality": "verified"}
+    com = {**D1, "formula": "p and not q"}
+    again: list[Obj] = [
+        {**obs, "shows": "(a & (!b))"},
+        {**com, "formula": "(p  &  !q)", "load_bearing": True},
+        {**C1, "formula": "(t)", "load_bearing": False},
+        {**O1, "shows": " t "},
+    ]
+    report = audit(append(O1, C1, obs, com), window(), window(*again))
+    assert found(report) == [("CF001", 1, ("d1",))]
+    spelled_as_first = audit(append(O1, C1, obs, com), window(), window(O1, C1, obs, com))
+    assert found(spelled_as_first) == found(report)
+    user = {"id": "u", "kind": "claim", "formula": "a", "witnesses": ["o2"], "modality": "verified"}
+    text = "\n".join(
+        json.dumps(e)
+        for e in (
+            {"event": "header", "format": "ctxproof-trace/1"},
+            append(obs),
+            window(),
+            window(again[0]),
+            append(user),
+        )
+    )
+    graph = JustificationGraph()
+    audit_trace(parse_trace_text(text, "t"), graph=graph)
+    assert why(graph, "u").chain == ["u@2", "o2@0"]  # the version appended, put back
+
+
+def test_a_weakened_commitment_whose_original_is_stored_written_otherwise_is_no_cf003() -> None:
+    com = {**D1, "formula": "p & q"}
+    spill = {"event": "spill", "items": [com]}
+    respelled = {**com, "formula": "(p  &  q)", "load_bearing": True}
+    report = audit(append(com), spill, window(respelled), window({**com, "formula": "p"}))
+    assert found(report) == []
+    unstored = audit(append(com), window(respelled), window({**com, "formula": "p"}))
+    assert found(unstored) == [("CF003", 2, ("d1",))]
+
+
 def test_a_restored_observation_is_backed_again_in_the_graph() -> None:
     text = "\n".join(
         json.dumps(e)

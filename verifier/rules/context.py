@@ -335,6 +335,9 @@ class History:
     """Justification cycles already reported."""
     held: set[str] = field(default_factory=set)
     """Every version (key) a window held: putting one back restores it."""
+    held_versions: dict[str, list[Item]] = field(default_factory=dict)
+    """id -> the first item of each version in :attr:`held`: one written otherwise (other
+    spaces, a default written out) restores it too."""
     superseded: set[str] = field(default_factory=set)
     """Observation versions a later appended observation with their source superseded."""
     by_source: dict[str, set[str]] = field(default_factory=dict)
@@ -357,6 +360,7 @@ class History:
             set(self.excluded),
             set(self.cycles),
             set(self.held),
+            {k: list(v) for k, v in self.held_versions.items()},
             set(self.superseded),
             {k: set(v) for k, v in self.by_source.items()},
             {k: list(v) for k, v in self.answered.items()},
@@ -367,7 +371,10 @@ class History:
         """Record a version seen in a window (an append's, or a rewrite's)."""
         if item.kind == "stub":
             return
-        self.held.add(item.key)
+        key = item.key
+        if key not in self.held:
+            self.held.add(key)
+            self.held_versions.setdefault(item.id, []).append(item)
         if item.kind == "observation" and item.source is not None:
             self.by_source.setdefault(item.source, set()).add(item.key)
         if item.call is not None:
@@ -727,7 +734,11 @@ class RewriteContext:
     def restored(self, item: Item) -> bool:
         """A version some window held earlier, put back: not new (no CF005, no WR007)."""
         held = self.history.held
-        return bool(held) and item.kind != "stub" and item.key in held
+        if not held or item.kind == "stub":
+            return False
+        if item.key in held:
+            return True
+        return any(item.same_version(v) for v in self.history.held_versions.get(item.id, ()))
 
     @property
     def excluded(self) -> set[str]:
@@ -752,10 +763,11 @@ class RewriteContext:
         return view.content(self.history.excluded, self.history.superseded)
 
     def stored_version(self, item: Item) -> bool:
-        """Does the store hold this version of the item (text, score, tokens aside)?"""
+        """Does the store hold this version of the item (text, score, tokens aside, and
+        as parsed: written otherwise, it is the same version)?"""
         if item.ref in self.store:
             return True
-        return any(v.key == item.key for v in self.store.versions(item.id))
+        return any(item.same_version(v) for v in self.store.versions(item.id))
 
     def touched(self) -> set[str]:
         """Ids that are new, changed or removed in this rewrite."""
