@@ -137,6 +137,36 @@ def test_a_timeout_is_a_budget_too(tmp_path: Path) -> None:
     assert "timeout 0.05 s" in json.loads(out)["rewrites"][0]["undecided"][0]
 
 
+def test_a_cp004_core_the_budget_cut_short_is_undecided_too(tmp_path: Path) -> None:
+    """The finding names what it can (the appended item) and the run says the core was
+    left undecided; with its budget the core is found."""
+    obs = {"id": "o1", "kind": "observation", "shows": "!t", "modality": "failed", "source": "s"}
+    claim: dict[str, object] = {"id": "k1", "kind": "claim", "formula": "!t"}
+    claim.update(modality="failed", witnesses=["o1"])
+    rerun = {"id": "o2", "kind": "observation", "shows": "t", "modality": "verified", "source": "s"}
+    lines = [
+        {"event": "header", "format": "ctxproof-trace/1"},
+        {"event": "append", "items": [obs, claim]},
+        {"event": "append", "items": [rerun]},
+    ]
+    path = tmp_path / "t.jsonl"
+    path.write_text("\n".join(json.dumps(x) for x in lines) + "\n", "utf-8")
+    code, out, _ = run("audit", str(path), "--format", "json")
+    assert code == 1 and json.loads(out)["findings"][0]["items"] == ["o2", "k1"]
+    assert "undecided" not in json.loads(out)
+    code, out, _ = run("audit", str(path), "--rlimit", "1", "--format", "json")
+    report = json.loads(out)
+    assert code == 1 and [f["code"] for f in report["findings"]] == ["CP004"]
+    assert ["minimal core of what 'o2' contradicts" in u for u in report["undecided"]] == [True]
+
+
+@pytest.mark.parametrize("limit", ["inf", "nan", "-inf"])
+def test_a_timeout_that_is_no_number_of_seconds_is_usage(tmp_path: Path, limit: str) -> None:
+    code, out, err = run("audit", str(_trace(tmp_path)), "--timeout", limit)
+    assert code == 2 and out == ""
+    assert "--timeout" in err and "CTXPROOF_TIMEOUT" not in err and "Traceback" not in err
+
+
 def test_atoms_that_differ_after_a_nul_stay_apart() -> None:
     session = Session()
     assert not session.entails([Atom("x\x00a")], Atom("x\x00b")).holds

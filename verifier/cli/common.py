@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import errno
 import io
+import math
 import os
 import sys
 from collections.abc import Sequence
@@ -251,6 +252,19 @@ def _set_budget(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
     return value
 
 
+class FiniteSeconds(click.FloatRange):
+    """Seconds > 0, a finite number (a limit of ``inf`` or ``nan`` is no limit: leave it out)."""
+
+    def __init__(self) -> None:
+        super().__init__(min=0, min_open=True)
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        rv = super().convert(value, param, ctx)
+        if not math.isfinite(rv):
+            self.fail(f"{value!r} is not a finite number of seconds; give S > 0, or leave it out")
+        return rv
+
+
 def budget_options(f: Any) -> Any:
     f = click.option(
         "--cross-check",
@@ -263,7 +277,7 @@ def budget_options(f: Any) -> Any:
     )(f)
     f = click.option(
         "--timeout",
-        type=click.FloatRange(min=0, min_open=True),
+        type=FiniteSeconds(),
         callback=_set_budget,
         expose_value=False,
         help="Seconds per solver query (default: none; env CTXPROOF_TIMEOUT).",

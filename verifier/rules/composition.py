@@ -151,12 +151,17 @@ def _connected(
 
 
 def _core(
-    ctx: RewriteContext, fixed: Formula, candidates: list[tuple[Item, Formula]]
+    ctx: RewriteContext, item: Item, fixed: Formula, candidates: list[tuple[Item, Formula]]
 ) -> list[Item] | None:
-    """A minimal core with fixed, by deletion in the candidates' order; None if undecided."""
+    """A minimal core with fixed, by deletion in the candidates' order; None if undecided
+    (the question is then among the undecided: a finding that needs the core names less)."""
     near = _connected(ctx, fixed, candidates)
     labeled = [(str(i), f) for i, (_, f) in enumerate(near)]
     core = ctx.session.minimal_core(labeled, [fixed])
+    if core.status == "unknown":
+        what = f"the minimal core of what {item.id!r} contradicts"
+        if not any(u.startswith(f"{what}:") for u in ctx.undecided):
+            ctx.unknown(what, Result(Verdict.UNKNOWN, reason=core.reason), item.id)
     if core.status != "unsat":
         return None
     return [near[int(label)][0] for label in core.labels]
@@ -652,7 +657,7 @@ def _readoption(
         named = list(dict.fromkeys(k.id for k in own))
         others: list[str] = []
     else:
-        core = _core(ctx, f, prem.k_candidates(prefix, f))
+        core = _core(ctx, it, f, prem.k_candidates(prefix, f))
         if core is None or not any(c.kind == "commitment" and c in knowledge for c in core):
             return None
         others = [c.id for c in core if c.id in prefix]
@@ -681,7 +686,7 @@ def _inconsistent(
     The exclusions are applied to the premises and the prefix; returns whether
     the item itself still stands.
     """
-    core = _core(ctx, f, prem.w_candidates(prefix, f)) or []
+    core = _core(ctx, it, f, prem.w_candidates(prefix, f)) or []
     in_prefix = [c for c in core if prefix.holds(c)]
     appended = [*in_prefix, it]
     # the core lists the prefix's items first, then the window's in window order
