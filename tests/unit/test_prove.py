@@ -476,6 +476,23 @@ def test_cli_json(tmp_path: Path) -> None:
     assert obj["stats"]["z3"]["checks"] >= len(PROPERTIES)
 
 
+@pytest.mark.parametrize("tiny", ["5e-324", "1e-310"])
+def test_a_tiny_pressure_threshold_is_proved_like_a_small_one(tmp_path: Path, tiny: str) -> None:
+    """A subnormal threshold needs a budget past any float: the bounds are exact fractions."""
+    results = []
+    for value in (tiny, "1e-300"):
+        spec = tmp_path / f"s{value}.toml"
+        spec.write_text(
+            HEAD + f'[[rule]]\nwhen = {{ pressure = {{ gt = {value} }} }}\ndo = "evict"\n'
+        )
+        code, out, err = run("prove", str(spec), "--items", "2", "--passes", "1",
+                             "--out", str(tmp_path), "--format", "json")  # fmt: skip
+        assert code in (0, 1), err
+        obj = json.loads(out)
+        results.append((code, obj["result"], obj["code"]))
+    assert results[0] == results[1]
+
+
 def test_cli_timeout_is_undecided(tmp_path: Path) -> None:
     spec = str(SPECS / "keep_recent.toml")
     code, out, _ = run("prove", spec, "--timeout", "0.000001", "--out", str(tmp_path))

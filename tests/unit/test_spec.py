@@ -176,6 +176,8 @@ BAD: list[tuple[str, str]] = [
     ),
     (HEAD + '[[rule]]\nwhen = { pressure = { ge = true } }\ndo = "spill"\n', r"ge: expected a"),
     (HEAD + "order = [\n", r"not valid TOML"),
+    (HEAD + "order = " + "[" * 2000 + "]" * 2000 + "\n", r"nests deeper than 64 levels"),
+    (HEAD + "x = " + "{a=" * 1000 + "1" + "}" * 1000 + "\n", r"nests deeper than 64 levels"),
 ]
 
 
@@ -192,6 +194,29 @@ def test_each_error_names_the_key_path_and_the_file(
     assert err.value.fix, err.value.render()  # and says what to write instead
     with pytest.raises(InputError, match=message):
         load_policy(str(path))  # the CLI's POLICY argument reads specs the same way
+
+
+def test_a_spec_nested_too_deep_is_bad_input_at_its_line() -> None:
+    """Past the TOML reader's depth the error is the spec's, at the line where it nests too
+    deep (brackets in strings and comments are no nesting)."""
+    text = HEAD + '# [[[[[[\nk = "[[[[[[[[["\n\norder = ' + "[" * 900 + "]" * 900 + "\n"
+    with pytest.raises(InputError, match="nests deeper") as err:
+        parse_spec(text, "s.toml")
+    assert err.value.line == text.count("\n")
+
+
+def test_a_spec_may_start_with_a_byte_order_mark(tmp_path: Path) -> None:
+    path = tmp_path / "bom.toml"
+    path.write_bytes(b"\xef\xbb\xbf" + (HEAD + '[[rule]]\ndo = "keep"\n').encode())
+    assert load_spec(path).rules[0].do == "keep"
+
+
+def test_a_spec_named_with_a_function_says_a_spec_takes_none(tmp_path: Path) -> None:
+    path = tmp_path / "s.toml"
+    path.write_text(HEAD + '[[rule]]\ndo = "keep"\n', "utf-8")
+    with pytest.raises(InputError, match="takes no ':policy'") as err:
+        load_policy(f"{path}:policy")
+    assert err.value.file == str(path) and err.value.fix == f"give the spec alone: {path}"
 
 
 def test_errors_point_at_the_line_of_the_key() -> None:

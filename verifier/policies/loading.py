@@ -230,6 +230,12 @@ def load_policy(arg: str) -> Policy:
     target, sep, func_name = arg.rpartition(":")
     if not sep or not target or not func_name:
         raise _no_function(arg)
+    if is_spec_name(target):
+        raise InputError(
+            f"a spec is a whole policy: it takes no ':{func_name}'",
+            file=target,
+            fix=f"give the spec alone: {target}",
+        )
     is_file = target.endswith(".py") or "/" in target or "\\" in target
     where = target if is_file else None
     module = _import_file(target) if is_file else _import_module(target, arg)

@@ -339,10 +339,55 @@ def spec_from_obj(obj: Mapping[str, Any], file: str = "<spec>", text: str = "") 
     return Spec(name, rules, order, stop, stub_tokens, demote_orphans, file)
 
 
+SPEC_DEPTH = 64
+"""How deep the arrays and inline tables of a spec may nest, as the error names it (the
+TOML reader gives up somewhat deeper)."""
+
+
+def _too_deep(text: str) -> int | None:
+    """The line where the text's arrays and inline tables first nest deeper than
+    :data:`SPEC_DEPTH` (brackets in strings and comments aside), for the error."""
+    depth, line, quote, k = 0, 1, "", 0
+    while k < len(text):
+        c = text[k]
+        if c == "\n":
+            line += 1
+            if quote in ('"', "'"):
+                quote = ""  # a one-line string ends at its line (an error of its own)
+        elif quote:
+            if c == "\\" and quote[0] == '"':
+                k += 1
+            elif text.startswith(quote, k):
+                k += len(quote) - 1
+                quote = ""
+        elif c == "#":
+            end = text.find("\n", k)
+            k = len(text) if end < 0 else end
+            continue
+        elif c in "\"'":
+            quote = c * 3 if text.startswith(c * 3, k) else c
+            k += len(quote) - 1
+        elif c in "[{":
+            depth += 1
+            if depth > SPEC_DEPTH:
+                return line
+        elif c in "]}":
+            depth = max(0, depth - 1)
+        k += 1
+    return None
+
+
 def parse_spec(text: str, file: str = "<spec>") -> Spec:
     """Parse and validate the text of a spec."""
     try:
         obj = tomllib.loads(text)
+    except RecursionError:
+        raise InputError(
+            f"the TOML nests deeper than {SPEC_DEPTH} levels of arrays and tables",
+            file=file,
+            line=_too_deep(text),
+            fix="a spec's values nest a few levels at most: flatten this value",
+        ) from None
     except tomllib.TOMLDecodeError as exc:
         message = str(exc)
         m = re.search(r"\(at line (\d+), column \d+\)", message)
@@ -375,7 +420,7 @@ def load_spec(path: str | Path) -> Spec:
     data = read_input(path)
     try:
         try:
-            text = data.decode("utf-8")
+            text = data.decode("utf-8-sig")  # a byte-order mark, as traces may start with
         except UnicodeDecodeError as exc:
             column = exc.start - data.rfind(b"\n", 0, exc.start)
             raise InputError(

@@ -169,16 +169,17 @@ def _pressure_reach(pressures: Sequence[float]) -> tuple[list[float], float]:
     two values v < w, by a budget past 2 / (w - v) and the tokens that put the pressure
     in the middle. A pressure is a quotient of integers: the ranges must reach them.
     1 is among the values (``stop = "fits"`` tells the window over its budget apart)."""
+    # exact fractions: a tiny pressure (5e-324) needs a budget no float holds
     tokens: list[float] = list(pressures)
-    budget = max((1 / v for v in pressures), default=0.0)
+    budget: float = max((math.ceil(1 / Fraction(v)) for v in pressures), default=0)
     points = sorted({*pressures, 1.0}) if pressures else []
     for v in points:
         written = _simplest_quotient(v)
         tokens.append(written.numerator)
         budget = max(budget, written.denominator)
     for low, high in itertools.pairwise(points):
-        between = math.ceil(2 / (high - low))
-        tokens.append(math.ceil((low + high) / 2 * between) + 1)
+        between = math.ceil(2 / (Fraction(high) - Fraction(low)))
+        tokens.append(math.ceil((Fraction(low) + Fraction(high)) / 2 * between) + 1)
         budget = max(budget, between)
     return tokens, budget
 
