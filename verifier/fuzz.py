@@ -827,14 +827,16 @@ class _Agent:
         before = self.tokens()
         pressure = _ratio(before, self.budget)
         res = call()
+        last = len(self.trace)  # the line of the window the policy was given
         finding = (
-            res.finding(self.line())
+            res.finding(last)
             if not res.ok
             else self.dangling(res.window, pass_no, res.claimed_preserved)
         )
         if finding is not None:
+            # no rewrite is written: the finding is at the trace's last line, as --replay says
             self.result.findings.append(
-                Finding(finding.code, pass_no, finding.items, finding.message, self.line())
+                Finding(finding.code, pass_no, finding.items, finding.message, last)
             )
             return False
         if res.spilled:
@@ -1264,6 +1266,9 @@ class FuzzReport:
     undecided: int = 0
     """Checks the solver left undecided in the sessions explored (:attr:`SessionResult.
     undecided`): with no finding, the run is undecided (exit 3), never safe."""
+    mode: str = "support"
+    """The witness mode the sessions were audited in: ``ctxproof audit`` replays the
+    counterexamples in it."""
 
     @property
     def saves_nothing(self) -> bool:
@@ -2015,7 +2020,7 @@ def fuzz(
                     return runner(fn, [_portable(t) for t in tasks], shown)
                 return _map(fn, tasks, jobs, shown)
 
-            report = FuzzReport(local.name, seed_value)
+            report = FuzzReport(local.name, seed_value, mode=mode)
             n_chunks = max(1, math.ceil(sessions / CHUNK))
             sizes = [min(CHUNK, sessions - j * CHUNK) for j in range(n_chunks)]
             tasks = [(j, sizes[j]) for j in range(n_chunks) if sizes[j] > 0]
@@ -2372,6 +2377,9 @@ def scorecard_text(report: FuzzReport, by_pressure: Sequence[Mapping[str, Any]])
             lines.append(cex.finding_line())  # as audit reports it: TRACE:LINE: ...
         if cex is not None and code in REPLAYABLE:
             lines.append(f"    replay: ctxproof fuzz {report.policy} --replay {cex.path}")
+        elif cex is not None and report.mode != "support":
+            # audit's default mode is support: say how the trace shows its finding again
+            lines.append(f"    audit: ctxproof audit {cex.path} --witness-mode {report.mode}")
     bands = [
         f"{r['pressure_from']}-{r['pressure_to']}: {r['findings_per_rewrite']}"
         for r in by_pressure

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import tracemalloc
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from verifier.fuzz import (
     Turn,
     fuzz,
     run_session,
+    scorecard_text,
     session_plans,
     session_shapes,
     write_outputs,
@@ -85,6 +87,21 @@ def test_an_unsafe_model_is_caught_and_its_counterexample_replays(
         replay = audit_trace(parse_trace_text(Path(cex.path).read_bytes(), cex.path))
         found = {(f.code, f.pass_, f.items) for f in replay.findings}
         assert (cex.code, cex.pass_, cex.items) in found
+
+
+def test_counterexamples_of_count_mode_say_how_audit_replays_them(tmp_path: Path) -> None:
+    """audit's default witness mode is support: the scorecard names the mode the
+    counterexamples were found in, and audit in it finds each one again."""
+    report = quick(model("keep_recent"), tmp_path, sessions=4, passes=3, mode="count")
+    assert report.counterexamples
+    text = "\n".join(scorecard_text(report, []))
+    for cex in report.counterexamples:
+        assert f"    audit: ctxproof audit {cex.path} --witness-mode count" in text
+        trace = parse_trace_text(Path(cex.path).read_bytes(), cex.path)
+        found = {(f.code, f.pass_, f.items) for f in audit_trace(trace, mode="count").findings}
+        assert (cex.code, cex.pass_, cex.items) in found
+    plain = replace(report, mode="support")
+    assert "    audit: " not in "\n".join(scorecard_text(plain, []))
 
 
 def test_relevance_eviction_makes_the_agent_run_a_failure_again(tmp_path: Path) -> None:

@@ -31,7 +31,13 @@ from verifier.errors import InputError
 from verifier.fuzz import SHRINK_FAULTS, FuzzReport, Plan, fuzz
 from verifier.io import item_from_json
 from verifier.policies import load_policy, run_policy
-from verifier.policies.isolated import REPLY_SLACK, PolicyProcess, ended_how, reply_bound
+from verifier.policies.isolated import (
+    LONGEST_TIMEOUT,
+    REPLY_SLACK,
+    PolicyProcess,
+    ended_how,
+    reply_bound,
+)
 from verifier.policies.replay import replay_policy, window_at_end
 from verifier.window import Item
 
@@ -122,6 +128,10 @@ HOSTILE = textwrap.dedent(
         if len(window) > 6:
             raise ValueError(f"window of {len(window)} items is too much for me")
         return window
+
+
+    def interrupts(window, budget):
+        raise KeyboardInterrupt()
 
 
     def marks(window, budget):
@@ -219,6 +229,21 @@ def test_a_policy_that_loops_is_pl003_naming_the_limit(hostile: Path, tmp_path: 
     cex = report["counterexamples"][0]
     assert "0.5 s" in cex["message"] and "--policy-timeout" in cex["message"]
     assert Path(cex["path"]).is_file()
+
+
+@pytest.mark.parametrize("limit", ["inf", "1e8"])
+def test_a_limit_too_long_for_the_clock_is_the_longest_one(
+    hostile: Path, tmp_path: Path, limit: str
+) -> None:
+    """``--policy-timeout inf`` (or 1e8 s) is no internal error: it is the longest limit."""
+    code, out, err = run(
+        "fuzz", f"{hostile}:keep", "--sessions", "2", "--passes", "2",
+        "--out", str(tmp_path / "o"), "--policy-timeout", limit, "--format", "json",
+    )  # fmt: skip
+    assert code == 0, err
+    assert json.loads(out)["rewrites"] > 0
+    with PolicyProcess(f"{hostile}:keep", timeout=float(limit)) as proc:
+        assert proc.timeout == LONGEST_TIMEOUT
 
 
 def test_after_a_timeout_the_next_sessions_go_on(hostile: Path, tmp_path: Path) -> None:
@@ -486,6 +511,29 @@ def test_replay_of_pl002_names_what_differs_as_fuzz_does(tmp_path: Path) -> None
     assert f"item {found['items'][0]!r} differs" in out
     code, out, _ = run("fuzz", f"{policy}:flips", "--replay", cex, "--format", "json")
     assert json.loads(out)["items"] == found["items"]
+
+
+def test_a_policy_error_is_at_the_last_line_of_its_trace(hostile: Path, tmp_path: Path) -> None:
+    """No rewrite is written for a call that failed: the finding is at the line of the
+    window the policy was given, the trace's last, where --replay finds it too."""
+    code, out, err = fuzz_cli(hostile, "raises_on_big", tmp_path / "o", "--format", "json")
+    assert code == 1, err
+    cex = json.loads(out)["counterexamples"][0]
+    lines = Path(cex["path"]).read_text("utf-8").splitlines()
+    assert cex["line"] == len(lines) and json.loads(lines[-1])["event"] != "rewrite"
+    code, out, _ = run("fuzz", f"{hostile}:raises_on_big", "--replay", cex["path"])
+    assert code == 1 and f"{cex['path']}:{len(lines)}: pass {cex['pass']}: PL001" in out
+
+
+def test_replay_reads_a_keyboard_interrupt_the_policy_raises_as_fuzz_does(
+    hostile: Path, tmp_path: Path
+) -> None:
+    code, out, _ = fuzz_cli(hostile, "interrupts", tmp_path / "o", sessions=2)
+    assert code == 1 and "raised KeyboardInterrupt" in out
+    cex = str(tmp_path / "o" / "cex-PL001.jsonl")
+    code, out, err = run("fuzz", f"{hostile}:interrupts", "--replay", cex)
+    assert code == 1 and "raised KeyboardInterrupt" in out
+    assert "in interrupts" in out + err and "raise KeyboardInterrupt()" in out + err
 
 
 def test_replay_of_a_loop_is_interrupted_where_it_loops(hostile: Path, tmp_path: Path) -> None:

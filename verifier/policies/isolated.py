@@ -84,6 +84,10 @@ __all__ = [
 DEFAULT_TIMEOUT = 10.0
 """Seconds one call of a policy may take (``fuzz --policy-timeout``)."""
 
+LONGEST_TIMEOUT = 1_000_000.0
+"""The longest limit a call is given (about 11 days): a longer one (``inf``) counts as this
+one, which every clock and wait of the platform can hold."""
+
 LOAD_TIMEOUT = 60.0
 """Seconds loading a policy in its process may take (its module's import), at least."""
 
@@ -377,7 +381,7 @@ class PolicyProcess:
                 f"--policy-timeout must be a positive number of seconds, not {timeout!r}",
                 fix="give --policy-timeout S with S > 0",
             )
-        self.timeout = float(timeout)
+        self.timeout = min(float(timeout), LONGEST_TIMEOUT)
         self.source = policy if isinstance(policy, str) else policy.source
         self.policy = None if isinstance(policy, str) else policy
         self.name = policy if isinstance(policy, str) else policy.name

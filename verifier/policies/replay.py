@@ -134,11 +134,14 @@ def replay_policy(
     *,
     timeout: float | None = None,
     announce: Callable[[int, int, int], None] | None = None,
+    contained: bool = False,
 ) -> PolicyReplay:
     """Call ``policy`` on the last window of the trace at ``path`` and say what it did.
 
     ``announce`` is told (items, budget, pass) before the policy is called: a
-    policy that ends the process leaves that much said.
+    policy that ends the process leaves that much said. ``contained``: in a process
+    of the replay's own, where even a KeyboardInterrupt the policy raises is only its
+    error (as ``fuzz`` reads it).
 
     Raises :class:`~verifier.errors.InputError` when the trace is bad input or
     has no budget.
@@ -159,6 +162,10 @@ def replay_policy(
     if policy.takes_store:
         kwargs["store"] = StoreView(store)
 
+    caught: tuple[type[BaseException], ...] = (
+        (Exception, SystemExit, KeyboardInterrupt) if contained else (Exception, SystemExit)
+    )
+
     def call(again: str = "") -> PolicyReplay | Outcome:
         window = given.fresh()
         try:
@@ -172,7 +179,7 @@ def replay_policy(
                 f" (--policy-timeout){again}",
                 traceback=_traceback(exc),
             )
-        except (Exception, SystemExit) as exc:
+        except caught as exc:
             return replayed(
                 "PL001",
                 f"policy {policy.name!r} raised {one_line(exc)}{again}",
@@ -240,7 +247,9 @@ def replay_apart(
         os.close(read_end)
         try:
             try:
-                answer: PolicyReplay | str = replay_policy(policy, path, timeout=timeout)
+                answer: PolicyReplay | str = replay_policy(
+                    policy, path, timeout=timeout, contained=True
+                )
             except Exception as exc:  # the harness's own failure, never the policy's
                 answer = f"{type(exc).__name__}: {exc}"
             with os.fdopen(write_end, "wb") as pipe:
