@@ -1057,6 +1057,23 @@ def test_anthropic_a_compaction_that_failed_changes_nothing() -> None:
     assert ("WR008", ("t1:result",)) in codes(imported("anthropic", json.dumps(history)))
 
 
+@pytest.mark.parametrize("name", ["session_compact.jsonl", "session_goes_on.jsonl"])
+def test_claude_code_files_of_one_session_follow_its_chain(tmp_path: Path, name: str) -> None:
+    """A session split into files given in another order (a shell glob's) is the same
+    session: the files are read in the order the parentUuid chain runs through them."""
+    lines = (CC / name).read_text("utf-8").splitlines(keepends=True)
+    cuts = [0, len(lines) // 3, 2 * len(lines) // 3, len(lines)]
+    parts = []
+    for k in range(3):
+        part = tmp_path / f"part{k}.jsonl"
+        part.write_text("".join(lines[cuts[k] : cuts[k + 1]]), "utf-8")
+        parts.append(part)
+    whole = import_history("claude-code", [CC / name])
+    assert import_history("claude-code", parts) == whole
+    assert import_history("claude-code", parts[::-1]) == whole
+    assert import_history("claude-code", [parts[1], parts[2], parts[0]]) == whole
+
+
 def test_anthropic_extractor_gets_the_message_as_the_file_holds_it() -> None:
     given: list[Any] = []
 
@@ -1070,6 +1087,49 @@ def test_anthropic_extractor_gets_the_message_as_the_file_holds_it() -> None:
     ]
     imported("anthropic", json.dumps(history), extract=extract)
     assert given == history
+
+
+def _commit_on(wanted: str) -> Any:
+    """An extractor that gives commitment c-N after every message whose content or
+    tool_call_id is wanted (N: the items so far)."""
+
+    def extract(message: Any, context: Any) -> list[Any]:
+        if wanted not in (message.get("content"), message.get("tool_call_id")):
+            return []
+        n = len(context["items"])
+        return [{"id": f"c-{n}", "kind": "commitment", "type": "decision", "formula": "x"}]
+
+    return extract
+
+
+def test_extracted_items_follow_the_item_they_follow_not_the_message() -> None:
+    """As annotations do: they go where the item they follow goes (a result's extracted
+    items leave with the result when a placeholder replaces it), and those of a message that
+    gives no item follow the item before it."""
+    call = {"id": "call_1", "type": "function",
+            "function": {"name": "shell", "arguments": '{"command": "pytest"}'}}  # fmt: skip
+    ask = {"role": "assistant", "content": None, "tool_calls": [call]}
+    first: list[dict[str, Any]] = [{"role": "user", "content": "fix it"}, ask,
+             {"role": "tool", "tool_call_id": "call_1", "content": "FAILED\nExit code: 1"},
+             {"role": "assistant", "content": "ok"}]  # fmt: skip
+    cleared = [*first[:2], {**first[2], "content": "[cleared]"}, first[3]]
+    trace = imported("openai", json.dumps([first, cleared]), extract=_commit_on("call_1"))
+    (_, appended), (_, after) = windows(trace)
+    assert [it.id for it in appended][2:4] == ["call_1:result", "c-3"]
+    assert [it.id for it in after] == ["msg-0", "call_1", "call_1:cleared", "msg-3"]
+    notes = [{"after": "call_1:result", "items": [
+        {"id": "c-3", "kind": "commitment", "type": "decision", "formula": "x"}]}]  # fmt: skip
+    annotated = imported("openai", json.dumps([first, cleared]), annotations=notes)
+    assert codes(annotated) == codes(trace) and ("CF001", ("c-3",)) in codes(trace)
+
+    empty = {"role": "assistant", "content": ""}  # no item: c-1 follows msg-0
+    history = [{"role": "user", "content": "go"}, empty, {"role": "assistant", "content": "x"}]
+    for later, held in (
+        ([history[0], history[2]], ["msg-0", "c-1", "msg-2"]),
+        ([empty, history[2]], ["msg-2"]),
+    ):
+        trace = imported("openai", json.dumps([history, later]), extract=_commit_on(""))
+        assert [it.id for it in windows(trace)[-1][1]] == held
 
 
 @pytest.mark.parametrize(

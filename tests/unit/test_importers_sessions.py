@@ -438,6 +438,21 @@ def test_claude_code_two_sessions_are_refused_naming_both(tmp_path: Path) -> Non
     assert "sess-A" in err and "sess-B" in err and str(b) in err and err.count("\n") == 1
 
 
+def test_claude_code_a_record_of_another_session_is_refused_even_as_a_replay(
+    tmp_path: Path,
+) -> None:
+    """A record whose uuid was read before is a replay, skipped; one of another sessionId is
+    that other session, whatever its uuid."""
+    first = [cc("u1", None, "user", "hi", sessionId="sess-A"),
+             cc("u2", "u1", "assistant", "hello", sessionId="sess-A")]  # fmt: skip
+    path = tmp_path / "s.jsonl"
+    path.write_text(jsonl([*first, first[1]]))
+    assert run("import", "claude-code", str(path))[0] == 0
+    path.write_text(jsonl([*first, {**first[1], "sessionId": "sess-B"}]))
+    code, out, err = run("import", "claude-code", str(path))
+    assert code == 2 and out == "" and "sess-A" in err and "sess-B" in err and f"{path}:3:" in err
+
+
 def test_claude_code_sidechain_only_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "agent.jsonl"
     path.write_text(jsonl([cc("u1", None, "user", "sub task", isSidechain=True)]))
@@ -939,6 +954,8 @@ def test_extractor_context_and_annotations_together(tmp_path: Path) -> None:
     ("body", "words"),
     [
         ("raise ValueError('model offline')", "raised ValueError: model offline"),
+        ("import sys; sys.exit(0)", "raised SystemExit: 0"),
+        ("raise SystemExit('gave up')", "raised SystemExit: gave up"),
         ("return {'id': 'x'}", "not a list"),
         ("return [{'id': 'o', 'kind': 'observation'}]", "commitments and claims"),
         ("return [{'id': 'u-0001', 'kind': 'claim'}]", "already used"),

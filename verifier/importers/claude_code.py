@@ -134,6 +134,7 @@ def iter_snapshots(sources: Sequence[Source], *, keep_records: bool = True) -> I
     """:func:`snapshots`, each given as soon as it is made (the file read line by line)."""
     for src in sources:
         _refuse_json_document(src)
+    sources = _chain_order(sources)
     session = _Session(sources, keep=keep_records, abandoned=_abandoned(sources))
     for index, src in enumerate(sources):
         for lineno, offset, size, record, part in _records_at(src):
@@ -155,6 +156,46 @@ def iter_snapshots(sources: Sequence[Source], *, keep_records: bool = True) -> I
         )
     session.snapshot()
     yield from session.out
+
+
+def _chain_order(sources: Sequence[Source]) -> Sequence[Source]:
+    """The files of one session in the order its ``parentUuid`` chain runs through them:
+    a file whose records continue records of another file comes after it, whatever the
+    order they were given in (a shell glob's); files the chain does not order keep theirs.
+    """
+    if len(sources) < 2:
+        return sources
+    defined: dict[str, int] = {}
+    named: list[set[str]] = []  # per file: the parents its records name that it had not
+    for index, src in enumerate(sources):
+        own: set[str] = set()
+        names: set[str] = set()
+        for _, _, record in _plain_records(src):
+            if not isinstance(record, dict):
+                continue  # refused when the session is read
+            for key in ("parentUuid", "logicalParentUuid"):
+                parent = record.get(key)
+                if isinstance(parent, str) and parent and parent not in own:
+                    names.add(parent)
+            uuid = record.get("uuid")
+            if isinstance(uuid, str) and uuid:
+                own.add(uuid)
+                defined.setdefault(uuid, index)
+        named.append(names)
+    first = [{defined[p] for p in names if defined.get(p, i) != i} for i, names in enumerate(named)]
+    order: list[int] = []
+    ready = [i for i, need in enumerate(first) if not need]
+    while ready:
+        i = min(ready)
+        ready.remove(i)
+        order.append(i)
+        for j, need in enumerate(first):
+            if i in need:
+                need.discard(i)
+                if not need and j not in order and j not in ready:
+                    ready.append(j)
+    order += [i for i in range(len(sources)) if i not in order]  # a cycle: as given
+    return [sources[i] for i in order]
 
 
 def _refuse_json_document(src: Source) -> None:
@@ -246,15 +287,17 @@ def _read(record: Any, file: str, lineno: int, s: _Session, place: int, part: in
     has_uuid = isinstance(uuid, str) and bool(uuid)
     if isinstance(uuid, str):
         uuid = sys.intern(uuid)  # one string for the uuid wherever it is kept
-    if has_uuid and uuid in s.parents:
-        return  # a record written again (a replay): the first counts
     kind = record.get("type")
     is_message = kind in ("user", "assistant") and "message" in record
+    boundary = kind == "system" and record.get("subtype") == "compact_boundary"
+    if has_uuid and uuid in s.parents:
+        if boundary or (is_message and not record.get("isSidechain")):
+            _same_session(record, file, lineno, s)  # another session's copy is refused too
+        return  # a record written again (a replay): the first counts
     if is_message and record.get("isSidechain"):
         if s.sidechain is None:
             s.sidechain = (file, lineno)
         return
-    boundary = kind == "system" and record.get("subtype") == "compact_boundary"
     if is_message or boundary:
         _same_session(record, file, lineno, s)
     if kind == "system" and record.get("subtype") == "microcompact_boundary":

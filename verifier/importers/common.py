@@ -607,6 +607,9 @@ class _State:
     counted: int = 0
     """The distinct messages named so far: the K of the next ``msg-K``."""
     extracted: dict[Ident, list[dict[str, Any]]] = field(default_factory=dict)
+    follows: dict[Ident, str | None] = field(default_factory=dict)
+    """A message's extracted items -> the id of the own item they follow (None: the message
+    gave no item, and nothing came before it)."""
     callless: set[str] = field(default_factory=set)
     fmt: str = "import"
 
@@ -876,6 +879,7 @@ def _extract_all(
     so_far: list[Mapping[str, Any]] = []
     taken: dict[str, Message] = {}
     done: set[Ident] = set()
+    last_own: str | None = None  # the last item a message gave, in order of first appearance
     for snap in snapshots:
         for ident, m in zip(_idents(snap.messages), snap.messages, strict=True):
             if ident in done:
@@ -901,7 +905,7 @@ def _extract_all(
             )
             try:
                 got = extract(held, context)
-            except Exception as exc:
+            except (Exception, SystemExit) as exc:  # sys.exit() in it ends no import
                 raise m.error(
                     f"{extract_name} raised {one_line(exc)}",
                     fix="fix the extractor so that it returns a list of item objects",
@@ -915,7 +919,14 @@ def _extract_all(
                         fix="give every extracted item an id of its own",
                     )
                 taken[iid] = m
+            # they belong to the item they follow: the message's last, else the one before it
+            # (then they go where it goes, as an annotation after it would)
+            after = own[-1]["id"] if own else last_own
             s.extracted[ident] = items
+            s.follows[ident] = after
+            if not own and after is not None:
+                s.anchors.setdefault(after, []).extend(dict(it) for it in items)
+            last_own = after
             so_far.extend(MappingProxyType(dict(it)) for it in items)
     defined = history | set(taken) | noted
     for items in s.extracted.values():
@@ -1119,7 +1130,11 @@ def _items(
             cached.append(it)
             cached.extend(s.anchors.get(it["id"], ()))
         cached.extend(_message_annotations(m, own))
-        cached.extend(s.extracted.get(ident, ()))
+        after = s.follows.get(ident)
+        if after is None or any(it["id"] == after for it in own):
+            # items extracted from the message as first seen follow its last item: a later
+            # version that holds a placeholder instead (CALLID:cleared) holds none of them
+            cached.extend(s.extracted.get(ident, ()))
         s.item_cache[cache_key] = cached
     if s.seen is not None:
         s.seen.add(ident)
