@@ -103,6 +103,18 @@ def solver_budget() -> tuple[int, float | None]:
     return rlimit, timeout
 
 
+Z3_MS_MAX = 2**32 - 1
+"""The longest timeout z3 takes, in milliseconds (about 49 days): a longer one is that."""
+
+
+def z3_milliseconds(seconds: float) -> int:
+    """A time limit in seconds as z3 takes it (at least 1 ms, at most :data:`Z3_MS_MAX`;
+    an infinite or huge one, 1e308 s, is the longest)."""
+    if not math.isfinite(seconds) or seconds * 1000 >= Z3_MS_MAX:
+        return Z3_MS_MAX
+    return max(1, int(seconds * 1000))
+
+
 BIG_SLICE = 256
 """A sliced query with more premises than this goes to the premise set's own solver."""
 
@@ -354,7 +366,7 @@ class Session:
         solver.set("random_seed", SEED)
         solver.set("rlimit", self.rlimit)
         if self.timeout is not None:
-            solver.set("timeout", max(1, round(self.timeout * 1000)))
+            solver.set("timeout", z3_milliseconds(self.timeout))
         if self.cross_check:
             self._asserted[id(solver)] = []
         return solver

@@ -422,3 +422,32 @@ def test_a_header_store_that_is_no_store_is_named_at_the_header(tmp_path: Path) 
     code, out, err = run("audit", str(trace))
     assert_bad_input(code, out, err, f"{trace}:1: header names store 'garbage.sqlite'")
     assert "not a SQLite file" in err
+
+
+@pytest.mark.parametrize(
+    "option",
+    [("audit", "--store", ".sqlite"), ("audit", "--report", ""), ("import", "--extract", ".py:f")],
+)
+def test_a_path_the_system_refuses_is_bad_input_naming_it(
+    tmp_path: Path, option: tuple[str, str, str]
+) -> None:
+    """A name too long for the file system is the path's fault: exit 2 naming it."""
+    command, flag, suffix = option
+    long_name = str(tmp_path / ("x" * 300 + suffix))
+    trace = tmp_path / "t.jsonl"
+    trace.write_text(
+        '{"event": "header", "format": "ctxproof-trace/1"}\n'
+        '{"event": "append", "items": [{"id": "p", "kind": "prose", "text": "hi"}]}\n'
+    )
+    session = tmp_path / "s.json"
+    session.write_text(json.dumps([{"role": "user", "content": "hi"}]))
+    first = ["audit", str(trace)] if command == "audit" else ["import", "openai", str(session)]
+    code, _, err = run(*first, flag, long_name)
+    assert code == 2 and "internal error" not in err and "Traceback" not in err, err
+    assert "x" * 300 in err and "too long" in err
+
+
+def test_a_policy_path_the_system_refuses_is_bad_input(tmp_path: Path) -> None:
+    policy = str(tmp_path / ("x" * 300 + ".py")) + ":f"
+    code, _, err = run("fuzz", policy, "--sessions", "1", "--out", str(tmp_path / "o"))
+    assert code == 2 and "Traceback" not in err and "cannot be read: File name too long" in err

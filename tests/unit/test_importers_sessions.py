@@ -975,6 +975,19 @@ def test_bad_extractor_is_exit_2_naming_the_message(tmp_path: Path, body: str, w
     assert str(CC_ON) in err and "line " in err and "Traceback" not in err
 
 
+def test_what_an_extractor_prints_goes_to_stderr_not_into_the_trace(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "loud.py"
+    path.write_text('print("LOADED")\ndef extract(message, context):\n    print("CALLED")\n')
+    code, out, err = run("import", "claude-code", str(CC_ON), "--extract", f"{path}:extract")
+    assert code == 0, err
+    parse_trace_text(out, "<stdout>")  # the trace alone
+    printed = capsys.readouterr()
+    assert "LOADED" not in out + printed.out and "CALLED" not in out + printed.out
+    assert "LOADED" in err + printed.err and "CALLED" in err + printed.err
+
+
 @pytest.mark.parametrize(
     ("arg", "words"),
     [

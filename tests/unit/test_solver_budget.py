@@ -160,6 +160,17 @@ def test_a_cp004_core_the_budget_cut_short_is_undecided_too(tmp_path: Path) -> N
     assert ["minimal core of what 'o2' contradicts" in u for u in report["undecided"]] == [True]
 
 
+def test_a_timeout_too_long_for_the_solver_is_its_longest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """1e308 s is no internal error: the solver's longest limit (about 49 days)."""
+    code, _, err = run("audit", str(_trace(tmp_path)), "--timeout", "1e308", "--rlimit", "20000")
+    assert code == 3, err
+    monkeypatch.setenv("CTXPROOF_TIMEOUT", "1e308")
+    monkeypatch.setenv("CTXPROOF_RLIMIT", "20000")
+    assert run("audit", str(_trace(tmp_path)))[0] == 3
+
+
 @pytest.mark.parametrize("limit", ["inf", "nan", "-inf"])
 def test_a_timeout_that_is_no_number_of_seconds_is_usage(tmp_path: Path, limit: str) -> None:
     code, out, err = run("audit", str(_trace(tmp_path)), "--timeout", limit)

@@ -169,6 +169,13 @@ def _main(argv: Sequence[str] | None, out: Out) -> int:
             # no more: an output that cannot be written, as Out.line words it
             out.note(f"ctxproof: {stdout_error(exc)}")
             return EXIT_INPUT
+        if exc.errno in _PATH_REFUSED and exc.filename is not None:
+            # a path given on the command line (a store, a report folder, a module) that the
+            # system refuses: the path is at fault, not ctxproof
+            out.note(
+                f"ctxproof: {exc.filename}: cannot use this path: {exc.strerror}; give another"
+            )
+            return EXIT_INPUT
         out.note(f"ctxproof: internal error: {type(exc).__name__}: {exc}")
         return EXIT_INTERNAL
     except Exception as exc:
@@ -181,6 +188,13 @@ def _main(argv: Sequence[str] | None, out: Out) -> int:
     if isinstance(rv, int):
         return rv
     return EXIT_OK
+
+
+_PATH_REFUSED = frozenset(
+    {errno.ENAMETOOLONG, errno.EACCES, errno.EPERM, errno.ENOTDIR, errno.ELOOP, errno.EROFS}
+)
+"""What the system says of a path it will not let a command use (a name too long, a folder
+without permission): the path's fault, exit 2 naming it."""
 
 
 _WRITE_REFUSED = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EPIPE, errno.EBADF})

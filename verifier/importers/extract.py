@@ -9,6 +9,7 @@ code, as loading a policy does; every way loading can fail is an
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.util
 import inspect
@@ -44,7 +45,8 @@ def load_extractor(arg: str) -> Extractor:
     if not sep or not target or not func_name:
         raise InputError(f"extractor {arg!r} names no function", fix=_USAGE)
     is_file = target.endswith(".py") or "/" in target or "\\" in target
-    module = _import_file(target) if is_file else _import_module(target, arg)
+    with contextlib.redirect_stdout(sys.stderr):  # its prints are no part of the trace
+        module = _import_file(target) if is_file else _import_module(target, arg)
     obj: Any = module
     for part in func_name.split("."):
         if not hasattr(obj, part):
@@ -70,7 +72,13 @@ def load_extractor(arg: str) -> Extractor:
         ) from None
     except ValueError:
         pass  # no signature to read (a builtin): calling it will tell
-    function: Extractor = obj
+    found: Extractor = obj
+
+    def function(message: Any, context: Any) -> Any:
+        # what it prints goes to stderr: stdout may be the trace (import without -o)
+        with contextlib.redirect_stdout(sys.stderr):
+            return found(message, context)
+
     return function
 
 

@@ -145,7 +145,15 @@ def _error_line(exc: BaseException, path: Path) -> int | None:
 
 def _import_file(path_text: str) -> Any:
     path = Path(path_text)
-    if not path.is_file():
+    try:
+        is_file = path.is_file()
+    except OSError as exc:  # a name too long, a folder it may not enter
+        raise InputError(
+            f"policy file cannot be read: {exc.strerror}",
+            file=path_text,
+            fix="check the path before the ':'",
+        ) from None
+    if not is_file:
         what = "is a folder" if path.is_dir() else "does not exist"
         raise InputError(f"policy file {what}", file=path_text, fix="check the path before the ':'")
     folder = str(path.resolve().parent)

@@ -15,13 +15,14 @@ arithmetic) or bit-vectors wide enough that no sum overflows
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import z3
+
+from verifier.solver import z3_milliseconds
 
 __all__ = ["Arith", "BitVecArith", "CheckResult", "IntArith", "Smt", "Term"]
 
@@ -48,16 +49,6 @@ class CheckResult:
         return self.status == "unsat"
 
 
-_Z3_MS_MAX = 2**32 - 1
-"""The longest timeout z3 takes, in milliseconds (about 49 days): a longer one is that."""
-
-
-def _milliseconds(seconds: float) -> int:
-    """A time limit in seconds as z3 takes it (at least 1 ms, at most :data:`_Z3_MS_MAX`;
-    an infinite one is the longest)."""
-    if not math.isfinite(seconds) or seconds * 1000 >= _Z3_MS_MAX:
-        return _Z3_MS_MAX
-    return max(1, int(seconds * 1000))
 
 
 class Smt:
@@ -233,7 +224,7 @@ class Smt:
         """
         solver = self.loose if loose else self.solver
         if timeout is not None:
-            solver.set("timeout", _milliseconds(timeout))
+            solver.set("timeout", z3_milliseconds(timeout))
         start = time.perf_counter()
         self.checks += 1
         try:
@@ -258,7 +249,7 @@ class Smt:
         opt = z3.Optimize(ctx=self.ctx)
         opt.set("random_seed", SEED)
         if timeout is not None:
-            opt.set("timeout", _milliseconds(timeout))
+            opt.set("timeout", z3_milliseconds(timeout))
         opt.add(self.solver.assertions())
         for a in assumptions:
             opt.add(a)
