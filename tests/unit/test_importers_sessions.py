@@ -113,6 +113,30 @@ def test_claude_code_split_files_read_as_one_session(tmp_path: Path) -> None:
     assert import_history("claude-code", parts) == import_history("claude-code", [CC_ON])
 
 
+@pytest.mark.parametrize(
+    ("meta", "where"),
+    [
+        ("garbage", "compactMetadata must be an object"),
+        ({"preservedMessages": {"uuids": "u2"}}, "preservedMessages.uuids must be a list"),
+        ({"preservedMessages": ["u2"]}, "preservedMessages must be an object"),
+        ({"preservedSegment": {"headUuid": 7, "tailUuid": "u2"}}, "headUuid must be a uuid"),
+    ],
+)
+def test_claude_code_compaction_metadata_read_otherwise_is_bad_input(
+    tmp_path: Path, meta: Any, where: str
+) -> None:
+    """Metadata that names what a compaction kept in a shape Claude Code never writes would
+    be read as keeping nothing: false drops, so bad input at its line."""
+    boundary = {"type": "system", "subtype": "compact_boundary", "uuid": "b1",
+                "parentUuid": None, "logicalParentUuid": "u2", "compactMetadata": meta}  # fmt: skip
+    recs = [cc("u1", None, "user", "start"), cc("u2", "u1", "user", "keep me"), boundary,
+            cc("cs", "b1", "user", "summary", isCompactSummary=True)]  # fmt: skip
+    path = tmp_path / "s.jsonl"
+    path.write_text(jsonl(recs))
+    code, out, err = run("import", "claude-code", str(path))
+    assert code == 2 and out == "" and f"{path}:3: " in err and where in err
+
+
 def test_claude_code_summary_parent_with_kept_messages() -> None:
     """The message after a summary names the summary as parent while kept messages follow it
     in the window: the session goes on (no item twice, no branch)."""

@@ -290,6 +290,8 @@ def _read(record: Any, file: str, lineno: int, s: _Session, place: int, part: in
     kind = record.get("type")
     is_message = kind in ("user", "assistant") and "message" in record
     boundary = kind == "system" and record.get("subtype") == "compact_boundary"
+    if boundary:
+        _check_kept(record.get("compactMetadata"), file, lineno)
     if has_uuid and uuid in s.parents:
         if boundary or (is_message and not record.get("isSidechain")):
             _same_session(record, file, lineno, s)  # another session's copy is refused too
@@ -445,6 +447,41 @@ def _is_turn(body: Any) -> bool:
     kinds = {b.get("type") for b in content if isinstance(b, dict)}
     said = any(_is(b, "text") and b.get("text") for b in content)
     return bool(kinds & {"tool_use", "tool_result"}) and not (said and "tool_result" not in kinds)
+
+
+def _check_kept(meta: Any, file: str, lineno: int) -> None:
+    """A compaction's metadata, where it names what the compaction kept, names it as
+    Claude Code writes it: read otherwise, the kept messages would silently be dropped."""
+
+    def bad(where: str, what: str) -> InputError:
+        return InputError(
+            f"compactMetadata{where} must be {what}",
+            file=file,
+            line=lineno,
+            fix="write it as Claude Code does, or leave it out",
+        )
+
+    if meta is None:
+        return
+    if not isinstance(meta, dict):
+        raise bad("", "an object")
+    kept = meta.get("preservedMessages")
+    if kept is not None:
+        if not isinstance(kept, dict):
+            raise bad(".preservedMessages", "an object")
+        uuids = kept.get("uuids")
+        if uuids is not None and not (
+            isinstance(uuids, list) and all(isinstance(u, str) and u for u in uuids)
+        ):
+            raise bad(".preservedMessages.uuids", "a list of uuids")
+    segment = meta.get("preservedSegment")
+    if segment is not None:
+        if not isinstance(segment, dict):
+            raise bad(".preservedSegment", "an object")
+        for end in ("headUuid", "tailUuid"):
+            value = segment.get(end)
+            if value is not None and not (isinstance(value, str) and value):
+                raise bad(f".preservedSegment.{end}", "a uuid")
 
 
 def _named_kept(meta: Any) -> list[str]:
