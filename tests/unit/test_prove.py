@@ -493,6 +493,20 @@ def test_a_tiny_pressure_threshold_is_proved_like_a_small_one(tmp_path: Path, ti
     assert results[0] == results[1]
 
 
+def test_a_proof_too_large_to_encode_in_its_time_is_undecided_at_the_limit(
+    tmp_path: Path,
+) -> None:
+    """The limit holds while the terms are built too: bounds that take longer to encode
+    than --timeout end undecided, saying so, not when the encoding is done."""
+    spec = SPECS / "keep_recent.toml"
+    res = prove(spec, items=64, passes=4, appends=16, timeout=0.001, out_dir=tmp_path)
+    assert res.result == "undecided" and res.reason is not None
+    assert "encoding of these bounds ran out of time" in res.reason
+    code, out, _ = run("prove", str(spec), "--items", "64", "--timeout", "0.001",
+                       "--out", str(tmp_path), "--format", "json")  # fmt: skip
+    assert code == 3 and "ran out of time" in json.loads(out)["reason"]
+
+
 def test_cli_timeout_is_undecided(tmp_path: Path) -> None:
     spec = str(SPECS / "keep_recent.toml")
     code, out, _ = run("prove", spec, "--timeout", "0.000001", "--out", str(tmp_path))

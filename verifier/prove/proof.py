@@ -19,7 +19,7 @@ from verifier.policies.spec import Spec, load_spec
 from verifier.prove.passes import bmc_before, encode_pass
 from verifier.prove.properties import PROPERTIES, Violation, violations
 from verifier.prove.replay import ConcreteSlot, Scenario, replay_scenario, slot_id
-from verifier.prove.smt import Arith, BitVecArith, CheckResult, IntArith, Smt, Term
+from verifier.prove.smt import Arith, BitVecArith, CheckResult, IntArith, OutOfTime, Smt, Term
 from verifier.prove.window import (
     KINDS,
     MODALITIES,
@@ -210,10 +210,11 @@ class Encoding:
         appends: int,
         induction: bool,
         arith: str = "int",
+        deadline: float | None = None,
     ) -> None:
         self.spec = spec
         self.induction = induction
-        self.smt = smt = Smt()
+        self.smt = smt = Smt(deadline)
         self._upto: list[Term] = []
         # BMC: windows of at most `items` items, up to `appends` appended before each pass,
         # so at most that many (and no more than a window holds) are appended before each
@@ -590,14 +591,32 @@ def prove(
         raise InputError(f"unknown encoding option {arith!r}/{minimize!r}")
     start = time.perf_counter()
     deadline = None if timeout is None else start + timeout
-    enc = Encoding(
-        spec,
-        items=items,
-        passes=1 if induction else passes,
-        appends=appends,
-        induction=induction,
-        arith=arith,
-    )
+    try:
+        enc = Encoding(
+            spec,
+            items=items,
+            passes=1 if induction else passes,
+            appends=appends,
+            induction=induction,
+            arith=arith,
+            deadline=deadline,
+        )
+    except OutOfTime:
+        seconds = time.perf_counter() - start
+        return ProofResult(
+            "undecided",
+            None,
+            None,
+            f"{', '.join(PROPERTIES)}: the encoding of these bounds ran out of time"
+            " (--timeout); give more time, or smaller --items, --passes or --appends",
+            items,
+            1 if induction else passes,
+            induction,
+            seconds,
+            {"arith": arith, "minimize": minimize, "encode_seconds": round(seconds, 3)},
+            (),
+            appends,
+        )
     encode_seconds = time.perf_counter() - start
     per_property: dict[str, dict[str, Any]] = {}
     found: list[Counterexample] = []

@@ -24,7 +24,7 @@ import z3
 
 from verifier.solver import z3_milliseconds
 
-__all__ = ["Arith", "BitVecArith", "CheckResult", "IntArith", "Smt", "Term"]
+__all__ = ["Arith", "BitVecArith", "CheckResult", "IntArith", "OutOfTime", "Smt", "Term"]
 
 Term = Any
 """A z3 term, opaque outside this module."""
@@ -51,10 +51,24 @@ class CheckResult:
 
 
 
-class Smt:
-    """One z3 context, its solver, and the term builders the encoding uses."""
+class OutOfTime(Exception):
+    """Building the terms went past the proof's deadline (:class:`Smt`)."""
 
-    def __init__(self) -> None:
+
+_TICKS = 4096
+"""Terms built between two looks at the clock (a look costs more than a term)."""
+
+
+class Smt:
+    """One z3 context, its solver, and the term builders the encoding uses.
+
+    ``deadline`` (``time.perf_counter()``): building terms past it raises
+    :class:`OutOfTime`, so a proof too large to encode in its time limit ends at the
+    limit, not when the encoding is done."""
+
+    def __init__(self, deadline: float | None = None) -> None:
+        self.deadline = deadline
+        self._ticks = 0
         self.ctx = z3.Context()
         self.solver = z3.Solver(ctx=self.ctx)
         self.solver.set("random_seed", SEED)
@@ -87,6 +101,10 @@ class Smt:
     # Constants are the two objects self.true and self.false, folded by identity; the
     # n-ary connectives go straight to the C API (z3py's And/Or coerce every argument).
     def _nary(self, make: Any, ts: list[Term]) -> Term:
+        self._ticks += 1
+        deadline = self.deadline
+        if deadline is not None and self._ticks % _TICKS == 0 and time.perf_counter() > deadline:
+            raise OutOfTime
         args = (z3.Ast * len(ts))()
         for k, t in enumerate(ts):
             args[k] = t.as_ast()
