@@ -70,7 +70,7 @@ class InputError(CtxproofError, ValueError):
         return err
 
     def render(self) -> str:
-        where = self.file or "<input>"
+        where = shown_name(self.file or "<input>")  # a file named with a newline: one line
         if self.line is not None:
             where += f":{self.line}"
         text = f"{where}: "
@@ -83,6 +83,12 @@ class InputError(CtxproofError, ValueError):
 
     def __str__(self) -> str:
         return self.render()
+
+
+def shown_name(text: str) -> str:
+    """A name (a trace's path, an item id) as one line of text shows it: a character that
+    is not printable (a newline, a tab) is escaped."""
+    return text if text.isprintable() else text.encode("unicode_escape").decode()
 
 
 class FormulaError(InputError):

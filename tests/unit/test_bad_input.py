@@ -451,3 +451,14 @@ def test_a_policy_path_the_system_refuses_is_bad_input(tmp_path: Path) -> None:
     policy = str(tmp_path / ("x" * 300 + ".py")) + ":f"
     code, _, err = run("fuzz", policy, "--sessions", "1", "--out", str(tmp_path / "o"))
     assert code == 2 and "Traceback" not in err and "cannot be read: File name too long" in err
+
+
+def test_a_file_named_with_a_newline_is_one_line_of_error(tmp_path: Path) -> None:
+    path = tmp_path / "bad\nctxproof: fake.jsonl:1: ok.jsonl"
+    path.write_text(
+        '{"event": "header", "format": "ctxproof-trace/1"}\n'
+        '{"event": "append", "items": [{"id": "x", "kind": "note"}]}\n'
+    )
+    code, out, err = run("audit", str(path))
+    assert_bad_input(code, out, err)
+    assert err.count("\n") == 1 and "bad\\nctxproof: fake.jsonl:1: ok.jsonl:2: item 'x'" in err

@@ -1232,3 +1232,13 @@ def test_langchain_messages_given_ids_by_the_summarization_stay_the_same_items()
     again = windows(imported("langchain", json.dumps([before, after, later])))
     assert [it.id for it in again[-1][1]] == ["u-sum", "msg-1", "msg-2", "u-4", "u-5"]
     assert findings(trace) == []
+
+
+def test_a_bad_item_in_ctxproof_metadata_names_its_message(tmp_path: Path) -> None:
+    note = {"ctxproof": [{"id": "cM", "kind": "zz"}]}
+    recs = [cc("u1", None, "user", "hi"), cc("u2", "u1", "user", "more", metadata=note)]
+    path = tmp_path / "s.jsonl"
+    path.write_text(jsonl(recs))
+    code, out, err = run("import", "claude-code", str(path))
+    assert code == 2 and out == ""
+    assert "line 2" in err and "'ctxproof' metadata: item 'cM': unknown kind 'zz'" in err

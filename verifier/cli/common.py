@@ -17,7 +17,7 @@ from typing import IO, Any, cast
 
 import click
 
-from verifier.errors import OutputError, suggestion
+from verifier.errors import OutputError, shown_name, suggestion
 from verifier.findings import Finding, cause_item
 
 __all__ = [
@@ -117,12 +117,6 @@ class Out:
 def stdout_error(exc: OSError) -> OutputError:
     """The error of a write to standard output that failed."""
     return OutputError(f"standard output: cannot write: {exc.strerror or exc}")
-
-
-def shown_name(text: str) -> str:
-    """A name (a trace's path, an item id) as one line of text shows it: a character that
-    is not printable (a newline, a tab) is escaped."""
-    return text if text.isprintable() else text.encode("unicode_escape").decode()
 
 
 def format_finding(name: str, f: Finding, related: Sequence[str] = ()) -> str:

@@ -1151,7 +1151,11 @@ def _message_annotations(m: Message, own: Sequence[dict[str, Any]]) -> list[dict
         )
     out = []
     for raw in m.annotations:
-        item_from_json(raw, _Ctx(m.file, None))
+        try:
+            item_from_json(raw, _Ctx(m.file, None))
+        except InputError as exc:  # named where it is: this message's metadata
+            item = f"item {exc.item!r}: " if exc.item is not None else ""
+            raise m.error(f"its 'ctxproof' metadata: {item}{exc.message}", exc.fix) from None
         out.append(dict(raw))
     return out
 
