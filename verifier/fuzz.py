@@ -1355,6 +1355,9 @@ class _Chunk:
     counts: dict[str, int] = field(default_factory=dict)
     first: dict[str, int] = field(default_factory=dict)
     """code -> index (within the chunk) of the first session that showed it."""
+    shown: dict[str, Obj] = field(default_factory=dict)
+    """code -> that session as explored (:meth:`SessionResult.to_json`): the counterexample
+    when playing it again does not show the code."""
     pressures: list[tuple[float, int]] = field(default_factory=list)
     shapes: dict[str, int] = field(default_factory=dict)
     over_budget: int = 0
@@ -1369,6 +1372,7 @@ class _Chunk:
             "tokens_after": self.tokens_after,
             "counts": self.counts,
             "first": self.first,
+            "shown": self.shown,
             "pressures": self.pressures,
             "shapes": self.shapes,
             "over_budget": self.over_budget,
@@ -1385,6 +1389,7 @@ class _Chunk:
             obj["tokens_after"],
             dict(obj["counts"]),
             dict(obj["first"]),
+            dict(obj.get("shown", {})),
             [(p, n) for p, n in obj["pressures"]],
             dict(obj.get("shapes", {})),
             obj.get("over_budget", 0),
@@ -1415,7 +1420,9 @@ def explore_chunk(
             policy, plan, passes=passes, mode=mode, require_fit=require_fit, session=shared
         )
         for code in sorted(res.codes()):
-            out.first.setdefault(code, out.sessions)
+            if code not in out.first:
+                out.first[code] = out.sessions
+                out.shown[code] = res.to_json()
         for f in res.findings:
             out.counts[f.code] = out.counts.get(f.code, 0) + 1
         out.sessions += 1
@@ -2043,6 +2050,7 @@ def fuzz(
                 progress,
             )
             first: dict[str, tuple[int, int]] = {}
+            explored: dict[str, Obj] = {}  # code -> the session that first showed it
             for ch in chunks:
                 report.sessions += ch.sessions
                 report.rewrites += ch.rewrites
@@ -2055,7 +2063,9 @@ def fuzz(
                 for code, n in ch.counts.items():
                     report.findings_by_rule[code] = report.findings_by_rule.get(code, 0) + n
                 for code, at in ch.first.items():
-                    first.setdefault(code, (ch.index, at))
+                    if code not in first:
+                        first[code] = (ch.index, at)
+                        explored[code] = ch.shown[code]
             codes = sorted(first)
             shrink_started = time.perf_counter()
             # rules first shown by one session are shrunk from it along the same candidates:
@@ -2098,11 +2108,15 @@ def fuzz(
         out = Path(out_dir)
         for code, result in zip(codes, shrunk, strict=True):
             if code not in result.codes():
+                # played again, the session did not show it: the policy's output depends on
+                # more than its input. The session as explored holds what the policy
+                # returned then, and shows it: it is the counterexample, unshrunk
                 report.unshrunk[code] = (
-                    "the session that showed it did not show it again when played again: the"
-                    " policy's output depends on more than its input"
+                    "the session that showed it did not show it again when played again (the"
+                    " policy's output depends on more than its input): this is that session"
+                    " as explored, unshrunk"
                 )
-                continue
+                result = SessionResult.from_json(explored[code])
             path = out / f"cex-{code}.jsonl"
             text = result.text()
             finding = _first_finding(result, code)
@@ -2369,10 +2383,11 @@ def scorecard_text(report: FuzzReport, by_pressure: Sequence[Mapping[str, Any]])
         where = ""
         if cex is not None:
             items = f", {','.join(cex.items)}" if cex.items else ""
-            where = f"  shrunk: {cex.path} (pass {cex.pass_}{items})"
+            how = "unshrunk" if code in report.unshrunk else "shrunk"
+            where = f"  {how}: {cex.path} (pass {cex.pass_}{items})"
         lines.append(f"  {code} {RULES.get(code, '?')}: {n}{where}")
         if code in report.unshrunk:
-            lines.append(f"    no counterexample: {report.unshrunk[code]}")
+            lines.append(f"    not shrunk: {report.unshrunk[code]}")
         if cex is not None:
             lines.append(cex.finding_line())  # as audit reports it: TRACE:LINE: ...
         if cex is not None and code in REPLAYABLE:

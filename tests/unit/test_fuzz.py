@@ -104,6 +104,27 @@ def test_counterexamples_of_count_mode_say_how_audit_replays_them(tmp_path: Path
     assert "    audit: " not in "\n".join(scorecard_text(plain, []))
 
 
+def test_a_finding_played_again_without_it_keeps_its_session_unshrunk(tmp_path: Path) -> None:
+    """A policy that drops the oldest item for its first 40 calls (each rewrite calls it
+    twice, alike) and keeps everything after: playing a session again does not show what
+    it showed, and its counterexample is the session as explored, which audit replays."""
+    calls = [0]
+
+    def tires(window: list[dict[str, Any]], budget: int) -> list[dict[str, Any]]:
+        calls[0] += 1
+        return window[1:] if calls[0] <= 40 else window
+
+    report = fuzz(tires, sessions=6, passes=3, out_dir=tmp_path, card=False, policy_timeout=None)
+    assert report.unshrunk and "PL002" not in report.findings_by_rule
+    assert {c.code for c in report.counterexamples} == set(report.findings_by_rule)
+    for cex in report.counterexamples:
+        trace = parse_trace_text(Path(cex.path).read_bytes(), cex.path)
+        found = {(f.code, f.pass_, f.items) for f in audit_trace(trace).findings}
+        assert (cex.code, cex.pass_, cex.items) in found
+    text = "\n".join(scorecard_text(report, []))
+    assert f"  unshrunk: {tmp_path / 'cex-'}" in text and "    not shrunk: " in text
+
+
 def test_relevance_eviction_makes_the_agent_run_a_failure_again(tmp_path: Path) -> None:
     report = quick(model("relevance_eviction"), tmp_path, sessions=3)
     cex = next(c for c in report.counterexamples if c.code == "CP003")
