@@ -182,14 +182,14 @@ def _chain_order(sources: Sequence[Source]) -> Sequence[Source]:
                 own.add(uuid)
                 defined.setdefault(uuid, index)
         named.append(names)
-    first = [{defined[p] for p in names if defined.get(p, i) != i} for i, names in enumerate(named)]
+    needs = [{defined[p] for p in names if defined.get(p, i) != i} for i, names in enumerate(named)]
     order: list[int] = []
-    ready = [i for i, need in enumerate(first) if not need]
+    ready = [i for i, need in enumerate(needs) if not need]
     while ready:
         i = min(ready)
         ready.remove(i)
         order.append(i)
-        for j, need in enumerate(first):
+        for j, need in enumerate(needs):
             if i in need:
                 need.discard(i)
                 if not need and j not in order and j not in ready:
